@@ -1,0 +1,189 @@
+//! `marvin bench`: side-by-side benchmarks that print a table of medians and ratios, or
+//! JSON with `--json`.
+//!
+//! Every benchmark module returns [`Sample`]s; this module owns the shared measuring
+//! loop ([`median_ns`]), the table and the JSON form, so each benchmark only says what it
+//! runs.
+
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+pub mod cputime;
+pub mod interp;
+pub mod queue;
+
+/// The benchmarks, one subcommand each.
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// MASM interpreter against Lua 5.4 and CPython on the same programs.
+    Interp(interp::InterpArgs),
+    /// DeliQueue against the legacy single-lock queue, crossbeam-channel and std mpsc.
+    Queue(queue::QueueArgs),
+    /// Thread CPU time: /proc parsing vs clock_gettime vs the current-thread fast path.
+    Cputime(cputime::CputimeArgs),
+}
+
+/// Options every benchmark takes.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Print a JSON array of results instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Repetitions per scenario and implementation (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+}
+
+/// One measured scenario of one implementation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub scenario: String,
+    #[serde(rename = "impl")]
+    pub implementation: String,
+    pub median_ns: f64,
+    /// Ratio of this median to the baseline implementation's median for the same
+    /// scenario (filled in by [`finish`]); below 1 means faster than the baseline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_baseline: Option<f64>,
+    /// Name of the baseline the ratio refers to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    /// Extra figures a benchmark reports (bytes, percentiles, counts).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Sample {
+    pub fn new(
+        scenario: impl Into<String>,
+        implementation: impl Into<String>,
+        median_ns: f64,
+    ) -> Self {
+        Sample {
+            scenario: scenario.into(),
+            implementation: implementation.into(),
+            median_ns,
+            ratio_to_baseline: None,
+            baseline: None,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds an extra named figure.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// Runs `f` `reps` times (after one warm-up run) and returns the median wall time in ns.
+pub fn median_ns(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut times: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_nanos() as f64
+        })
+        .collect();
+    median(&mut times)
+}
+
+/// The median of some values (the mean of the two middle ones for an even count).
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// The `p`-th percentile (0..=100) of some values, nearest-rank.
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+/// Fills in each sample's ratio to `baseline` in the same scenario, then prints the
+/// table (or the JSON array with `json`).
+pub fn finish(mut samples: Vec<Sample>, baseline: &str, json: bool, notes: &[String]) {
+    let base: std::collections::HashMap<String, f64> = samples
+        .iter()
+        .filter(|s| s.implementation == baseline)
+        .map(|s| (s.scenario.clone(), s.median_ns))
+        .collect();
+    for s in &mut samples {
+        if let Some(b) = base.get(&s.scenario) {
+            if *b > 0.0 {
+                s.ratio_to_baseline = Some(s.median_ns / b);
+                s.baseline = Some(baseline.to_string());
+            }
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&samples).expect("samples serialise")
+        );
+        for n in notes {
+            eprintln!("note: {n}");
+        }
+        return;
+    }
+    println!(
+        "{:<34} {:<22} {:>14} {:>10}",
+        "scenario",
+        "impl",
+        "median",
+        format!("x {baseline}")
+    );
+    for s in &samples {
+        let ratio = s
+            .ratio_to_baseline
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<34} {:<22} {:>14} {:>10}",
+            s.scenario,
+            s.implementation,
+            human_ns(s.median_ns),
+            ratio
+        );
+    }
+    for n in notes {
+        println!("note: {n}");
+    }
+}
+
+/// Formats nanoseconds with a sensible unit.
+pub fn human_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.3} us", ns / 1e3)
+    } else {
+        format!("{ns:.1} ns")
+    }
+}
+
+/// Dispatches a `marvin bench` subcommand.
+pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
+    match cmd {
+        BenchCmd::Interp(a) => interp::run(a),
+        BenchCmd::Queue(a) => queue::run(a),
+        BenchCmd::Cputime(a) => cputime::run(a),
+    }
+}

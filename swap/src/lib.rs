@@ -1,0 +1,1 @@
+//! marvin's ahead-of-time swap. (to be written)
