@@ -1,0 +1,109 @@
+//! The access barrier: the single entry point through which the interpreter reads and
+//! writes objects.
+//!
+//! [`Heap::access`] resolves a handle for one access. On the fast path (the handle
+//! points straight at a resident object) it sets the header's READ bit, or WRITE and
+//! DIRTY, and hands back the object. A handle that reaches its object through a stub
+//! takes the cold path, which holds the stub's reclaim-table entry for the whole access
+//! and faults the object in when it is out. The barrier is generic over a
+//! [`BarrierMode`] so that a build without barriers can be measured side by side in one
+//! binary ([`NoBarriers`]).
+
+use std::sync::atomic::Ordering;
+
+use crate::header::HeaderBits;
+use crate::heap::{Handle, Heap, ENTRY_STUB};
+use crate::object::Obj;
+
+/// Whether accesses record access bits.
+pub trait BarrierMode: Copy + Send + Sync + 'static {
+    const ON: bool;
+}
+
+/// Accesses set header bits (the normal runtime).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Barriers;
+impl BarrierMode for Barriers {
+    const ON: bool = true;
+}
+
+/// Accesses skip the header bits: only for measuring the barrier's cost. Objects
+/// cannot be stubbed or swapped in this mode.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoBarriers;
+impl BarrierMode for NoBarriers {
+    const ON: bool = false;
+}
+
+/// What an access does to the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Read,
+    Write,
+}
+
+/// Why an access could not be made.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum AccessError {
+    #[error("dangling reference {0}")]
+    Dangling(u64),
+    #[error("cannot fault in object {handle}: {reason}")]
+    Fault { handle: u64, reason: String },
+}
+
+/// One access in progress: the resident object, and the stub entry's shared lock when
+/// the object is reached through a stub (released on drop).
+pub struct Access<'h> {
+    obj: Obj<'h>,
+    stub: Option<crate::stub::StubAccess<'h>>,
+}
+
+impl<'h> Access<'h> {
+    #[inline(always)]
+    pub fn obj(&self) -> Obj<'h> {
+        self.obj
+    }
+
+    /// Stores a reference into payload word `word` (an instance's ref slot or a ref
+    /// array element), keeping a stub's reference copy current.
+    #[inline(always)]
+    pub fn store_ref(&self, word: usize, value: u64) {
+        self.obj.words()[word].store(value, Ordering::Relaxed);
+        if let Some(s) = &self.stub {
+            s.update_ref_copy(word, value);
+        }
+    }
+}
+
+impl Heap {
+    /// Resolves `h` for one access of the given kind. Every object read and write of the
+    /// interpreter goes through here.
+    #[inline(always)]
+    pub fn access<B: BarrierMode>(&self, h: Handle, kind: AccessKind) -> Result<Access<'_>, AccessError> {
+        let e = self.table().entry(h).load(Ordering::Acquire);
+        if e & ENTRY_STUB != 0 || e == 0 {
+            return self.access_slow::<B>(h, e, kind);
+        }
+        // SAFETY: a non-zero, untagged entry is the address of a live object that is
+        // resident (only stubbed objects are ever reclaimed) and does not move while
+        // the calling mutator is between safepoints.
+        let obj = unsafe { Obj::from_addr(e as usize) };
+        if B::ON {
+            match kind {
+                AccessKind::Read => obj.header().ensure(HeaderBits::READ),
+                AccessKind::Write => obj.header().ensure(HeaderBits::WRITE | HeaderBits::DIRTY),
+            }
+        }
+        Ok(Access { obj, stub: None })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn access_slow<B: BarrierMode>(&self, h: Handle, e: u64, kind: AccessKind) -> Result<Access<'_>, AccessError> {
+        if e == 0 {
+            return Err(AccessError::Dangling(h.value()));
+        }
+        let stub = crate::stub::StubAccess::enter(self, h, e, kind, B::ON)?;
+        Ok(Access { obj: stub.obj(), stub: Some(stub) })
+    }
+}

@@ -1,0 +1,281 @@
+//! The heap of one app: allocation, handles, accounting and freeing.
+//!
+//! Small objects (under [`LARGE_OBJECT_BYTES`]) come from the system allocator, whose
+//! per-thread caches and size classes serve small fixed-size requests well; large
+//! objects come from the page-aligned [`large_space`], so their pages can be returned to
+//! the OS alone or with their neighbours. Every object is reached through the
+//! [`handle_table`]. Reading and writing objects goes through [`crate::barrier`].
+
+pub mod handle_table;
+pub mod large_space;
+
+use std::alloc::Layout;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+pub use handle_table::{Handle, HandleTable, ENTRY_STUB};
+pub use large_space::{LargeSpace, PAGE};
+
+use crate::header::{ObjHeader, ObjKind, HEADER_BYTES};
+use crate::object::Obj;
+
+/// Objects of this many bytes (header included) and more start on a page boundary.
+pub const LARGE_OBJECT_BYTES: usize = 2048;
+
+/// Largest array length MASM may ask for.
+pub const MAX_ARRAY_LEN: u64 = u32::MAX as u64 / 2;
+
+/// Why an allocation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AllocError {
+    #[error("out of memory")]
+    OutOfMemory,
+    #[error("out of memory: {0}")]
+    TableFull(#[from] handle_table::TableFull),
+    #[error("out of memory: cannot map heap space: {0}")]
+    Map(#[from] std::io::Error),
+}
+
+/// Settings of a heap.
+#[derive(Clone, Debug)]
+pub struct HeapConfig {
+    /// Maximum number of live objects.
+    pub handle_capacity: u32,
+    /// `--heap-limit`: live bytes the heap may hold after a collection.
+    pub limit: Option<usize>,
+    /// Bytes allocated since the last collection that trigger the next one.
+    pub gc_trigger_bytes: usize,
+}
+
+impl Default for HeapConfig {
+    fn default() -> Self {
+        HeapConfig {
+            handle_capacity: 1 << 24,
+            limit: None,
+            gc_trigger_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Counters of a heap, read by `--stats` and the experiments.
+#[derive(Debug, Default)]
+pub struct HeapCounters {
+    pub allocations: AtomicU64,
+    pub bytes_allocated: AtomicU64,
+    pub objects_freed: AtomicU64,
+    pub bytes_freed: AtomicU64,
+    /// Bytes of live objects (header included; large objects count whole pages).
+    pub in_use: AtomicUsize,
+    pub peak_in_use: AtomicUsize,
+    /// Bytes allocated since the last collection.
+    pub since_gc: AtomicUsize,
+}
+
+/// What an allocation of some size should do first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcNeed {
+    /// Allocate now.
+    None,
+    /// Collect first (allocation volume or the limit); allocate regardless after.
+    Collect,
+}
+
+/// One app's heap.
+pub struct Heap {
+    table: HandleTable,
+    large: LargeSpace,
+    config: HeapConfig,
+    pub counters: HeapCounters,
+}
+
+/// Bytes an object of this shape occupies (header included, large objects in pages).
+pub fn footprint(kind: ObjKind, len: u32) -> usize {
+    let raw = HEADER_BYTES + kind.payload_bytes(len);
+    if raw >= LARGE_OBJECT_BYTES {
+        large_space::page_round(raw)
+    } else {
+        raw.div_ceil(16) * 16
+    }
+}
+
+impl Heap {
+    pub fn new(config: HeapConfig) -> std::io::Result<Heap> {
+        Ok(Heap {
+            table: HandleTable::new(config.handle_capacity)?,
+            large: LargeSpace::new(),
+            config,
+            counters: HeapCounters::default(),
+        })
+    }
+
+    pub fn config(&self) -> &HeapConfig {
+        &self.config
+    }
+
+    pub fn table(&self) -> &HandleTable {
+        &self.table
+    }
+
+    pub fn large_space(&self) -> &LargeSpace {
+        &self.large
+    }
+
+    /// Whether allocating `bytes` now should be preceded by a collection.
+    #[inline]
+    pub fn gc_need(&self, bytes: usize) -> GcNeed {
+        let since = self.counters.since_gc.load(Ordering::Relaxed);
+        if since + bytes > self.config.gc_trigger_bytes {
+            return GcNeed::Collect;
+        }
+        match self.config.limit {
+            Some(limit) if self.counters.in_use.load(Ordering::Relaxed) + bytes > limit => {
+                GcNeed::Collect
+            }
+            _ => GcNeed::None,
+        }
+    }
+
+    /// Whether `bytes` more would pass the heap limit (checked after a collection).
+    pub fn over_limit(&self, bytes: usize) -> bool {
+        match self.config.limit {
+            Some(limit) => self.counters.in_use.load(Ordering::Relaxed) + bytes > limit,
+            None => false,
+        }
+    }
+
+    /// Allocates a zeroed object. Collection policy is the caller's (see [`Heap::gc_need`]).
+    pub fn alloc(&self, kind: ObjKind, class: u32, len: u32, nrefs: u16) -> Result<Handle, AllocError> {
+        let raw = HEADER_BYTES + kind.payload_bytes(len);
+        let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
+            (self.large.alloc(raw)?, large_space::page_round(raw))
+        } else {
+            let layout = small_layout(raw);
+            // SAFETY: `layout` has a non-zero size (at least the header).
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            if p.is_null() {
+                return Err(AllocError::OutOfMemory);
+            }
+            (p as usize, layout.size())
+        };
+        // SAFETY: `addr` is fresh, zeroed, 16-byte aligned memory of at least `raw` bytes
+        // that nothing else references yet.
+        unsafe { std::ptr::write(addr as *mut ObjHeader, ObjHeader::new(kind, class, len, nrefs)) };
+        let h = match self.table.allocate(addr as u64) {
+            Ok(h) => h,
+            Err(e) => {
+                // SAFETY: the object was never published; give its memory back.
+                unsafe { self.release_memory(addr, raw) };
+                return Err(e.into());
+            }
+        };
+        let c = &self.counters;
+        c.allocations.fetch_add(1, Ordering::Relaxed);
+        c.bytes_allocated.fetch_add(size as u64, Ordering::Relaxed);
+        c.since_gc.fetch_add(size, Ordering::Relaxed);
+        let now = c.in_use.fetch_add(size, Ordering::Relaxed) + size;
+        c.peak_in_use.fetch_max(now, Ordering::Relaxed);
+        Ok(h)
+    }
+
+    /// The object behind a handle entry that is not a stub, without any barrier: for the
+    /// collector and the runtime itself.
+    ///
+    /// # Safety
+    /// The handle must be live and its object resident and not moved for `'h`: in
+    /// practice, the world is stopped or the caller is a mutator between safepoints.
+    #[inline(always)]
+    pub unsafe fn raw_object(&self, h: Handle) -> Option<Obj<'_>> {
+        let e = self.table.entry(h).load(Ordering::Acquire);
+        if e == 0 || e & ENTRY_STUB != 0 {
+            return None;
+        }
+        // SAFETY: a non-stub entry holds a live object's address; the caller
+        // guarantees it stays valid.
+        Some(unsafe { Obj::from_addr(e as usize) })
+    }
+
+    /// Frees objects the collector found dead. Large objects' pages go back to the OS,
+    /// neighbours together.
+    ///
+    /// # Safety
+    /// No thread may hold or later use these handles: the world is stopped and the
+    /// handles are unreachable.
+    pub unsafe fn free(&self, dead: &[Handle]) {
+        let mut runs = Vec::new();
+        let mut bytes = 0usize;
+        for &h in dead {
+            let e = self.table.entry(h).load(Ordering::Acquire);
+            if e == 0 || e & ENTRY_STUB != 0 {
+                continue;
+            }
+            // SAFETY: a live non-stub entry; the caller guarantees exclusivity.
+            let obj = unsafe { Obj::from_addr(e as usize) };
+            let raw = obj.size();
+            if raw >= LARGE_OBJECT_BYTES {
+                runs.push((e as usize, raw));
+                bytes += large_space::page_round(raw);
+            } else {
+                bytes += small_layout(raw).size();
+                // SAFETY: small object allocated with this layout, now dead.
+                unsafe { std::alloc::dealloc(e as *mut u8, small_layout(raw)) };
+            }
+        }
+        self.large.free(&mut runs);
+        self.table.release(dead.iter().copied());
+        self.account_freed(dead.len() as u64, bytes);
+    }
+
+    /// Books objects freed by a layer above (for example stubs and their objects).
+    pub fn account_freed(&self, objects: u64, bytes: usize) {
+        let c = &self.counters;
+        c.objects_freed.fetch_add(objects, Ordering::Relaxed);
+        c.bytes_freed.fetch_add(bytes as u64, Ordering::Relaxed);
+        c.in_use.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// # Safety
+    /// `addr` must be memory from [`Heap::alloc`] of `raw` bytes that nothing uses.
+    unsafe fn release_memory(&self, addr: usize, raw: usize) {
+        if raw >= LARGE_OBJECT_BYTES {
+            self.large.free(&mut [(addr, raw)]);
+        } else {
+            // SAFETY: allocated with this layout, unused per the caller.
+            unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(raw)) };
+        }
+    }
+
+    /// Resets the allocation-volume trigger after a collection.
+    pub fn collected(&self) {
+        self.counters.since_gc.store(0, Ordering::Relaxed);
+    }
+
+    /// Live bytes now.
+    pub fn in_use(&self) -> usize {
+        self.counters.in_use.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        let mut small = Vec::new();
+        self.table.for_each(|_, e| {
+            if e & ENTRY_STUB == 0 {
+                // SAFETY: the heap is being dropped: no mutator is left.
+                let obj = unsafe { Obj::from_addr(e as usize) };
+                let raw = obj.size();
+                if raw < LARGE_OBJECT_BYTES {
+                    small.push((e as usize, raw));
+                }
+            }
+        });
+        for (addr, raw) in small {
+            // SAFETY: small objects allocated with this layout; the heap is gone.
+            unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(raw)) };
+        }
+        // Large objects vanish with their regions' mappings.
+    }
+}
+
+#[inline]
+fn small_layout(raw: usize) -> Layout {
+    Layout::from_size_align(raw.div_ceil(16) * 16, 16).expect("small object layout")
+}

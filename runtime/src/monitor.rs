@@ -1,0 +1,168 @@
+//! Object monitors: re-entrant locks on objects, as Java's `synchronized`.
+//!
+//! Monitors live in a side table keyed by handle, inflated on first use and removed
+//! when released with no waiter, so objects carry no lock word. The table's handles are
+//! roots for the collector: a locked object is never freed under its owner.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+/// A small integer naming the calling thread, unique for the life of the process.
+pub fn thread_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! { static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed); }
+    ID.with(|id| *id)
+}
+
+#[derive(Default)]
+struct MonState {
+    owner: u64,
+    /// OS thread id of the owner, for contention reports and priority boosts.
+    owner_tid: i32,
+    count: u32,
+    waiters: u32,
+}
+
+#[derive(Default)]
+struct Monitor {
+    state: Mutex<MonState>,
+    cv: Condvar,
+}
+
+/// Who holds a contended monitor, as seen by a thread about to block on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub owner: u64,
+    pub owner_tid: i32,
+}
+
+/// The monitors of one app.
+#[derive(Default)]
+pub struct Monitors {
+    table: Mutex<HashMap<u64, Arc<Monitor>>>,
+}
+
+/// `monitorexit` of a monitor the thread does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("monitorexit of a monitor not held")]
+pub struct NotHeld;
+
+impl Monitors {
+    pub fn new() -> Monitors {
+        Monitors::default()
+    }
+
+    fn monitor(&self, obj: u64) -> Arc<Monitor> {
+        self.table.lock().entry(obj).or_default().clone()
+    }
+
+    /// Takes the monitor of `obj` if it is free or already ours; otherwise reports who
+    /// holds it (the caller then blocks with [`Monitors::enter_blocking`]).
+    pub fn try_enter(&self, obj: u64, me: u64, my_tid: i32) -> Result<(), Holder> {
+        let m = self.monitor(obj);
+        let mut st = m.state.lock();
+        if st.owner == 0 || st.owner == me {
+            st.owner = me;
+            st.owner_tid = my_tid;
+            st.count += 1;
+            Ok(())
+        } else {
+            Err(Holder { owner: st.owner, owner_tid: st.owner_tid })
+        }
+    }
+
+    /// Takes the monitor of `obj`, blocking until it is free.
+    pub fn enter_blocking(&self, obj: u64, me: u64, my_tid: i32) {
+        let m = self.monitor(obj);
+        let mut st = m.state.lock();
+        st.waiters += 1;
+        while st.owner != 0 && st.owner != me {
+            m.cv.wait(&mut st);
+        }
+        st.waiters -= 1;
+        st.owner = me;
+        st.owner_tid = my_tid;
+        st.count += 1;
+    }
+
+    /// Releases one level of the monitor of `obj`.
+    pub fn exit(&self, obj: u64, me: u64) -> Result<(), NotHeld> {
+        let mut table = self.table.lock();
+        let Some(m) = table.get(&obj).cloned() else {
+            return Err(NotHeld);
+        };
+        let mut st = m.state.lock();
+        if st.owner != me || st.count == 0 {
+            return Err(NotHeld);
+        }
+        st.count -= 1;
+        if st.count == 0 {
+            st.owner = 0;
+            st.owner_tid = 0;
+            if st.waiters == 0 {
+                table.remove(&obj);
+            } else {
+                m.cv.notify_one();
+            }
+        }
+        Ok(())
+    }
+
+    /// The handles of every monitor in use (held or waited on): roots for the collector.
+    pub fn roots(&self, out: &mut Vec<u64>) {
+        out.extend(self.table.lock().keys().copied());
+    }
+
+    /// Releases every monitor `me` holds (a thread that ends while holding monitors).
+    pub fn release_all(&self, me: u64) {
+        let mut table = self.table.lock();
+        table.retain(|_, m| {
+            let mut st = m.state.lock();
+            if st.owner == me {
+                st.owner = 0;
+                st.count = 0;
+                m.cv.notify_all();
+            }
+            st.owner != 0 || st.waiters != 0
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monitors_are_reentrant_and_exit_checks_the_owner() {
+        let m = Monitors::new();
+        m.try_enter(5, 1, 0).unwrap();
+        m.try_enter(5, 1, 0).unwrap();
+        assert_eq!(m.try_enter(5, 2, 0), Err(Holder { owner: 1, owner_tid: 0 }));
+        assert_eq!(m.exit(5, 2), Err(NotHeld));
+        m.exit(5, 1).unwrap();
+        assert!(m.try_enter(5, 2, 0).is_err(), "still held once");
+        m.exit(5, 1).unwrap();
+        assert_eq!(m.exit(5, 1), Err(NotHeld));
+        m.try_enter(5, 2, 0).unwrap();
+    }
+
+    #[test]
+    fn a_blocked_thread_gets_the_monitor_when_released() {
+        let m = Arc::new(Monitors::new());
+        m.try_enter(9, 1, 0).unwrap();
+        let m2 = m.clone();
+        let t = std::thread::spawn(move || {
+            m2.enter_blocking(9, 2, 0);
+            m2.exit(9, 2).unwrap();
+        });
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        m.exit(9, 1).unwrap();
+        t.join().unwrap();
+        let mut roots = Vec::new();
+        m.roots(&mut roots);
+        assert!(roots.is_empty(), "released monitors deflate");
+    }
+}
