@@ -11,8 +11,8 @@
 //! - [`thread_cpu_time_ns`]: the current thread's user+system time (`CLOCK_THREAD_CPUTIME_ID`);
 //! - [`thread_user_time_ns`]: the current thread's user time through the constant clock id;
 //! - [`thread_user_time_of`] (and its safe forms [`thread_user_time_of_handle`],
-//!   [`thread_user_time_of_tid`]): another thread's user time, the general path through
-//!   `pthread_getcpuclockid`;
+//!   [`thread_user_time_of_tid`], [`thread_user_time_via_pthread_self`]): a thread's user
+//!   time through the general path, `pthread_getcpuclockid`;
 //! - [`proc_thread_times`]: the `/proc/self/task/<tid>/stat` parser, kept as the fallback
 //!   and as the benchmark baseline (`marvin bench cputime`);
 //! - [`current_tid`] and [`boottime_ns`] (the clock the trace writer stamps events with).
@@ -137,6 +137,14 @@ pub unsafe fn thread_user_time_of(thread: libc::pthread_t) -> io::Result<u64> {
         return Err(io::Error::from_raw_os_error(rc));
     }
     read_clock_ns(with_clock_type(clock, CpuClockType::Virt))
+}
+
+/// The calling thread's user CPU time through the general path ([`thread_user_time_of`] on
+/// `pthread_self()`): what [`thread_user_time_ns`] replaces, kept to cross-check and
+/// benchmark it.
+pub fn thread_user_time_via_pthread_self() -> io::Result<u64> {
+    // SAFETY: pthread_self() is the calling thread, which is alive for the whole call.
+    unsafe { thread_user_time_of(libc::pthread_self()) }
 }
 
 /// User CPU time of the thread behind `handle`, through [`thread_user_time_of`]. Works after
