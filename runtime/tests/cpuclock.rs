@@ -1,0 +1,196 @@
+//! Thread CPU clocks against each other and against `/proc`.
+//!
+//! Tolerances: with tick-based accounting the kernel splits CPU time into user and system in
+//! whole scheduler ticks while the total (`CLOCK_THREAD_CPUTIME_ID`) counts nanoseconds, and
+//! `/proc` rounds down to `_SC_CLK_TCK` ticks (10 ms), so comparisons between differently
+//! accounted figures allow one `/proc` tick (`tick_ns()`, at least one scheduler tick) per
+//! source of rounding. Figures read through the same kernel counter are compared exactly.
+
+use std::hint::black_box;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use marvin_runtime::cpuclock::{
+    current_tid, proc_thread_times, read_clock_ns, thread_cpu_clock_id, thread_cpu_time_ns,
+    thread_user_time_ns, thread_user_time_of, thread_user_time_of_handle, thread_user_time_of_tid,
+    tick_ns, CpuClockType,
+};
+
+/// Burns at least `ns` of this thread's CPU time in user mode (the clock is read only every
+/// few hundred thousand iterations, so almost all of it is user time).
+fn spin_cpu(ns: u64) {
+    let start = thread_cpu_time_ns();
+    let mut x = 0u64;
+    while thread_cpu_time_ns() - start < ns {
+        for i in 0..200_000u64 {
+            x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+    }
+    black_box(x);
+}
+
+#[test]
+fn clocks_are_monotonic() {
+    let (mut total, mut user) = (thread_cpu_time_ns(), thread_user_time_ns());
+    for _ in 0..200 {
+        black_box((0..2_000u64).sum::<u64>());
+        let (t, u) = (thread_cpu_time_ns(), thread_user_time_ns());
+        assert!(t >= total, "total went back: {total} -> {t}");
+        assert!(u >= user, "user went back: {user} -> {u}");
+        (total, user) = (t, u);
+    }
+}
+
+#[test]
+fn user_time_does_not_exceed_total_by_more_than_a_tick() {
+    spin_cpu(30_000_000);
+    for _ in 0..50 {
+        // User first, total second: the total is read later, so only the tick rounding of the
+        // user figure can put it ahead.
+        let user = thread_user_time_ns();
+        let total = thread_cpu_time_ns();
+        assert!(
+            user <= total + tick_ns(),
+            "user {user} ns > total {total} ns + one tick"
+        );
+        spin_cpu(1_000_000);
+    }
+}
+
+#[test]
+fn a_busy_thread_clocks_advance() {
+    let (total0, user0) = (thread_cpu_time_ns(), thread_user_time_ns());
+    spin_cpu(60_000_000);
+    let (total1, user1) = (thread_cpu_time_ns(), thread_user_time_ns());
+    assert!(
+        total1 - total0 >= 60_000_000,
+        "total advanced {}",
+        total1 - total0
+    );
+    // 60 ms of user-mode spinning is at least several ticks of user time.
+    assert!(
+        user1 - user0 >= tick_ns(),
+        "user advanced only {} ns over {} ns of CPU",
+        user1 - user0,
+        total1 - total0
+    );
+}
+
+/// A thread that burns some CPU, reports its tid, then blocks until told to finish.
+struct ParkedThread {
+    handle: thread::JoinHandle<()>,
+    tid: i32,
+    finish: mpsc::Sender<()>,
+}
+
+impl ParkedThread {
+    fn start(burn_ns: u64) -> Self {
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (finish, finish_rx) = mpsc::channel::<()>();
+        let handle = thread::spawn(move || {
+            spin_cpu(burn_ns);
+            tid_tx.send(current_tid()).unwrap();
+            let _ = finish_rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        // Let it reach the blocking recv.
+        thread::sleep(Duration::from_millis(20));
+        ParkedThread {
+            handle,
+            tid,
+            finish,
+        }
+    }
+
+    fn stop(self) {
+        self.finish.send(()).unwrap();
+        self.handle.join().unwrap();
+    }
+}
+
+#[test]
+fn a_sleeping_thread_clocks_stand_still() {
+    let parked = ParkedThread::start(40_000_000);
+    let by_handle0 = thread_user_time_of_handle(&parked.handle).unwrap();
+    let by_tid0 = thread_user_time_of_tid(parked.tid).unwrap();
+    let (proc_user0, proc_sys0) = proc_thread_times(parked.tid).unwrap();
+    assert!(
+        by_handle0 > 0,
+        "the thread burnt 40 ms but shows no user time"
+    );
+
+    thread::sleep(Duration::from_millis(150));
+    // Meanwhile this thread works, which must not be charged to the parked one.
+    spin_cpu(20_000_000);
+
+    let by_handle1 = thread_user_time_of_handle(&parked.handle).unwrap();
+    let by_tid1 = thread_user_time_of_tid(parked.tid).unwrap();
+    let (proc_user1, proc_sys1) = proc_thread_times(parked.tid).unwrap();
+    let tick = tick_ns();
+    assert!(
+        by_handle1 - by_handle0 <= tick,
+        "{by_handle0} -> {by_handle1}"
+    );
+    assert!(by_tid1 - by_tid0 <= tick, "{by_tid0} -> {by_tid1}");
+    assert!(
+        proc_user1 - proc_user0 <= tick,
+        "{proc_user0} -> {proc_user1}"
+    );
+    assert!(proc_sys1 - proc_sys0 <= tick, "{proc_sys0} -> {proc_sys1}");
+    parked.stop();
+}
+
+#[test]
+fn fast_path_equals_the_general_path() {
+    spin_cpu(20_000_000);
+    for _ in 0..100 {
+        let fast0 = thread_user_time_ns();
+        // SAFETY: pthread_self() is the calling thread, alive for the call.
+        let general = unsafe { thread_user_time_of(libc::pthread_self()) }.unwrap();
+        let by_tid = thread_user_time_of_tid(current_tid()).unwrap();
+        let fast1 = thread_user_time_ns();
+        // All three read the same per-thread user-time counter, in this order.
+        assert!(
+            fast0 <= general && general <= by_tid && by_tid <= fast1,
+            "{fast0} {general} {by_tid} {fast1}"
+        );
+        assert!(fast1 - fast0 <= tick_ns());
+    }
+}
+
+#[test]
+fn proc_agrees_with_the_clocks() {
+    let parked = ParkedThread::start(80_000_000);
+    let user = thread_user_time_of_tid(parked.tid).unwrap();
+    let total = read_clock_ns(thread_cpu_clock_id(parked.tid, CpuClockType::Sched)).unwrap();
+    let (proc_user, proc_sys) = proc_thread_times(parked.tid).unwrap();
+    // /proc truncates to 10 ms ticks and rescales the user/system split to the precise total;
+    // the clock's user figure is in raw scheduler ticks: two ticks cover both roundings.
+    let slack = 2 * tick_ns();
+    assert!(
+        user.abs_diff(proc_user) <= slack,
+        "clock {user} vs /proc {proc_user}"
+    );
+    assert!(
+        total.abs_diff(proc_user + proc_sys) <= slack,
+        "clock {total} vs /proc {proc_user}+{proc_sys}"
+    );
+    assert!(total >= 80_000_000);
+    parked.stop();
+
+    // The calling thread, read back to back.
+    spin_cpu(50_000_000);
+    let user = thread_user_time_ns();
+    let (proc_user, _) = proc_thread_times(current_tid()).unwrap();
+    assert!(
+        user.abs_diff(proc_user) <= slack,
+        "clock {user} vs /proc {proc_user}"
+    );
+}
+
+#[test]
+fn unknown_threads_are_errors_not_panics() {
+    assert!(thread_user_time_of_tid(-5).is_err());
+    assert!(proc_thread_times(i32::MAX).is_err());
+}
