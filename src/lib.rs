@@ -1,4 +1,5 @@
-//! The `marvin` package: the System facade (many apps, one memory budget) and the
-//! command-line tool's building blocks.
+//! The `marvin` package: the command line's building blocks and, with the experiments,
+//! the System facade (many apps, one memory budget).
 
 pub mod bench;
+pub mod cli;

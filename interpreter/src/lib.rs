@@ -7,3 +7,4 @@ pub mod binary;
 pub mod disasm;
 pub mod isa;
 pub mod verify;
+pub mod exec;

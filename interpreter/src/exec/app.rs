@@ -1,0 +1,161 @@
+//! One running program: its loaded code, heap, monitors, output and statistics, shared
+//! by all of its threads.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use marvin_runtime::heap::{Heap, HeapConfig};
+use marvin_runtime::monitor::Monitors;
+use marvin_runtime::safepoint::{Mutator, Safepoints};
+use parking_lot::Mutex;
+
+use super::op::{layouts, translate, ClassLayout, Op};
+use crate::isa::VerifiedProgram;
+
+/// A verified program translated for the executor.
+pub struct Loaded {
+    pub vp: VerifiedProgram,
+    pub code: Vec<Vec<Op>>,
+    pub layouts: Vec<ClassLayout>,
+}
+
+impl Loaded {
+    pub fn new(vp: VerifiedProgram) -> Loaded {
+        let layouts = layouts(&vp.program);
+        let code = vp
+            .program
+            .methods
+            .iter()
+            .map(|m| m.code.iter().map(|&i| translate(&vp.program, &layouts, i)).collect())
+            .collect();
+        Loaded { vp, code, layouts }
+    }
+}
+
+/// How to run a program.
+pub struct RunConfig {
+    pub heap: HeapConfig,
+    /// Access barriers on (the normal runtime) or off (for measuring their cost).
+    pub barriers: bool,
+    /// Value-stack slots per thread (locals and operands of every frame).
+    pub stack_slots: usize,
+    /// Call depth per thread.
+    pub max_frames: usize,
+    /// Where `print`, `printc` and `prints` write.
+    pub out: Box<dyn Write + Send>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            heap: HeapConfig::default(),
+            barriers: true,
+            stack_slots: 1 << 20,
+            max_frames: 100_000,
+            out: Box::new(std::io::stdout()),
+        }
+    }
+}
+
+/// Collector totals of one app.
+#[derive(Clone, Debug, Default)]
+pub struct GcTotals {
+    pub collections: u64,
+    pub time: Duration,
+    pub freed_objects: u64,
+    pub freed_bytes: u64,
+    pub last_working_set: marvin_gc::WorkingSet,
+}
+
+/// The state one program's threads share.
+pub struct App {
+    pub loaded: Arc<Loaded>,
+    pub heap: Heap,
+    pub safepoints: Arc<Safepoints>,
+    pub monitors: Monitors,
+    pub barriers: bool,
+    pub stack_slots: usize,
+    pub max_frames: usize,
+    out: Mutex<std::io::BufWriter<Box<dyn Write + Send>>>,
+    /// `mark` counts, one per string of the program.
+    marks: Vec<AtomicU64>,
+    pub gc: Mutex<GcTotals>,
+    start: Instant,
+}
+
+impl App {
+    pub fn new(loaded: Arc<Loaded>, cfg: RunConfig) -> std::io::Result<App> {
+        let marks = (0..loaded.vp.program.strings.len()).map(|_| AtomicU64::new(0)).collect();
+        Ok(App {
+            heap: Heap::new(cfg.heap)?,
+            loaded,
+            safepoints: Safepoints::new(),
+            monitors: Monitors::new(),
+            barriers: cfg.barriers,
+            stack_slots: cfg.stack_slots,
+            max_frames: cfg.max_frames,
+            out: Mutex::new(std::io::BufWriter::new(cfg.out)),
+            marks,
+            gc: Mutex::new(GcTotals::default()),
+            start: Instant::now(),
+        })
+    }
+
+    /// Writes program output.
+    pub fn write_out(&self, bytes: &[u8]) {
+        // Output errors (a closed pipe) are not the program's fault: ignore them.
+        let _ = self.out.lock().write_all(bytes);
+    }
+
+    pub fn flush(&self) {
+        let _ = self.out.lock().flush();
+    }
+
+    /// Monotonic nanoseconds since the app started.
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    pub fn mark(&self, s: u32) {
+        if let Some(c) = self.marks.get(s as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// `mark` counts by name.
+    pub fn mark_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut out = std::collections::BTreeMap::new();
+        for (i, c) in self.marks.iter().enumerate() {
+            let n = c.load(Ordering::Relaxed);
+            if n > 0 {
+                *out.entry(self.loaded.vp.program.strings[i].clone()).or_insert(0) += n;
+            }
+        }
+        out
+    }
+
+    /// A full collection. The calling mutator must already be in the safe state with
+    /// its roots published.
+    pub fn collect_stopped(&self) {
+        let w = self.safepoints.stop_the_world();
+        let mut roots = w.roots.clone();
+        self.monitors.roots(&mut roots);
+        // SAFETY: the world is stopped (`w`), and the roots are every published frame
+        // root plus every monitor in use.
+        let r = unsafe { marvin_gc::collect(&self.heap, &roots) };
+        drop(w);
+        let mut g = self.gc.lock();
+        g.collections += 1;
+        g.time += r.mark_time + r.sweep_time;
+        g.freed_objects += r.freed_objects;
+        g.freed_bytes += r.freed_bytes;
+        g.last_working_set = r.working_set;
+    }
+
+    /// Registers the calling thread as one of this app's mutators.
+    pub fn register(&self) -> Mutator {
+        self.safepoints.register()
+    }
+}

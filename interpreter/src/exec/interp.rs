@@ -1,0 +1,570 @@
+//! The interpreter loop of one MASM thread.
+//!
+//! A thread keeps one value stack: each frame's locals followed by its operands. A
+//! call leaves the arguments where they are and they become the callee's first locals.
+//! The verifier proves every stack depth and local index, and a call checks that the
+//! callee's locals and deepest operand stack fit, so the loop indexes the stack without
+//! bounds checks (see [`ValueStack`]). Every object access goes through the runtime's
+//! access barrier (`Heap::access`); safepoints are polled at calls, backward branches and
+//! allocations.
+
+use std::sync::atomic::Ordering;
+
+use marvin_runtime::barrier::{AccessKind, BarrierMode};
+use marvin_runtime::header::ObjKind;
+use marvin_runtime::heap::{footprint, GcNeed, Handle, MAX_ARRAY_LEN};
+use marvin_runtime::safepoint::Mutator;
+
+use super::app::App;
+use super::op::{Op, ARRAY_CLASS};
+use super::trap::{error, Trap};
+use crate::isa::Ty;
+
+/// A frame: which method, where in it, and where its locals start on the value stack.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    pub method: u32,
+    /// The instruction being executed (for callers: their `call`).
+    pub pc: u32,
+    pub bp: u32,
+}
+
+/// A thread's value stack with unchecked indexing.
+pub struct ValueStack {
+    slots: Vec<u64>,
+}
+
+impl ValueStack {
+    pub fn new(slots: usize) -> ValueStack {
+        // vec![0; n] maps zeroed memory lazily: untouched slots cost nothing.
+        ValueStack { slots: vec![0; slots.max(16)] }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> u64 {
+        debug_assert!(i < self.slots.len());
+        // SAFETY: every index the loop uses is below bp + locals + max_stack of the
+        // running frame (proved by the verifier), and `call` checked that this bound
+        // is within the stack's capacity.
+        unsafe { *self.slots.get_unchecked(i) }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, v: u64) {
+        debug_assert!(i < self.slots.len());
+        // SAFETY: as in `get`.
+        unsafe { *self.slots.get_unchecked_mut(i) = v }
+    }
+
+    pub fn slice(&self, from: usize, to: usize) -> &[u64] {
+        &self.slots[from.min(to)..to.min(self.slots.len())]
+    }
+}
+
+/// A MASM thread of an app.
+pub struct Thread<'a> {
+    pub app: &'a App,
+    pub mutator: Mutator,
+    pub stack: ValueStack,
+    pub frames: Vec<Frame>,
+    pub id: u64,
+    pub tid: i32,
+}
+
+/// Writes the references held by `frames` (as stopped at their `pc`s) into `out`.
+pub fn frame_roots(app: &App, frames: &[Frame], stack: &ValueStack, out: &mut Vec<u64>) {
+    let info = &app.loaded.vp.info;
+    let methods = &app.loaded.vp.program.methods;
+    for (i, f) in frames.iter().enumerate() {
+        let mi = &info[f.method as usize];
+        let bp = f.bp as usize;
+        for (k, t) in mi.local_types.iter().enumerate() {
+            if *t == Ty::Ref {
+                out.push(stack.get(bp + k));
+            }
+        }
+        let types = mi.stack_types.get(f.pc as usize).map_or(&[][..], |v| v.as_slice());
+        // A caller's top operands moved into its callee's locals.
+        let depth = match frames.get(i + 1) {
+            Some(callee) => types.len().saturating_sub(methods[callee.method as usize].args as usize),
+            None => types.len(),
+        };
+        let ob = bp + mi.local_types.len();
+        for (k, t) in types[..depth].iter().enumerate() {
+            if *t == Ty::Ref {
+                out.push(stack.get(ob + k));
+            }
+        }
+    }
+}
+
+impl<'a> Thread<'a> {
+    pub fn new(app: &'a App) -> Thread<'a> {
+        Thread {
+            app,
+            mutator: app.register(),
+            stack: ValueStack::new(app.stack_slots),
+            frames: Vec::new(),
+            id: marvin_runtime::monitor::thread_id(),
+            tid: current_tid(),
+        }
+    }
+
+    /// Runs `method` with `args` to completion on this thread.
+    pub fn invoke(&mut self, method: u32, args: &[u64]) -> Result<u64, Trap> {
+        let r = if self.app.barriers {
+            self.run::<marvin_runtime::barrier::Barriers>(method, args)
+        } else {
+            self.run::<marvin_runtime::barrier::NoBarriers>(method, args)
+        };
+        self.frames.clear();
+        r
+    }
+
+    /// Publishes this thread's roots and blocks in the safe state while `f` runs.
+    pub fn blocking<R>(&mut self, extra: &[u64], f: impl FnOnce() -> R) -> R {
+        let (app, frames, stack) = (self.app, &self.frames, &self.stack);
+        self.mutator.blocking(
+            |r| {
+                frame_roots(app, frames, stack, r);
+                r.extend_from_slice(extra);
+            },
+            f,
+        )
+    }
+
+    /// A full collection from this thread.
+    pub fn collect(&mut self, extra: &[u64]) {
+        let app = self.app;
+        self.blocking(extra, || app.collect_stopped());
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn poll_slow(&mut self) {
+        let (app, frames, stack) = (self.app, &self.frames, &self.stack);
+        self.mutator.poll(|r| frame_roots(app, frames, stack, r));
+    }
+
+    /// Allocates, collecting first when the heap asks for it.
+    fn alloc(&mut self, kind: ObjKind, class: u32, len: u32, nrefs: u16) -> Result<u64, String> {
+        let bytes = footprint(kind, len);
+        if self.app.heap.gc_need(bytes) == GcNeed::Collect {
+            self.collect(&[]);
+            if self.app.heap.over_limit(bytes) {
+                return Err("out of memory".into());
+            }
+        } else if self.app.safepoints.requested() {
+            self.poll_slow();
+        }
+        self.app
+            .heap
+            .alloc(kind, class, len, nrefs)
+            .map(|h| h.value())
+            .map_err(|e| e.to_string())
+    }
+
+    fn run<B: BarrierMode>(&mut self, entry: u32, args: &[u64]) -> Result<u64, Trap> {
+        let app = self.app;
+        let loaded = &*app.loaded;
+        let heap = &app.heap;
+        let info = &loaded.vp.info;
+        let methods = &loaded.vp.program.methods;
+
+        // Enter the entry method.
+        let base = self.frames.last().map_or(0, |f| {
+            f.bp as usize + info[f.method as usize].local_types.len() + info[f.method as usize].max_stack as usize
+        });
+        let mut method = entry;
+        let mut code: &[Op] = &loaded.code[method as usize];
+        let mut bp = base;
+        let nlocals = info[method as usize].local_types.len();
+        if bp + nlocals + info[method as usize].max_stack as usize + 1 > self.stack.capacity() {
+            return Err(error("stack overflow", method, 0));
+        }
+        for i in 0..nlocals {
+            self.stack.set(bp + i, args.get(i).copied().unwrap_or(0));
+        }
+        let mut sp = bp + nlocals;
+        let mut pc: usize = 0;
+        let depth0 = self.frames.len();
+        self.frames.push(Frame { method, pc: 0, bp: bp as u32 });
+
+        macro_rules! pop {
+            () => {{
+                sp -= 1;
+                self.stack.get(sp)
+            }};
+        }
+        macro_rules! push {
+            ($v:expr) => {{
+                let v: u64 = $v;
+                self.stack.set(sp, v);
+                sp += 1;
+            }};
+        }
+        macro_rules! binop {
+            (|$a:ident, $b:ident| $e:expr) => {{
+                let $b = pop!() as i64;
+                let $a = pop!() as i64;
+                push!(($e) as u64);
+            }};
+        }
+        macro_rules! trap {
+            ($msg:expr) => {{
+                return Err(error($msg, method, (pc - 1) as u32));
+            }};
+        }
+        macro_rules! save_pc {
+            () => {{
+                if let Some(f) = self.frames.last_mut() {
+                    f.pc = (pc - 1) as u32;
+                }
+            }};
+        }
+        macro_rules! poll {
+            () => {{
+                if app.safepoints.requested() {
+                    save_pc!();
+                    self.poll_slow();
+                }
+            }};
+        }
+        macro_rules! handle {
+            ($v:expr) => {{
+                match Handle::from_value($v) {
+                    Some(h) => h,
+                    None => trap!("null dereference"),
+                }
+            }};
+        }
+        macro_rules! access {
+            ($h:expr, $kind:expr) => {{
+                match heap.access::<B>($h, $kind) {
+                    Ok(a) => a,
+                    Err(e) => trap!(e.to_string()),
+                }
+            }};
+        }
+        macro_rules! instance {
+            ($h:expr, $kind:expr, $s:expr) => {{
+                let a = access!($h, $kind);
+                if a.obj().header().class != $s.class {
+                    let name = &loaded.vp.program.classes[$s.class as usize].name;
+                    trap!(format!("class mismatch (expected {name})"));
+                }
+                a
+            }};
+        }
+
+        loop {
+            debug_assert!(pc < code.len());
+            // SAFETY: the verifier proves every reachable pc is in range and that no
+            // path falls off the end of a method (each ends in ret/jmp/halt).
+            let op = unsafe { *code.get_unchecked(pc) };
+            pc += 1;
+            match op {
+                Op::Push(v) => push!(v as u64),
+                Op::Load(i) => push!(self.stack.get(bp + i as usize)),
+                Op::Store(i) => {
+                    let v = pop!();
+                    self.stack.set(bp + i as usize, v);
+                }
+                Op::Pop => sp -= 1,
+                Op::Dup => {
+                    let v = self.stack.get(sp - 1);
+                    push!(v);
+                }
+                Op::Swap => {
+                    let b = self.stack.get(sp - 1);
+                    let a = self.stack.get(sp - 2);
+                    self.stack.set(sp - 1, a);
+                    self.stack.set(sp - 2, b);
+                }
+                Op::Add => binop!(|a, b| a.wrapping_add(b)),
+                Op::Sub => binop!(|a, b| a.wrapping_sub(b)),
+                Op::Mul => binop!(|a, b| a.wrapping_mul(b)),
+                Op::Div => {
+                    let b = pop!() as i64;
+                    let a = pop!() as i64;
+                    if b == 0 {
+                        trap!("division by zero");
+                    }
+                    push!(a.wrapping_div(b) as u64);
+                }
+                Op::Rem => {
+                    let b = pop!() as i64;
+                    let a = pop!() as i64;
+                    if b == 0 {
+                        trap!("division by zero");
+                    }
+                    push!(a.wrapping_rem(b) as u64);
+                }
+                Op::And => binop!(|a, b| a & b),
+                Op::Or => binop!(|a, b| a | b),
+                Op::Xor => binop!(|a, b| a ^ b),
+                Op::Shl => binop!(|a, b| a.wrapping_shl(b as u32 & 63)),
+                Op::Shr => binop!(|a, b| a.wrapping_shr(b as u32 & 63)),
+                Op::Neg => {
+                    let a = pop!() as i64;
+                    push!(a.wrapping_neg() as u64);
+                }
+                Op::Lt => binop!(|a, b| (a < b) as i64),
+                Op::Le => binop!(|a, b| (a <= b) as i64),
+                Op::Gt => binop!(|a, b| (a > b) as i64),
+                Op::Ge => binop!(|a, b| (a >= b) as i64),
+                Op::Eq => binop!(|a, b| (a == b) as i64),
+                Op::Ne => binop!(|a, b| (a != b) as i64),
+                Op::Jmp(t) => {
+                    if (t as usize) < pc {
+                        poll!();
+                    }
+                    pc = t as usize;
+                }
+                Op::Jz(t) => {
+                    if pop!() == 0 {
+                        if (t as usize) < pc {
+                            poll!();
+                        }
+                        pc = t as usize;
+                    }
+                }
+                Op::Jnz(t) => {
+                    if pop!() != 0 {
+                        if (t as usize) < pc {
+                            poll!();
+                        }
+                        pc = t as usize;
+                    }
+                }
+                Op::Call(m) => {
+                    poll!();
+                    let callee = &methods[m as usize];
+                    let ci = &info[m as usize];
+                    let nargs = callee.args as usize;
+                    let nbp = sp - nargs;
+                    let nl = ci.local_types.len();
+                    if nbp + nl + ci.max_stack as usize + 1 > self.stack.capacity()
+                        || self.frames.len() - depth0 >= app.max_frames
+                    {
+                        trap!("stack overflow");
+                    }
+                    for i in nargs..nl {
+                        self.stack.set(nbp + i, 0);
+                    }
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pc = (pc - 1) as u32;
+                    }
+                    self.frames.push(Frame { method: m, pc: 0, bp: nbp as u32 });
+                    method = m;
+                    code = &loaded.code[m as usize];
+                    bp = nbp;
+                    sp = bp + nl;
+                    pc = 0;
+                }
+                Op::Ret => {
+                    let v = pop!();
+                    self.frames.pop();
+                    if self.frames.len() == depth0 {
+                        return Ok(v);
+                    }
+                    let f = *self.frames.last().expect("caller frame");
+                    sp = bp;
+                    method = f.method;
+                    code = &loaded.code[method as usize];
+                    bp = f.bp as usize;
+                    pc = f.pc as usize + 1;
+                    push!(v);
+                }
+                Op::New(c) => {
+                    save_pc!();
+                    let l = &loaded.layouts[c as usize];
+                    match self.alloc(ObjKind::Instance, c, l.slots, l.nrefs) {
+                        Ok(h) => push!(h),
+                        Err(e) => trap!(e),
+                    }
+                }
+                Op::NewArray(kind) => {
+                    let n = self.stack.get(sp - 1) as i64;
+                    if n < 0 {
+                        trap!("negative array length");
+                    }
+                    if n as u64 > MAX_ARRAY_LEN {
+                        trap!("out of memory");
+                    }
+                    save_pc!();
+                    match self.alloc(kind, ARRAY_CLASS, n as u32, 0) {
+                        Ok(h) => {
+                            sp -= 1;
+                            push!(h)
+                        }
+                        Err(e) => trap!(e),
+                    }
+                }
+                Op::GetField(s) => {
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Read, s);
+                    push!(a.obj().words()[s.slot as usize].load(Ordering::Relaxed));
+                }
+                Op::PutField(s) => {
+                    let v = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, s);
+                    a.obj().words()[s.slot as usize].store(v, Ordering::Relaxed);
+                }
+                Op::PutFieldRef(s) => {
+                    let v = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, s);
+                    a.store_ref(s.slot as usize, v);
+                }
+                Op::Cas(s) | Op::CasRef(s) => {
+                    let new = pop!();
+                    let expected = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, s);
+                    let w = &a.obj().words()[s.slot as usize];
+                    let ok = w
+                        .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                    if ok && matches!(op, Op::CasRef(_)) {
+                        a.store_ref(s.slot as usize, new);
+                    }
+                    push!(ok as u64);
+                }
+                Op::Xadd(s) => {
+                    let d = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, s);
+                    let old = a.obj().words()[s.slot as usize].fetch_add(d, Ordering::SeqCst);
+                    push!(old);
+                }
+                Op::ALoad(t) => {
+                    let i = pop!() as i64;
+                    let h = handle!(pop!());
+                    let a = access!(h, AccessKind::Read);
+                    let obj = a.obj();
+                    if i < 0 || i >= obj.len() as i64 {
+                        if obj.header().class != ARRAY_CLASS {
+                            trap!("array type mismatch");
+                        }
+                        trap!("array index out of bounds");
+                    }
+                    let v = match (obj.kind(), t) {
+                        (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
+                            obj.bytes()[i as usize].load(Ordering::Relaxed) as u64
+                        }
+                        (ObjKind::IntArray, Ty::Int | Ty::Any) | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
+                            obj.words()[i as usize].load(Ordering::Relaxed)
+                        }
+                        _ => trap!("array type mismatch"),
+                    };
+                    push!(v);
+                }
+                Op::AStore(t) => {
+                    let v = pop!();
+                    let i = pop!() as i64;
+                    let h = handle!(pop!());
+                    let a = access!(h, AccessKind::Write);
+                    let obj = a.obj();
+                    if i < 0 || i >= obj.len() as i64 {
+                        if obj.header().class != ARRAY_CLASS {
+                            trap!("array type mismatch");
+                        }
+                        trap!("array index out of bounds");
+                    }
+                    match (obj.kind(), t) {
+                        (ObjKind::ByteArray, Ty::Int) => obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed),
+                        (ObjKind::IntArray, Ty::Int) => obj.words()[i as usize].store(v, Ordering::Relaxed),
+                        (ObjKind::RefArray, Ty::Ref) => a.store_ref(i as usize, v),
+                        _ => trap!("array type mismatch"),
+                    }
+                }
+                Op::ALen => {
+                    let h = handle!(pop!());
+                    let a = access!(h, AccessKind::Read);
+                    if a.obj().header().class != ARRAY_CLASS {
+                        trap!("array type mismatch");
+                    }
+                    push!(a.obj().len() as u64);
+                }
+                Op::MonitorEnter => {
+                    let v = pop!();
+                    let _ = handle!(v);
+                    if app.monitors.try_enter(v, self.id, self.tid).is_err() {
+                        save_pc!();
+                        let (mons, id, tid) = (&app.monitors, self.id, self.tid);
+                        self.blocking(&[v], || mons.enter_blocking(v, id, tid));
+                    }
+                }
+                Op::MonitorExit => {
+                    let v = pop!();
+                    let _ = handle!(v);
+                    if let Err(e) = app.monitors.exit(v, self.id) {
+                        trap!(e.to_string());
+                    }
+                }
+                Op::Send(_)
+                | Op::SendFront(_)
+                | Op::Remove(_)
+                | Op::Has(_)
+                | Op::Quit
+                | Op::Spawn(_)
+                | Op::Sleep => {
+                    save_pc!();
+                    sp = match self.message_op(op, sp) {
+                        Ok(sp) => sp,
+                        Err(e) => trap!(e),
+                    };
+                }
+                Op::Print => {
+                    let v = pop!() as i64;
+                    app.write_out(format!("{v}\n").as_bytes());
+                }
+                Op::PrintC => {
+                    let v = pop!();
+                    app.write_out(&[v as u8]);
+                }
+                Op::PrintS(s) => {
+                    let text = &loaded.vp.program.strings[s as usize];
+                    let mut line = String::with_capacity(text.len() + 1);
+                    line.push_str(text);
+                    line.push('\n');
+                    app.write_out(line.as_bytes());
+                }
+                Op::Time => push!(app.now_ns()),
+                Op::Mark(s) => app.mark(s),
+                Op::CpuTime => push!(marvin_runtime::cpuclock::thread_cpu_time_ns()),
+                Op::UserTime => push!(marvin_runtime::cpuclock::thread_user_time_ns()),
+                Op::Gc => {
+                    save_pc!();
+                    self.collect(&[]);
+                }
+                Op::Assert => {
+                    if pop!() == 0 {
+                        trap!("assertion failed");
+                    }
+                }
+                Op::Halt => {
+                    let code = pop!() as i64;
+                    return Err(Trap::Halt(code));
+                }
+            }
+        }
+    }
+
+    /// The message, thread and looper instructions; returns the new stack pointer.
+    fn message_op(&mut self, op: Op, sp: usize) -> Result<usize, String> {
+        let _ = sp;
+        Err(format!("{op:?} needs the app's main looper"))
+    }
+}
+
+/// The calling thread's OS thread id.
+pub fn current_tid() -> i32 {
+    marvin_runtime::cpuclock::current_tid()
+}

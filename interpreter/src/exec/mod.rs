@@ -1,0 +1,45 @@
+//! The executor: runs a verified program as an app ([`app`]) on interpreter threads
+//! ([`interp`]) over code translated once at load time ([`op`]). [`run`] is the front
+//! door used by the command line and the experiments.
+
+pub mod app;
+pub mod interp;
+pub mod op;
+pub mod stats;
+pub mod trap;
+
+use std::sync::Arc;
+
+pub use app::{App, Loaded, RunConfig};
+pub use stats::RunStats;
+pub use trap::Trap;
+
+use crate::isa::VerifiedProgram;
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The process exit status the spec asks for: 0, the halt code, or 70.
+    pub status: i32,
+    /// The rendered runtime error, if any.
+    pub error: Option<String>,
+    pub stats: RunStats,
+}
+
+/// Runs a verified program to its end.
+pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
+    let loaded = Arc::new(Loaded::new(vp));
+    let app = App::new(loaded.clone(), cfg)?;
+    let entry = loaded.vp.entry;
+    let result = {
+        let mut t = interp::Thread::new(&app);
+        t.invoke(entry, &[])
+    };
+    app.flush();
+    let (status, error) = match result {
+        Ok(_) => (0, None),
+        Err(Trap::Halt(code)) => (code as i32, None),
+        Err(t) => (70, t.render(&loaded.vp.program)),
+    };
+    Ok(Outcome { status, error, stats: RunStats::of(&app) })
+}

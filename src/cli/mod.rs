@@ -1,0 +1,56 @@
+//! The `marvin` command line: argument types and one module per subcommand family.
+
+pub mod program;
+pub mod size;
+
+use clap::{Parser, Subcommand};
+
+/// The exit status of a program rejected before it runs.
+pub const EXIT_REJECTED: i32 = 65;
+/// The exit status of a wrong flag or an unusable file given to marvin itself.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "marvin",
+    version,
+    about = "A managed-heap runtime that swaps objects ahead of time instead of killing apps"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Run a MASM program (text or binary form).
+    Run(program::RunArgs),
+    /// Assemble a MASM program into the binary form.
+    Asm(program::AsmArgs),
+    /// Verify a program without running it.
+    Check(program::CheckArgs),
+    /// Print a program (text or binary) as MASM text.
+    Disasm(program::DisasmArgs),
+    /// Side-by-side benchmarks.
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCmd),
+}
+
+/// Runs the command line; returns the process exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let res = match &cli.cmd {
+        Cmd::Run(a) => program::run(a),
+        Cmd::Asm(a) => program::asm(a),
+        Cmd::Check(a) => program::check(a),
+        Cmd::Disasm(a) => program::disasm(a),
+        Cmd::Bench(b) => crate::bench::run(b).map(|_| 0),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! `marvin run`, `asm`, `check` and `disasm`: loading, verifying and running programs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use marvin_interpreter::exec::{self, RunConfig};
+use marvin_interpreter::isa::{Program, VerifiedProgram};
+use marvin_interpreter::{binary, disasm, link, load, verify};
+use marvin_runtime::heap::HeapConfig;
+
+use super::size::parse_size;
+use super::EXIT_REJECTED;
+
+/// Options shared by every command that loads a program.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// The program: MASM text or the binary form.
+    pub file: PathBuf,
+    /// Override a `.const` (repeatable).
+    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = link::parse_define)]
+    pub defines: Vec<(String, i64)>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Live bytes the heap may hold after a collection (e.g. 64m); beyond it
+    /// allocation fails with "out of memory".
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub heap_limit: Option<usize>,
+    /// Print run statistics to stderr at the end.
+    #[arg(long)]
+    pub stats: bool,
+    /// Write run statistics as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+    /// Run without access barriers (for measuring their cost only).
+    #[arg(long)]
+    pub no_barrier: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AsmArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Where to write the binary form.
+    #[arg(short = 'o', value_name = "OUT")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DisasmArgs {
+    /// The program: MASM text or the binary form.
+    pub file: PathBuf,
+}
+
+/// Loads, links and verifies a program; on rejection prints the diagnostics and
+/// returns the exit status 65.
+pub fn load_verified(args: &LoadArgs) -> Result<VerifiedProgram, i32> {
+    let mut p = load_program(&args.file)?;
+    if let Err(d) = p.link(&args.defines) {
+        eprintln!("{d}");
+        return Err(EXIT_REJECTED);
+    }
+    verify::verify(p).map_err(|d| {
+        eprintln!("{d}");
+        EXIT_REJECTED
+    })
+}
+
+fn load_program(path: &Path) -> Result<Program, i32> {
+    load::load(path).map_err(|d| {
+        eprintln!("{d}");
+        EXIT_REJECTED
+    })
+}
+
+pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
+    let vp = match load_verified(&a.load) {
+        Ok(vp) => vp,
+        Err(code) => return Ok(code),
+    };
+    let cfg = RunConfig {
+        heap: HeapConfig { limit: a.heap_limit, ..HeapConfig::default() },
+        barriers: !a.no_barrier,
+        ..RunConfig::default()
+    };
+    let outcome = exec::run(vp, cfg).context("starting the app")?;
+    if let Some(e) = &outcome.error {
+        eprintln!("{e}");
+    }
+    if a.stats {
+        eprint!("{}", outcome.stats.render());
+    }
+    if let Some(path) = &a.stats_json {
+        let json = serde_json::to_string_pretty(&outcome.stats)?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(outcome.status)
+}
+
+pub fn asm(a: &AsmArgs) -> anyhow::Result<i32> {
+    // Verify before writing: a binary file always holds a valid program. Constants
+    // stay named (not lowered) so `-D` still works on the binary.
+    let p = match load_program(&a.load.file) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    if let Err(code) = load_verified(&a.load) {
+        return Ok(code);
+    }
+    std::fs::write(&a.out, binary::encode(&p))
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    Ok(0)
+}
+
+pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
+    Ok(match load_verified(&a.load) {
+        Ok(_) => 0,
+        Err(code) => code,
+    })
+}
+
+pub fn disasm(a: &DisasmArgs) -> anyhow::Result<i32> {
+    let p = match load_program(&a.file) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    print!("{}", disasm::disassemble(&p));
+    Ok(0)
+}
