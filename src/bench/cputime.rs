@@ -9,6 +9,13 @@
 //!   one-syscall read.
 //!
 //! Each figure is the median over `--reps` runs of (time for K calls) / K.
+//!
+//! `cargo run --release -- bench cputime` on the development machine (2 vCPUs, Linux 6.18,
+//! tick-based CPU accounting, HZ=250), median of 5: proc 10.3 us, general-clockid 298 ns,
+//! fast-clockid 259 ns, bare-clock_gettime 516 ns: the fast path is 40x faster than /proc and
+//! 13% faster than the general path. The "bare" read is the slowest clock here because
+//! `CLOCK_THREAD_CPUTIME_ID` is the `SCHED` clock, which brings the running thread's
+//! scheduler runtime up to date before reading it, while `VIRT` reads the accounted user time.
 
 use std::hint::black_box;
 

@@ -564,6 +564,13 @@ mod tests {
     }
 
     #[test]
+    fn tracers_and_tracks_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Tracer>();
+        send_sync::<TrackId>();
+    }
+
+    #[test]
     fn track_uuids_are_distinct() {
         let a = Tracer::new();
         let b = Tracer::new();
