@@ -503,9 +503,23 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     fn request_quit(&self, mode: QuitMode) {
         if self.quit.request(mode) {
             // SAFETY: the sentinel is pushed once (only the first request gets here), it
-            // never carries a payload, and the queue owns it.
-            let pushed = unsafe { self.stack.push(self.sentinel, ptr::null_mut()) };
+            // never carries a payload, and the queue owns it. It is not on the stack yet,
+            // so the "sentinel on top" check cannot refuse it.
+            let pushed = unsafe { self.stack.push(self.sentinel, self.sentinel) };
             debug_assert!(pushed.is_ok());
+            // Nothing lands below the sentinel any more: tombstone what quit drops now,
+            // so `pending`, `has` and `remove` see the quit at once (the looper drops
+            // the payloads, racing fairly with it through the same CAS).
+            let keep_until = match mode {
+                QuitMode::Now => None,
+                QuitMode::Safely { at } => Some(at),
+            };
+            self.walk(|node| {
+                if node.kind != Kind::Sentinel && keep_until.is_none_or(|at| node.when > at) {
+                    self.tombstone(node);
+                }
+                true
+            });
             self.waker.wake();
         }
     }
