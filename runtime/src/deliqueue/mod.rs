@@ -1,1 +1,712 @@
-//! (to be written)
+//! DeliQueue: Android 17's lock-free message queue, and the trait it shares with the
+//! legacy queue ([`crate::legacy_queue`]).
+//!
+//! How it works (see `shared/sources.md`, part 2):
+//! - **Post** ([`stack`]): any thread pushes a node on a Treiber stack with one CAS, then
+//!   wakes the looper only if the message is due before the looper's published wake-up
+//!   time ([`wake`]).
+//! - **Sweep**: only the looper walks the stack from the head down to the last node it
+//!   already swept, building back-links (`prev`) and inserting each new node into a
+//!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
+//!   branchless comparator. Sequence numbers follow push order; front-of-queue posts
+//!   (due time 0) get negative ones, so they run first and last-in first-out.
+//!   Asynchronous messages live in a second heap, so a sync barrier at the front of
+//!   the synchronous heap holds back only synchronous messages.
+//! - **Unlink**: with back-links, the looper unlinks any node in O(1): by rewriting the
+//!   newer node's `next`, or, for the topmost node, by a CAS on the head (on failure it
+//!   sweeps the newly pushed nodes first, which gives the node a back-link).
+//! - **Remove** (any thread): read the head once, walk `next` with plain loads, CAS a
+//!   matching node's state from `PENDING` to `REMOVED` (a tombstone), push it on the
+//!   [`freelist`]; the looper drains the freelist, drops the payload, unlinks the node.
+//!   The looper claims a message with the same CAS (to `DELIVERED`) before handing it
+//!   out, so a message is run or removed, never both.
+//! - **Memory** ([`reclaim`]): unlinked nodes are retired through crossbeam-epoch and
+//!   freed only when no walker can still reach them.
+//! - **Quit** ([`quit`]): the first quit request pushes a sentinel node on the stack;
+//!   every later post sees it on top and fails, handing the message back. Quit drops
+//!   everything; quit-safely delivers what was due when it was called. Before tearing
+//!   down, the looper closes a tagged count and waits for every walker to leave.
+//!
+//! Payloads: a [`Message`]'s payload is owned by the queue and dropped exactly once:
+//! moved out when delivered, or dropped by the looper when a removed node is reclaimed,
+//! at quit, at teardown or when the queue is dropped. Other threads only ever see keys.
+//!
+//! The looper side ([`MessageQueue::next`], [`MessageQueue::wait`]) may be called from
+//! any one thread at a time (calls from two threads at once panic); the loop hands over
+//! from one thread to another safely.
+
+pub mod clock;
+pub mod freelist;
+pub mod heap;
+pub mod message;
+pub mod node;
+pub mod quit;
+pub mod reclaim;
+pub mod stack;
+pub mod wake;
+
+use std::ptr::{self, NonNull};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+pub use clock::{Clock, MonotonicClock, VirtualClock};
+pub use message::{
+    BarrierToken, KeyFilter, Message, MessageKey, MessageQueue, Next, PostError, QueueClosed,
+    FRONT_OF_QUEUE,
+};
+
+use freelist::FreeList;
+use heap::{Entry, Heap};
+use node::{Kind, Node, DELIVERED, NO_INDEX, PENDING, REMOVED};
+use quit::{QuitMode, QuitRequest, TaggedCount};
+use reclaim::{Guard, Reclaimer};
+use stack::Stack;
+use wake::Waker;
+
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::cell::UnsafeCell;
+
+/// The lock-free message queue. See the module docs.
+pub struct DeliQueue<T: Send + 'static, C: Clock = MonotonicClock> {
+    stack: Stack<T>,
+    freelist: FreeList<T>,
+    waker: Waker,
+    walkers: TaggedCount,
+    /// Pending messages (not barriers): up before a push, down at claim or tombstone.
+    live: CachePadded<AtomicUsize>,
+    quit: QuitRequest,
+    /// The quit sentinel, allocated up front; owned by the queue, pushed at most once.
+    sentinel: *mut Node<T>,
+    next_barrier: AtomicU64,
+    looper_busy: AtomicBool,
+    looper: UnsafeCell<LooperState<T>>,
+    clock: C,
+}
+
+// SAFETY: every field shared between threads is an atomic, except `looper` (only touched
+// while holding `looper_busy`, which gives the looper exclusive access and orders hand-
+// overs) and the raw node pointers, whose nodes follow the protocols documented in the
+// submodules. Payloads move between threads (posted on one, delivered or dropped on the
+// looper), hence `T: Send`; no `&T` is ever shared, so `T: Sync` is not needed.
+unsafe impl<T: Send + 'static, C: Clock> Send for DeliQueue<T, C> {}
+// SAFETY: as above; shared access goes through atomics or the looper guard.
+unsafe impl<T: Send + 'static, C: Clock> Sync for DeliQueue<T, C> {}
+
+/// What only the looper touches.
+struct LooperState<T> {
+    /// The topmost node already swept (the head as of the last sweep, after unlinks).
+    swept_top: *mut Node<T>,
+    sync_heap: Heap<T>,
+    async_heap: Heap<T>,
+    /// Insert sequence counter (push order of swept nodes).
+    seq: i64,
+    /// Set when the sweep meets the quit sentinel.
+    quit: Option<QuitMode>,
+    /// Quit-safely already dropped the messages due after the quit time.
+    quit_applied: bool,
+    torn_down: bool,
+    reclaimer: Reclaimer<T>,
+}
+
+impl<T: Send + 'static> DeliQueue<T, MonotonicClock> {
+    /// An empty queue on the monotonic clock.
+    pub fn new() -> Self {
+        DeliQueue::with_clock(MonotonicClock::new())
+    }
+}
+
+impl<T: Send + 'static> Default for DeliQueue<T, MonotonicClock> {
+    fn default() -> Self {
+        DeliQueue::new()
+    }
+}
+
+/// Which heap a node belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Sync,
+    Async,
+}
+
+fn side_of<T>(node: &Node<T>) -> Side {
+    if node.kind == Kind::Async {
+        Side::Async
+    } else {
+        Side::Sync
+    }
+}
+
+/// Borrows a node.
+///
+/// # Safety
+/// The node is alive for `'a`: the looper uses it while it is linked, in a heap or on
+/// the freelist it has taken, all of which keep it allocated until the looper retires it.
+#[inline(always)]
+unsafe fn node_ref<'a, T>(node: *mut Node<T>) -> &'a Node<T> {
+    // SAFETY: by the contract.
+    unsafe { &*node }
+}
+
+impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
+    /// An empty queue reading time from `clock`.
+    pub fn with_clock(clock: C) -> Self {
+        let no_key = MessageKey {
+            target: 0,
+            what: 0,
+            obj: None,
+        };
+        DeliQueue {
+            stack: Stack::default(),
+            freelist: FreeList::default(),
+            waker: Waker::default(),
+            walkers: TaggedCount::default(),
+            live: CachePadded::new(AtomicUsize::new(0)),
+            quit: QuitRequest::default(),
+            sentinel: node::into_raw(Node::marker(0, Kind::Sentinel, no_key)),
+            next_barrier: AtomicU64::new(1),
+            looper_busy: AtomicBool::new(false),
+            looper: UnsafeCell::new(LooperState {
+                swept_top: ptr::null_mut(),
+                sync_heap: Heap::default(),
+                async_heap: Heap::default(),
+                seq: 0,
+                quit: None,
+                quit_applied: false,
+                torn_down: false,
+                reclaimer: Reclaimer::default(),
+            }),
+            clock,
+        }
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// Runs `f` with exclusive access to the looper state.
+    fn with_looper<R>(&self, f: impl FnOnce(&mut LooperState<T>) -> R) -> R {
+        // Acquire: pairs with the Release store below by the previous looper call, so the
+        // looper state it left is visible here, even on another thread.
+        if self.looper_busy.swap(true, Ordering::Acquire) {
+            panic!("DeliQueue: next/wait called from two threads at once");
+        }
+        struct Release<'a>(&'a AtomicBool);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                // Release: pairs with the Acquire swap above.
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _release = Release(&self.looper_busy);
+        // SAFETY: `looper_busy` was false and is now ours, so no other reference to the
+        // looper state exists until `_release` drops after `f` returns.
+        self.looper.with_mut(|state| f(unsafe { &mut *state }))
+    }
+
+    fn heap(st: &mut LooperState<T>, side: Side) -> &mut Heap<T> {
+        match side {
+            Side::Sync => &mut st.sync_heap,
+            Side::Async => &mut st.async_heap,
+        }
+    }
+
+    fn push_node(&self, node: *mut Node<T>) -> bool {
+        // SAFETY: `node` is freshly allocated by the caller and not yet published.
+        unsafe { self.stack.push(node, self.sentinel) }.is_ok()
+    }
+
+    /// Walks the live list; `visit` returns false to stop. Returns false when the queue
+    /// is torn down (nothing to walk).
+    fn walk(&self, mut visit: impl FnMut(&Node<T>) -> bool) -> bool {
+        let Some(_pass) = self.walkers.enter() else {
+            return false;
+        };
+        let _guard = reclaim::pin();
+        // SAFETY: pinned (retired nodes outlive the walk) and inside the tagged count
+        // (teardown waits for us), as `iter` requires.
+        for node in unsafe { self.stack.iter() } {
+            if !visit(node) {
+                break;
+            }
+        }
+        true
+    }
+
+    /// Tombstones a node (if still pending) and hands it to the looper.
+    fn tombstone(&self, node: &Node<T>) -> bool {
+        if !node.try_transition(REMOVED) {
+            return false;
+        }
+        if node.is_message() {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.freelist.push(node);
+        true
+    }
+
+    // ---- looper side ----
+
+    /// Sweeps new nodes from the stack into the heaps, building back-links.
+    fn sweep(&self, st: &mut LooperState<T>) {
+        // Acquire: pairs with the posters' push CAS; through the release sequence on the
+        // head, every node pushed below `top` is visible too.
+        let top = self.stack.head(Ordering::Acquire);
+        if top == st.swept_top {
+            return;
+        }
+        // Down: from the head to the last swept node, linking each node to the newer one.
+        let mut lowest = top;
+        let mut cursor = top;
+        while cursor != st.swept_top {
+            // SAFETY: reachable from the head and not yet unlinked (only the looper
+            // unlinks, and it unlinks only swept nodes), so alive.
+            let node = unsafe { node_ref(cursor) };
+            // Relaxed: written by the poster before its push, which we acquired.
+            let next = node.next.load(Ordering::Relaxed);
+            if !next.is_null() {
+                // SAFETY: `next` is unswept or the last swept node: linked, so alive.
+                unsafe { node_ref(next) }
+                    .prev
+                    .store(cursor, Ordering::Relaxed);
+            }
+            lowest = cursor;
+            cursor = next;
+        }
+        // Up: from the oldest new node to the head, so sequence numbers follow pushes.
+        let mut cursor = lowest;
+        loop {
+            // SAFETY: as above; we just walked these nodes.
+            let node = unsafe { node_ref(cursor) };
+            if cursor == self.sentinel {
+                st.quit = self.quit.read();
+            } else if node.state.load(Ordering::Relaxed) == PENDING {
+                st.seq += 1;
+                let seq = if node.when == FRONT_OF_QUEUE {
+                    -st.seq
+                } else {
+                    st.seq
+                };
+                let entry = Entry {
+                    when: node.when,
+                    seq,
+                    node: NonNull::from(node),
+                };
+                Self::heap(st, side_of(node)).push(entry);
+            }
+            if cursor == top {
+                break;
+            }
+            cursor = node.prev.load(Ordering::Relaxed);
+        }
+        st.swept_top = top;
+    }
+
+    /// Unlinks a swept node from the stack in O(1).
+    fn unlink(&self, st: &mut LooperState<T>, target: *mut Node<T>) {
+        // SAFETY: the caller hands a linked (so alive) swept node.
+        let node = unsafe { node_ref(target) };
+        // Relaxed: `next` of a swept node is written only by the looper (or by its poster
+        // before publication, which the sweep acquired).
+        let next = node.next.load(Ordering::Relaxed);
+        if node.prev.load(Ordering::Relaxed).is_null() {
+            // The topmost swept node: unlink it at the head unless someone pushed above.
+            debug_assert_eq!(target, st.swept_top);
+            if self.stack.replace_head(target, next) {
+                st.swept_top = next;
+                if !next.is_null() {
+                    // SAFETY: `next` is linked, so alive.
+                    unsafe { node_ref(next) }
+                        .prev
+                        .store(ptr::null_mut(), Ordering::Relaxed);
+                }
+                return;
+            }
+            // New nodes sit above it: sweeping them gives it a back-link.
+            self.sweep(st);
+        }
+        let prev = node.prev.load(Ordering::Relaxed);
+        debug_assert!(!prev.is_null());
+        // SAFETY: `prev` is the newer neighbour, linked, so alive.
+        let prev_node = unsafe { node_ref(prev) };
+        // Release: pairs with walkers' Acquire loads of `next`.
+        prev_node.next.store(next, Ordering::Release);
+        if !next.is_null() {
+            // SAFETY: `next` is linked, so alive.
+            unsafe { node_ref(next) }
+                .prev
+                .store(prev, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the freelist, sweeps, and reclaims the tombstoned nodes taken. The freelist
+    /// is taken first: a node on it was pushed on the stack before, so the sweep that
+    /// follows has met it.
+    fn sweep_and_reclaim(&self, st: &mut LooperState<T>, guard: &Guard) {
+        let mut removed = self.freelist.take_all();
+        self.sweep(st);
+        while !removed.is_null() {
+            // SAFETY: a tombstoned node is freed only here, after leaving the freelist.
+            let node = unsafe { node_ref(removed) };
+            // Relaxed: published by the freelist push we acquired.
+            removed = node.free_next.load(Ordering::Relaxed);
+            let index = node.heap_index.load(Ordering::Relaxed);
+            if index != NO_INDEX {
+                Self::heap(st, side_of(node)).remove_at(index);
+            }
+            // SAFETY: the node is tombstoned (its remover won) and we are the looper: the
+            // payload is ours to drop, once; it then leaves the list and is retired once.
+            unsafe { self.discard(st, guard, node) };
+        }
+    }
+
+    /// Drops a dead node's payload, unlinks it and retires it.
+    ///
+    /// # Safety
+    /// The node is linked, out of every heap, in state `REMOVED` with its payload still
+    /// in place, and this is the only discard of it.
+    unsafe fn discard(&self, st: &mut LooperState<T>, guard: &Guard, node: &Node<T>) {
+        debug_assert_eq!(node.state.load(Ordering::Relaxed), REMOVED);
+        if node.is_message() {
+            // SAFETY: by the contract the payload is in place and only we touch it.
+            unsafe { node.drop_payload() };
+        }
+        let ptr = node as *const Node<T> as *mut Node<T>;
+        self.unlink(st, ptr);
+        // SAFETY: unlinked, out of the heaps, payload dropped, retired once.
+        unsafe { st.reclaimer.retire(guard, ptr) };
+    }
+
+    /// Pops tombstoned nodes off the top of a heap (the freelist reclaims them).
+    fn clean_top(heap: &mut Heap<T>) {
+        while let Some(top) = heap.peek() {
+            // SAFETY: nodes in a heap are alive.
+            if unsafe { top.node.as_ref() }.is_pending() {
+                break;
+            }
+            heap.pop();
+        }
+    }
+
+    /// The first deliverable node: the earlier heap top, or only the asynchronous one
+    /// when a sync barrier is at the front.
+    fn candidate(st: &mut LooperState<T>) -> Option<(Side, Entry<T>)> {
+        Self::clean_top(&mut st.sync_heap);
+        Self::clean_top(&mut st.async_heap);
+        let sync = st.sync_heap.peek().copied();
+        let asynchronous = st.async_heap.peek().copied();
+        match (sync, asynchronous) {
+            // SAFETY: nodes in a heap are alive.
+            (Some(s), a) if unsafe { s.node.as_ref() }.kind == Kind::Barrier => {
+                a.map(|a| (Side::Async, a))
+            }
+            (Some(s), Some(a)) if heap::compare(&a, &s) < 0 => Some((Side::Async, a)),
+            (Some(s), _) => Some((Side::Sync, s)),
+            (None, a) => a.map(|a| (Side::Async, a)),
+        }
+    }
+
+    /// Claims and hands out the first message due at `now`, if any.
+    fn take_due(&self, st: &mut LooperState<T>, now: u64, guard: &Guard) -> Option<Next<T>> {
+        loop {
+            let (side, entry) = Self::candidate(st)?;
+            if entry.when > now {
+                return None;
+            }
+            Self::heap(st, side).pop();
+            // SAFETY: just taken from the heap; linked, so alive.
+            let node = unsafe { node_ref(entry.node.as_ptr()) };
+            if !node.try_transition(DELIVERED) {
+                continue; // a remover won: the freelist reclaims it
+            }
+            self.live.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: we won the claim; the payload is in place and ours alone.
+            let payload = unsafe { node.take_payload() };
+            let message = Message {
+                key: node.key,
+                asynchronous: node.kind == Kind::Async,
+                payload,
+            };
+            let when = node.when;
+            self.unlink(st, entry.node.as_ptr());
+            // SAFETY: unlinked, out of the heaps, payload moved out, retired once.
+            unsafe { st.reclaimer.retire(guard, entry.node.as_ptr()) };
+            return Some(Next::Message { when, message });
+        }
+    }
+
+    /// Quit-safely: drops every node due after `at`.
+    fn drop_future(&self, st: &mut LooperState<T>, at: u64, guard: &Guard) {
+        let doomed: Vec<(Side, NonNull<Node<T>>)> = st
+            .sync_heap
+            .iter()
+            .map(|e| (Side::Sync, e))
+            .chain(st.async_heap.iter().map(|e| (Side::Async, e)))
+            .filter(|(_, e)| e.when > at)
+            .map(|(side, e)| (side, e.node))
+            .collect();
+        for (side, ptr) in doomed {
+            // SAFETY: in a heap, so alive.
+            let node = unsafe { node_ref(ptr.as_ptr()) };
+            if !node.try_transition(REMOVED) {
+                continue; // a remover won: the freelist reclaims it
+            }
+            if node.is_message() {
+                self.live.fetch_sub(1, Ordering::Relaxed);
+            }
+            let index = node.heap_index.load(Ordering::Relaxed);
+            if index != NO_INDEX {
+                Self::heap(st, side).remove_at(index);
+            }
+            // SAFETY: we won the tombstone, so the payload is ours; out of the heap now.
+            unsafe { self.discard(st, guard, node) };
+        }
+    }
+
+    /// Tears the queue down: waits for walkers to leave, then drops every payload still
+    /// in place and frees every node still linked.
+    fn teardown(&self, st: &mut LooperState<T>) {
+        self.walkers.close_and_drain();
+        // Nobody can reach a node now: walkers are out for good and posters never
+        // dereference nodes. Free the list in place.
+        let mut cursor = self.stack.head(Ordering::Acquire);
+        while !cursor.is_null() {
+            // SAFETY: linked, so alive; after this step nothing else points to it.
+            let node = unsafe { node_ref(cursor) };
+            let next = node.next.load(Ordering::Relaxed);
+            if cursor == self.sentinel {
+                node.next.store(ptr::null_mut(), Ordering::Relaxed);
+            } else {
+                let state = node.state.load(Ordering::Relaxed);
+                debug_assert_ne!(state, DELIVERED, "delivered nodes are unlinked at once");
+                if node.is_message() && state == PENDING {
+                    self.live.fetch_sub(1, Ordering::Relaxed);
+                }
+                if node.is_message() {
+                    // SAFETY: a linked node's payload is in place (delivered and
+                    // reclaimed nodes leave the list), and walkers are gone.
+                    unsafe { node.drop_payload() };
+                }
+                // SAFETY: unlinked from everything (the whole list goes), freed once.
+                unsafe { node::free(cursor) };
+            }
+            cursor = next;
+        }
+        st.sync_heap.clear();
+        st.async_heap.clear();
+        self.freelist.clear();
+        st.swept_top = self.stack.head(Ordering::Relaxed);
+        st.torn_down = true;
+    }
+
+    fn request_quit(&self, mode: QuitMode) {
+        if self.quit.request(mode) {
+            // SAFETY: the sentinel is pushed once (only the first request gets here), it
+            // never carries a payload, and the queue owns it. It is not on the stack yet,
+            // so the "sentinel on top" check cannot refuse it.
+            let pushed = unsafe { self.stack.push(self.sentinel, self.sentinel) };
+            debug_assert!(pushed.is_ok());
+            // Nothing lands below the sentinel any more: tombstone what quit drops now,
+            // so `pending`, `has` and `remove` see the quit at once (the looper drops
+            // the payloads, racing fairly with it through the same CAS).
+            let keep_until = match mode {
+                QuitMode::Now => None,
+                QuitMode::Safely { at } => Some(at),
+            };
+            self.walk(|node| {
+                if node.kind != Kind::Sentinel && keep_until.is_none_or(|at| node.when > at) {
+                    self.tombstone(node);
+                }
+                true
+            });
+            self.waker.wake();
+        }
+    }
+
+    /// The number of nodes the looper holds in its heaps (for tests and diagnostics).
+    pub fn swept_len(&self) -> usize {
+        self.with_looper(|st| st.sync_heap.len() + st.async_heap.len())
+    }
+}
+
+impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
+    fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    fn post_at(&self, when: u64, message: Message<T>) -> Result<(), PostError<T>> {
+        let node = node::into_raw(Node::message(when, message));
+        // Relaxed: a plain count; the increment comes before the push in this thread, so
+        // no remover can decrement for this node first.
+        self.live.fetch_add(1, Ordering::Relaxed);
+        if self.push_node(node) {
+            self.waker.notify_if_earlier(when);
+            return Ok(());
+        }
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: the push failed, so the node was never published: it is still ours.
+        let node = unsafe { Box::from_raw(node) };
+        // SAFETY: an unpublished message node: its payload is in place and ours.
+        let payload = unsafe { node.take_payload() };
+        Err(PostError(Message {
+            key: node.key,
+            asynchronous: node.kind == Kind::Async,
+            payload,
+        }))
+    }
+
+    fn post_sync_barrier(&self, when: u64) -> Result<BarrierToken, QueueClosed> {
+        // Relaxed: tokens need only be unique.
+        let token = self.next_barrier.fetch_add(1, Ordering::Relaxed);
+        let key = MessageKey {
+            target: 0,
+            what: token as i64,
+            obj: None,
+        };
+        let node = node::into_raw(Node::marker(when, Kind::Barrier, key));
+        if self.push_node(node) {
+            Ok(BarrierToken(token))
+        } else {
+            // SAFETY: never published, still ours, no payload.
+            unsafe { node::free(node) };
+            Err(QueueClosed)
+        }
+    }
+
+    fn remove_sync_barrier(&self, token: BarrierToken) -> bool {
+        let mut found = false;
+        self.walk(|node| {
+            if node.kind == Kind::Barrier && node.key.what == token.0 as i64 {
+                found = self.tombstone(node);
+                return false;
+            }
+            true
+        });
+        if found {
+            // Held-back messages may be due now.
+            self.waker.wake();
+        }
+        found
+    }
+
+    fn remove(&self, filter: KeyFilter<'_>) -> usize {
+        let mut removed = 0;
+        self.walk(|node| {
+            if node.is_message() && node.is_pending() && filter(&node.key) && self.tombstone(node)
+            {
+                removed += 1;
+            }
+            true
+        });
+        removed
+    }
+
+    fn has(&self, filter: KeyFilter<'_>) -> bool {
+        let mut found = false;
+        self.walk(|node| {
+            found = node.is_message() && node.is_pending() && filter(&node.key);
+            !found
+        });
+        found
+    }
+
+    fn quit(&self) {
+        self.request_quit(QuitMode::Now);
+    }
+
+    fn quit_safely(&self) {
+        self.request_quit(QuitMode::Safely {
+            at: self.clock.now(),
+        });
+    }
+
+    fn is_quitting(&self) -> bool {
+        self.quit.requested()
+    }
+
+    fn wake(&self) {
+        self.waker.wake();
+    }
+
+    fn pending(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    fn next(&self) -> Next<T> {
+        self.with_looper(|st| {
+            if st.torn_down {
+                return Next::Quit;
+            }
+            let guard = reclaim::pin();
+            self.sweep_and_reclaim(st, &guard);
+            match st.quit {
+                Some(QuitMode::Now) => {
+                    drop(guard);
+                    self.teardown(st);
+                    return Next::Quit;
+                }
+                Some(QuitMode::Safely { at }) if !st.quit_applied => {
+                    st.quit_applied = true;
+                    self.drop_future(st, at, &guard);
+                }
+                _ => {}
+            }
+            if let Some(next) = self.take_due(st, self.clock.now(), &guard) {
+                return next;
+            }
+            if st.quit.is_some() {
+                drop(guard);
+                self.teardown(st);
+                return Next::Quit;
+            }
+            Next::Idle
+        })
+    }
+
+    fn wait(&self) {
+        self.with_looper(|st| {
+            if st.torn_down {
+                return;
+            }
+            let snapshot = self.waker.snapshot();
+            if self.waker.take_request() {
+                return;
+            }
+            let deadline = {
+                let guard = reclaim::pin();
+                self.sweep_and_reclaim(st, &guard);
+                Self::candidate(st).map_or(u64::MAX, |(_, e)| e.when)
+            };
+            let now = self.clock.now();
+            if st.quit.is_some() || deadline <= now {
+                return;
+            }
+            self.waker.publish_deadline(deadline);
+            // SeqCst: the looper's half of the Dekker pairing (deadline store, then head
+            // load) with posters (push, then deadline load): one of us sees the other.
+            if self.stack.head(Ordering::SeqCst) == st.swept_top {
+                let timeout = (deadline != u64::MAX).then(|| Duration::from_nanos(deadline - now));
+                self.waker.sleep(snapshot, timeout);
+            }
+            self.waker.clear_deadline();
+        })
+    }
+}
+
+impl<T: Send + 'static, C: Clock> Drop for DeliQueue<T, C> {
+    fn drop(&mut self) {
+        self.with_looper(|st| {
+            if !st.torn_down {
+                self.teardown(st);
+            }
+            st.reclaimer.free_kept();
+        });
+        // SAFETY: the sentinel was allocated by `with_clock`, teardown unlinked it from
+        // the list, and nothing else frees it.
+        unsafe { node::free(self.sentinel) };
+    }
+}
+
+#[cfg(test)]
+mod tests;

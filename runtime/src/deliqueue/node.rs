@@ -1,0 +1,158 @@
+//! The queue node: one posted message (or sync barrier, or the quit sentinel), and its
+//! three-state lifecycle.
+//!
+//! Fields by who writes them:
+//! - the poster, before publishing: `when`, `kind`, `key`, `payload`, first `next`;
+//! - anyone, once: `state` (CAS from `PENDING` to `DELIVERED` by the looper, or to
+//!   `REMOVED` by a remover), and then `free_next` (by the remover that won);
+//! - the looper only, after publishing: `next` (when it unlinks a later node), `prev`,
+//!   `heap_index`. Looper-only fields are atomics accessed `Relaxed`, which compiles to
+//!   plain loads and stores and keeps the node `Sync` without unsafe.
+//!
+//! The payload is read (moved out) only by the looper after it wins the claim CAS, or
+//! dropped only by the looper when it reclaims a removed node or tears the queue down.
+
+use std::mem::MaybeUninit;
+use std::ptr;
+
+use super::message::{Message, MessageKey};
+use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use crate::sync::cell::UnsafeCell;
+
+/// Waiting to be delivered or removed.
+pub const PENDING: u8 = 0;
+/// Claimed by the looper: it runs (has run) the message.
+pub const DELIVERED: u8 = 1;
+/// Tombstoned: removed, never to run.
+pub const REMOVED: u8 = 2;
+
+/// What a node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A synchronous message (held back by a sync barrier at the front).
+    Sync,
+    /// An asynchronous message.
+    Async,
+    /// A sync barrier (no payload); `key.what` holds its token.
+    Barrier,
+    /// The quit sentinel on top of the stack (no payload).
+    Sentinel,
+}
+
+/// "Not in any heap".
+pub const NO_INDEX: usize = usize::MAX;
+
+/// A queue node.
+pub struct Node<T> {
+    pub when: u64,
+    pub kind: Kind,
+    pub key: MessageKey,
+    payload: UnsafeCell<MaybeUninit<T>>,
+    /// `PENDING`, `DELIVERED` or `REMOVED`.
+    pub state: AtomicU8,
+    /// The next older node on the stack (toward the bottom).
+    pub next: AtomicPtr<Node<T>>,
+    /// Looper only: the next newer node (the back-link built by the sweep).
+    pub prev: AtomicPtr<Node<T>>,
+    /// Looper only: position in its heap, or [`NO_INDEX`].
+    pub heap_index: AtomicUsize,
+    /// The freelist link, written once by the remover that tombstoned the node.
+    pub free_next: AtomicPtr<Node<T>>,
+}
+
+impl<T> Node<T> {
+    /// A message node holding `message`.
+    pub fn message(when: u64, message: Message<T>) -> Node<T> {
+        let kind = if message.asynchronous {
+            Kind::Async
+        } else {
+            Kind::Sync
+        };
+        Node::new(when, kind, message.key, MaybeUninit::new(message.payload))
+    }
+
+    /// A payload-less node (barrier or sentinel).
+    pub fn marker(when: u64, kind: Kind, key: MessageKey) -> Node<T> {
+        debug_assert!(matches!(kind, Kind::Barrier | Kind::Sentinel));
+        Node::new(when, kind, key, MaybeUninit::uninit())
+    }
+
+    fn new(when: u64, kind: Kind, key: MessageKey, payload: MaybeUninit<T>) -> Node<T> {
+        Node {
+            when,
+            kind,
+            key,
+            payload: UnsafeCell::new(payload),
+            state: AtomicU8::new(PENDING),
+            next: AtomicPtr::new(ptr::null_mut()),
+            prev: AtomicPtr::new(ptr::null_mut()),
+            heap_index: AtomicUsize::new(NO_INDEX),
+            free_next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Whether the node carries a payload.
+    #[inline]
+    pub fn is_message(&self) -> bool {
+        matches!(self.kind, Kind::Sync | Kind::Async)
+    }
+
+    /// Tries to move the node from `PENDING` to `to` (`DELIVERED` or `REMOVED`).
+    /// Exactly one such transition succeeds per node: this is what makes a message run
+    /// or removed, never both.
+    #[inline]
+    pub fn try_transition(&self, to: u8) -> bool {
+        // AcqRel on success: the winner's later accesses (the looper moving the payload
+        // out, a remover pushing on the freelist) are ordered after every earlier
+        // transition attempt; Acquire on failure pairs with the winner's release so the
+        // loser sees the final state.
+        self.state
+            .compare_exchange(PENDING, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Whether the node is still pending (a hint: the answer may change at once).
+    #[inline]
+    pub fn is_pending(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == PENDING
+    }
+
+    /// Moves the payload out.
+    ///
+    /// # Safety
+    /// The node is a message node whose payload was neither taken nor dropped, and the
+    /// caller has exclusive rights to the payload: it won the transition to `DELIVERED`
+    /// (or owns the node outright, never published). The payload must not be used again.
+    pub unsafe fn take_payload(&self) -> T {
+        // SAFETY: by the contract the payload is initialised and nobody else reads or
+        // writes it; reading moves it out and the caller never reads it again.
+        self.payload.with(|p| unsafe { (*p).assume_init_read() })
+    }
+
+    /// Drops the payload in place.
+    ///
+    /// # Safety
+    /// As for [`take_payload`](Node::take_payload): an initialised, untaken payload that
+    /// the caller alone may touch (it was tombstoned and the caller is the looper, or the
+    /// queue is being torn down).
+    pub unsafe fn drop_payload(&self) {
+        // SAFETY: by the contract the payload is initialised and exclusively ours.
+        self.payload
+            .with_mut(|p| unsafe { (*p).assume_init_drop() })
+    }
+}
+
+/// Allocates a node on the heap and leaks it as a raw pointer.
+pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
+    Box::into_raw(Box::new(node))
+}
+
+/// Frees a node's memory (never its payload: a node's payload is moved out or dropped
+/// explicitly first).
+///
+/// # Safety
+/// `node` came from [`into_raw`], is freed once, and no thread can reach it any more.
+pub unsafe fn free<T>(node: *mut Node<T>) {
+    // SAFETY: by the contract the pointer is a live, unique `Box` allocation.
+    drop(unsafe { Box::from_raw(node) });
+}
