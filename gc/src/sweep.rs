@@ -38,5 +38,9 @@ pub unsafe fn sweep(heap: &Heap) -> Swept {
     });
     // SAFETY: unmarked objects are unreachable from every root; the world is stopped.
     unsafe { heap.free(&dead) };
-    Swept { freed_objects: dead.len() as u64, freed_bytes, working_set: ws }
+    Swept {
+        freed_objects: dead.len() as u64,
+        freed_bytes,
+        working_set: ws,
+    }
 }

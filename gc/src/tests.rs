@@ -7,7 +7,11 @@ use marvin_runtime::heap::{Handle, Heap, HeapConfig};
 use crate::collect;
 
 fn heap() -> Heap {
-    Heap::new(HeapConfig { handle_capacity: 1 << 16, ..HeapConfig::default() }).unwrap()
+    Heap::new(HeapConfig {
+        handle_capacity: 1 << 16,
+        ..HeapConfig::default()
+    })
+    .unwrap()
 }
 
 /// A node instance: slot 0 is a reference, slot 1 an int.
@@ -44,8 +48,14 @@ fn keeps_everything_reachable_and_frees_the_rest() {
     while let Some(n) = cur {
         // SAFETY: single-threaded test, `n` is live.
         let obj = unsafe { h.raw_object(n) }.unwrap();
-        assert_eq!(obj.words()[1].load(std::sync::atomic::Ordering::Relaxed), 99 - seen);
-        assert!(!obj.header().bits().contains(HeaderBits::MARKED), "marks are cleared");
+        assert_eq!(
+            obj.words()[1].load(std::sync::atomic::Ordering::Relaxed),
+            99 - seen
+        );
+        assert!(
+            !obj.header().bits().contains(HeaderBits::MARKED),
+            "marks are cleared"
+        );
         seen += 1;
         cur = Handle::from_value(obj.words()[0].load(std::sync::atomic::Ordering::Relaxed));
     }
@@ -60,14 +70,21 @@ fn collection_never_sets_access_bits_and_ages_them() {
     // SAFETY: single-threaded test.
     unsafe {
         for x in [a, b] {
-            h.raw_object(x).unwrap().header().clear(HeaderBits::READ | HeaderBits::WRITE);
+            h.raw_object(x)
+                .unwrap()
+                .header()
+                .clear(HeaderBits::READ | HeaderBits::WRITE);
         }
         let r = collect(&h, &[b.value()]);
         assert_eq!(r.marked, 2);
         for x in [a, b] {
             let hdr = h.raw_object(x).unwrap().header();
             assert!(!hdr.bits().intersects(HeaderBits::READ | HeaderBits::WRITE));
-            assert_eq!(hdr.read_history(), 0, "the collector's reads are not accesses");
+            assert_eq!(
+                hdr.read_history(),
+                0,
+                "the collector's reads are not accesses"
+            );
         }
         h.access::<Barriers>(a, AccessKind::Read).unwrap();
         let r = collect(&h, &[b.value()]);
@@ -83,7 +100,9 @@ fn cycles_are_collected() {
     let h = heap();
     let a = node(&h, None, 1);
     let b = node(&h, Some(a), 2);
-    h.access::<Barriers>(a, AccessKind::Write).unwrap().store_ref(0, b.value());
+    h.access::<Barriers>(a, AccessKind::Write)
+        .unwrap()
+        .store_ref(0, b.value());
     // SAFETY: single-threaded test.
     let r = unsafe { collect(&h, &[]) };
     assert_eq!(r.freed_objects, 2);

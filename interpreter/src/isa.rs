@@ -17,10 +17,11 @@ pub type ConstId = u32;
 /// The static type of a value: `int`, `ref`, or `Any` where the verifier leaves it open
 /// (an argument that is never used, an array element that is only popped).
 /// The collector scans a slot only when its type is `Ref`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Ty {
     Int,
     Ref,
+    #[default]
     Any,
 }
 
@@ -167,12 +168,6 @@ pub struct MethodInfo {
     pub stack_types: Vec<Vec<Ty>>,
     /// Largest operand stack depth anywhere in the method.
     pub max_stack: u32,
-}
-
-impl Default for Ty {
-    fn default() -> Self {
-        Ty::Any
-    }
 }
 
 /// A program the verifier accepted: the program (constants lowered, `aload`/`astore`

@@ -6,13 +6,13 @@ pub mod asm;
 pub mod binary;
 pub mod diag;
 pub mod disasm;
+pub mod exec;
 pub mod isa;
 mod lexer;
 pub mod link;
 pub mod load;
 mod mnemonic;
 pub mod verify;
-pub mod exec;
 
 pub use diag::{Diag, Diagnostics};
 pub use link::parse_define;

@@ -79,7 +79,11 @@ impl Heap {
     /// Resolves `h` for one access of the given kind. Every object read and write of the
     /// interpreter goes through here.
     #[inline(always)]
-    pub fn access<B: BarrierMode>(&self, h: Handle, kind: AccessKind) -> Result<Access<'_>, AccessError> {
+    pub fn access<B: BarrierMode>(
+        &self,
+        h: Handle,
+        kind: AccessKind,
+    ) -> Result<Access<'_>, AccessError> {
         let e = self.table().entry(h).load(Ordering::Acquire);
         if e & ENTRY_STUB != 0 || e == 0 {
             return self.access_slow::<B>(h, e, kind);
@@ -99,11 +103,19 @@ impl Heap {
 
     #[cold]
     #[inline(never)]
-    fn access_slow<B: BarrierMode>(&self, h: Handle, e: u64, kind: AccessKind) -> Result<Access<'_>, AccessError> {
+    fn access_slow<B: BarrierMode>(
+        &self,
+        h: Handle,
+        e: u64,
+        kind: AccessKind,
+    ) -> Result<Access<'_>, AccessError> {
         if e == 0 {
             return Err(AccessError::Dangling(h.value()));
         }
         let stub = crate::stub::StubAccess::enter(self, h, e, kind, B::ON)?;
-        Ok(Access { obj: stub.obj(), stub: Some(stub) })
+        Ok(Access {
+            obj: stub.obj(),
+            stub: Some(stub),
+        })
     }
 }

@@ -120,7 +120,9 @@ impl ObjHeader {
     pub fn set(&self, bits: HeaderBits) -> HeaderBits {
         // SeqCst: DIRTY set by a writer must be ordered with the saver's clear-then-check
         // (see the saver's protocol); the other bits ride along.
-        HeaderBits::from_bits_truncate(self.word.fetch_or(bits.bits(), Ordering::SeqCst) & FLAG_MASK)
+        HeaderBits::from_bits_truncate(
+            self.word.fetch_or(bits.bits(), Ordering::SeqCst) & FLAG_MASK,
+        )
     }
 
     /// Clears bits; returns the bits as they were.
@@ -187,7 +189,10 @@ mod tests {
     #[test]
     fn set_and_clear_report_previous_bits() {
         let h = ObjHeader::new(ObjKind::IntArray, 0, 4, 0);
-        assert_eq!(h.set(HeaderBits::WRITE | HeaderBits::DIRTY), HeaderBits::empty());
+        assert_eq!(
+            h.set(HeaderBits::WRITE | HeaderBits::DIRTY),
+            HeaderBits::empty()
+        );
         assert!(h.bits().contains(HeaderBits::DIRTY));
         assert!(h.clear(HeaderBits::DIRTY).contains(HeaderBits::DIRTY));
         assert_eq!(h.bits(), HeaderBits::WRITE);

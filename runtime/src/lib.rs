@@ -7,16 +7,16 @@
 //! events ([`trace`]). Nothing here knows about the collector, the swap file or MASM:
 //! where it needs them it defines a trait that a higher layer implements.
 
+pub mod barrier;
 pub mod cpuclock;
 pub mod deliqueue;
-pub mod legacy_queue;
-pub mod looper;
-pub mod sync;
-pub mod trace;
-pub mod barrier;
 pub mod header;
 pub mod heap;
+pub mod legacy_queue;
+pub mod looper;
 pub mod monitor;
 pub mod object;
 pub mod safepoint;
 pub mod stub;
+pub mod sync;
+pub mod trace;

@@ -70,7 +70,10 @@ impl Monitors {
             st.count += 1;
             Ok(())
         } else {
-            Err(Holder { owner: st.owner, owner_tid: st.owner_tid })
+            Err(Holder {
+                owner: st.owner,
+                owner_tid: st.owner_tid,
+            })
         }
     }
 
@@ -140,7 +143,13 @@ mod tests {
         let m = Monitors::new();
         m.try_enter(5, 1, 0).unwrap();
         m.try_enter(5, 1, 0).unwrap();
-        assert_eq!(m.try_enter(5, 2, 0), Err(Holder { owner: 1, owner_tid: 0 }));
+        assert_eq!(
+            m.try_enter(5, 2, 0),
+            Err(Holder {
+                owner: 1,
+                owner_tid: 0
+            })
+        );
         assert_eq!(m.exit(5, 2), Err(NotHeld));
         m.exit(5, 1).unwrap();
         assert!(m.try_enter(5, 2, 0).is_err(), "still held once");

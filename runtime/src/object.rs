@@ -22,7 +22,9 @@ impl<'h> Obj<'h> {
     #[inline(always)]
     pub unsafe fn from_addr(addr: usize) -> Obj<'h> {
         // SAFETY: the caller guarantees a live object header at `addr` for 'h.
-        Obj { hdr: unsafe { &*(addr as *const ObjHeader) } }
+        Obj {
+            hdr: unsafe { &*(addr as *const ObjHeader) },
+        }
     }
 
     #[inline(always)]

@@ -8,7 +8,7 @@
 //! with [`Mutator::enter_native`], publishing its roots first, and cannot leave it while
 //! the world is stopped. The world is stopped when no thread is running.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
@@ -29,10 +29,16 @@ struct Slot {
     roots: Mutex<Vec<u64>>,
 }
 
+/// Attention bit: the world is stopping.
+const STOP: u8 = 1;
+/// Attention bit: the app is ending; running threads should unwind.
+const TERMINATE: u8 = 2;
+
 /// The safepoint coordinator of one app.
 #[derive(Default)]
 pub struct Safepoints {
-    requested: CachePadded<AtomicBool>,
+    /// Why running threads should look up ([`STOP`], [`TERMINATE`]).
+    requested: CachePadded<AtomicU8>,
     state: Mutex<State>,
     cv: Condvar,
 }
@@ -59,13 +65,28 @@ impl Safepoints {
         }
         st.running += 1;
         st.slots.push(slot.clone());
-        Mutator { sp: self.clone(), slot, native: false }
+        Mutator {
+            sp: self.clone(),
+            slot,
+            native: false,
+        }
     }
 
-    /// Whether a stop is requested (what [`Mutator::poll`] checks).
+    /// Whether running threads should look up: a stop is requested or the app is
+    /// ending. One relaxed load: this is what the interpreter polls.
     #[inline(always)]
     pub fn requested(&self) -> bool {
-        self.requested.load(Ordering::Relaxed)
+        self.requested.load(Ordering::Relaxed) != 0
+    }
+
+    /// Asks every running thread to unwind at its next poll (the app is ending).
+    pub fn terminate(&self) {
+        self.requested.fetch_or(TERMINATE, Ordering::SeqCst);
+    }
+
+    /// Whether [`Safepoints::terminate`] was called.
+    pub fn is_terminating(&self) -> bool {
+        self.requested.load(Ordering::Relaxed) & TERMINATE != 0
     }
 
     /// Stops the world: waits for any other stop to end, then for every registered
@@ -77,7 +98,7 @@ impl Safepoints {
             self.cv.wait(&mut st);
         }
         st.stopped = true;
-        self.requested.store(true, Ordering::SeqCst);
+        self.requested.fetch_or(STOP, Ordering::SeqCst);
         while st.running > 0 {
             self.cv.wait(&mut st);
         }
@@ -101,7 +122,7 @@ impl Drop for WorldStopped<'_> {
     fn drop(&mut self) {
         let mut st = self.sp.state.lock();
         st.stopped = false;
-        self.sp.requested.store(false, Ordering::SeqCst);
+        self.sp.requested.fetch_and(!STOP, Ordering::SeqCst);
         self.sp.cv.notify_all();
     }
 }
@@ -110,7 +131,7 @@ impl Mutator {
     /// Parks here if a stop is requested, publishing roots with `publish` first.
     #[inline(always)]
     pub fn poll(&mut self, publish: impl FnOnce(&mut Vec<u64>)) {
-        if self.sp.requested() {
+        if self.sp.requested.load(Ordering::Relaxed) & STOP != 0 {
             self.park(publish);
         }
     }
@@ -176,7 +197,7 @@ impl Drop for Mutator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
 
     #[test]
     fn the_world_stops_only_when_every_mutator_is_safe() {
@@ -236,7 +257,10 @@ mod tests {
             drop(sp2);
         });
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(!left.load(Ordering::SeqCst), "left the safe state while stopped");
+        assert!(
+            !left.load(Ordering::SeqCst),
+            "left the safe state while stopped"
+        );
         drop(w);
         t.join().unwrap();
         assert!(left.load(Ordering::SeqCst));

@@ -20,7 +20,10 @@ impl<'h> StubAccess<'h> {
         _kind: AccessKind,
         _barrier: bool,
     ) -> Result<StubAccess<'h>, AccessError> {
-        Err(AccessError::Fault { handle: h.value(), reason: "stubs are not enabled".into() })
+        Err(AccessError::Fault {
+            handle: h.value(),
+            reason: "stubs are not enabled".into(),
+        })
     }
 
     pub(crate) fn obj(&self) -> Obj<'h> {

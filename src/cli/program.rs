@@ -89,7 +89,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let cfg = RunConfig {
-        heap: HeapConfig { limit: a.heap_limit, ..HeapConfig::default() },
+        heap: HeapConfig {
+            limit: a.heap_limit,
+            ..HeapConfig::default()
+        },
         barriers: !a.no_barrier,
         ..RunConfig::default()
     };

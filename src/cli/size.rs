@@ -4,7 +4,10 @@
 /// `ib` and `ib`-less forms accepted: `16m`, `16M`, `16MiB`, `16mb`).
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
+    let t = t
+        .strip_suffix("ib")
+        .or_else(|| t.strip_suffix('b'))
+        .unwrap_or(&t);
     let (num, mult) = match t.chars().last() {
         Some('k') => (&t[..t.len() - 1], 1usize << 10),
         Some('m') => (&t[..t.len() - 1], 1 << 20),

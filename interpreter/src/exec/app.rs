@@ -1,17 +1,21 @@
 //! One running program: its loaded code, heap, monitors, output and statistics, shared
 //! by all of its threads.
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use marvin_runtime::deliqueue::{DeliQueue, MessageQueue};
 use marvin_runtime::heap::{Heap, HeapConfig};
 use marvin_runtime::monitor::Monitors;
 use marvin_runtime::safepoint::{Mutator, Safepoints};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
+use super::messages::MasmMessage;
 use super::op::{layouts, translate, ClassLayout, Op};
+use super::trap::Trap;
 use crate::isa::VerifiedProgram;
 
 /// A verified program translated for the executor.
@@ -28,7 +32,12 @@ impl Loaded {
             .program
             .methods
             .iter()
-            .map(|m| m.code.iter().map(|&i| translate(&vp.program, &layouts, i)).collect())
+            .map(|m| {
+                m.code
+                    .iter()
+                    .map(|&i| translate(&vp.program, &layouts, i))
+                    .collect()
+            })
             .collect();
         Loaded { vp, code, layouts }
     }
@@ -83,11 +92,23 @@ pub struct App {
     marks: Vec<AtomicU64>,
     pub gc: Mutex<GcTotals>,
     start: Instant,
+    /// The main looper's queue.
+    pub queue: Arc<DeliQueue<MasmMessage>>,
+    /// References pinned as roots by pending messages and starting threads (count per value).
+    pub pinned: Mutex<HashMap<u64, u32>>,
+    /// Spawned threads still running.
+    pub threads_alive: AtomicUsize,
+    pub handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The first halt or runtime error, which ends the app.
+    pub outcome: Mutex<Option<Trap>>,
+    sleepers: (Mutex<()>, Condvar),
 }
 
 impl App {
     pub fn new(loaded: Arc<Loaded>, cfg: RunConfig) -> std::io::Result<App> {
-        let marks = (0..loaded.vp.program.strings.len()).map(|_| AtomicU64::new(0)).collect();
+        let marks = (0..loaded.vp.program.strings.len())
+            .map(|_| AtomicU64::new(0))
+            .collect();
         Ok(App {
             heap: Heap::new(cfg.heap)?,
             loaded,
@@ -100,6 +121,12 @@ impl App {
             marks,
             gc: Mutex::new(GcTotals::default()),
             start: Instant::now(),
+            queue: Arc::new(DeliQueue::new()),
+            pinned: Mutex::new(HashMap::new()),
+            threads_alive: AtomicUsize::new(0),
+            handles: Mutex::new(Vec::new()),
+            outcome: Mutex::new(None),
+            sleepers: (Mutex::new(()), Condvar::new()),
         })
     }
 
@@ -130,7 +157,8 @@ impl App {
         for (i, c) in self.marks.iter().enumerate() {
             let n = c.load(Ordering::Relaxed);
             if n > 0 {
-                *out.entry(self.loaded.vp.program.strings[i].clone()).or_insert(0) += n;
+                *out.entry(self.loaded.vp.program.strings[i].clone())
+                    .or_insert(0) += n;
             }
         }
         out
@@ -142,6 +170,7 @@ impl App {
         let w = self.safepoints.stop_the_world();
         let mut roots = w.roots.clone();
         self.monitors.roots(&mut roots);
+        roots.extend(self.pinned.lock().keys().copied());
         // SAFETY: the world is stopped (`w`), and the roots are every published frame
         // root plus every monitor in use.
         let r = unsafe { marvin_gc::collect(&self.heap, &roots) };
@@ -152,6 +181,39 @@ impl App {
         g.freed_objects += r.freed_objects;
         g.freed_bytes += r.freed_bytes;
         g.last_working_set = r.working_set;
+    }
+
+    /// Ends the app with `trap` (the first one wins): every thread unwinds and the
+    /// main looper stops.
+    pub fn end_with(&self, trap: Trap) {
+        if trap != Trap::Terminated {
+            let mut o = self.outcome.lock();
+            if o.is_none() {
+                *o = Some(trap);
+            }
+        }
+        self.safepoints.terminate();
+        self.wake_sleepers();
+        if !self.queue.is_quitting() {
+            self.queue.quit();
+        }
+        self.queue.wake();
+    }
+
+    /// Sleeps until `until` or until the app ends.
+    pub fn sleep_until(&self, until: Instant) {
+        let mut g = self.sleepers.0.lock();
+        while !self.safepoints.is_terminating() {
+            if self.sleepers.1.wait_until(&mut g, until).timed_out() {
+                break;
+            }
+        }
+    }
+
+    /// Wakes every `sleep` so it notices the app is ending.
+    pub fn wake_sleepers(&self) {
+        let _g = self.sleepers.0.lock();
+        self.sleepers.1.notify_all();
     }
 
     /// Registers the calling thread as one of this app's mutators.

@@ -9,6 +9,7 @@
 //! allocations.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use marvin_runtime::barrier::{AccessKind, BarrierMode};
 use marvin_runtime::header::ObjKind;
@@ -37,7 +38,9 @@ pub struct ValueStack {
 impl ValueStack {
     pub fn new(slots: usize) -> ValueStack {
         // vec![0; n] maps zeroed memory lazily: untouched slots cost nothing.
-        ValueStack { slots: vec![0; slots.max(16)] }
+        ValueStack {
+            slots: vec![0; slots.max(16)],
+        }
     }
 
     pub fn capacity(&self) -> usize {
@@ -45,7 +48,7 @@ impl ValueStack {
     }
 
     #[inline(always)]
-    fn get(&self, i: usize) -> u64 {
+    pub(crate) fn get(&self, i: usize) -> u64 {
         debug_assert!(i < self.slots.len());
         // SAFETY: every index the loop uses is below bp + locals + max_stack of the
         // running frame (proved by the verifier), and `call` checked that this bound
@@ -54,7 +57,7 @@ impl ValueStack {
     }
 
     #[inline(always)]
-    fn set(&mut self, i: usize, v: u64) {
+    pub(crate) fn set(&mut self, i: usize, v: u64) {
         debug_assert!(i < self.slots.len());
         // SAFETY: as in `get`.
         unsafe { *self.slots.get_unchecked_mut(i) = v }
@@ -66,8 +69,8 @@ impl ValueStack {
 }
 
 /// A MASM thread of an app.
-pub struct Thread<'a> {
-    pub app: &'a App,
+pub struct Thread {
+    pub app: Arc<App>,
     pub mutator: Mutator,
     pub stack: ValueStack,
     pub frames: Vec<Frame>,
@@ -87,10 +90,15 @@ pub fn frame_roots(app: &App, frames: &[Frame], stack: &ValueStack, out: &mut Ve
                 out.push(stack.get(bp + k));
             }
         }
-        let types = mi.stack_types.get(f.pc as usize).map_or(&[][..], |v| v.as_slice());
+        let types = mi
+            .stack_types
+            .get(f.pc as usize)
+            .map_or(&[][..], |v| v.as_slice());
         // A caller's top operands moved into its callee's locals.
         let depth = match frames.get(i + 1) {
-            Some(callee) => types.len().saturating_sub(methods[callee.method as usize].args as usize),
+            Some(callee) => types
+                .len()
+                .saturating_sub(methods[callee.method as usize].args as usize),
             None => types.len(),
         };
         let ob = bp + mi.local_types.len();
@@ -102,10 +110,10 @@ pub fn frame_roots(app: &App, frames: &[Frame], stack: &ValueStack, out: &mut Ve
     }
 }
 
-impl<'a> Thread<'a> {
-    pub fn new(app: &'a App) -> Thread<'a> {
+impl Thread {
+    pub fn new(app: &Arc<App>) -> Thread {
         Thread {
-            app,
+            app: app.clone(),
             mutator: app.register(),
             stack: ValueStack::new(app.stack_slots),
             frames: Vec::new(),
@@ -127,7 +135,7 @@ impl<'a> Thread<'a> {
 
     /// Publishes this thread's roots and blocks in the safe state while `f` runs.
     pub fn blocking<R>(&mut self, extra: &[u64], f: impl FnOnce() -> R) -> R {
-        let (app, frames, stack) = (self.app, &self.frames, &self.stack);
+        let (app, frames, stack) = (&*self.app, &self.frames, &self.stack);
         self.mutator.blocking(
             |r| {
                 frame_roots(app, frames, stack, r);
@@ -139,15 +147,19 @@ impl<'a> Thread<'a> {
 
     /// A full collection from this thread.
     pub fn collect(&mut self, extra: &[u64]) {
-        let app = self.app;
+        let app = self.app.clone();
         self.blocking(extra, || app.collect_stopped());
     }
 
     #[cold]
     #[inline(never)]
-    fn poll_slow(&mut self) {
-        let (app, frames, stack) = (self.app, &self.frames, &self.stack);
+    fn poll_slow(&mut self) -> Result<(), Trap> {
+        let (app, frames, stack) = (&*self.app, &self.frames, &self.stack);
         self.mutator.poll(|r| frame_roots(app, frames, stack, r));
+        if app.safepoints.is_terminating() {
+            return Err(Trap::Terminated);
+        }
+        Ok(())
     }
 
     /// Allocates, collecting first when the heap asks for it.
@@ -158,8 +170,8 @@ impl<'a> Thread<'a> {
             if self.app.heap.over_limit(bytes) {
                 return Err("out of memory".into());
             }
-        } else if self.app.safepoints.requested() {
-            self.poll_slow();
+        } else if self.app.safepoints.requested() && self.poll_slow().is_err() {
+            return Err(TERMINATED.into());
         }
         self.app
             .heap
@@ -169,7 +181,8 @@ impl<'a> Thread<'a> {
     }
 
     fn run<B: BarrierMode>(&mut self, entry: u32, args: &[u64]) -> Result<u64, Trap> {
-        let app = self.app;
+        let app_arc = self.app.clone();
+        let app = &*app_arc;
         let loaded = &*app.loaded;
         let heap = &app.heap;
         let info = &loaded.vp.info;
@@ -177,7 +190,9 @@ impl<'a> Thread<'a> {
 
         // Enter the entry method.
         let base = self.frames.last().map_or(0, |f| {
-            f.bp as usize + info[f.method as usize].local_types.len() + info[f.method as usize].max_stack as usize
+            f.bp as usize
+                + info[f.method as usize].local_types.len()
+                + info[f.method as usize].max_stack as usize
         });
         let mut method = entry;
         let mut code: &[Op] = &loaded.code[method as usize];
@@ -192,7 +207,11 @@ impl<'a> Thread<'a> {
         let mut sp = bp + nlocals;
         let mut pc: usize = 0;
         let depth0 = self.frames.len();
-        self.frames.push(Frame { method, pc: 0, bp: bp as u32 });
+        self.frames.push(Frame {
+            method,
+            pc: 0,
+            bp: bp as u32,
+        });
 
         macro_rules! pop {
             () => {{
@@ -230,7 +249,7 @@ impl<'a> Thread<'a> {
             () => {{
                 if app.safepoints.requested() {
                     save_pc!();
-                    self.poll_slow();
+                    self.poll_slow()?;
                 }
             }};
         }
@@ -359,7 +378,11 @@ impl<'a> Thread<'a> {
                     if let Some(f) = self.frames.last_mut() {
                         f.pc = (pc - 1) as u32;
                     }
-                    self.frames.push(Frame { method: m, pc: 0, bp: nbp as u32 });
+                    self.frames.push(Frame {
+                        method: m,
+                        pc: 0,
+                        bp: nbp as u32,
+                    });
                     method = m;
                     code = &loaded.code[m as usize];
                     bp = nbp;
@@ -385,6 +408,7 @@ impl<'a> Thread<'a> {
                     let l = &loaded.layouts[c as usize];
                     match self.alloc(ObjKind::Instance, c, l.slots, l.nrefs) {
                         Ok(h) => push!(h),
+                        Err(e) if e == TERMINATED => return Err(Trap::Terminated),
                         Err(e) => trap!(e),
                     }
                 }
@@ -402,6 +426,7 @@ impl<'a> Thread<'a> {
                             sp -= 1;
                             push!(h)
                         }
+                        Err(e) if e == TERMINATED => return Err(Trap::Terminated),
                         Err(e) => trap!(e),
                     }
                 }
@@ -458,7 +483,8 @@ impl<'a> Thread<'a> {
                         (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
                             obj.bytes()[i as usize].load(Ordering::Relaxed) as u64
                         }
-                        (ObjKind::IntArray, Ty::Int | Ty::Any) | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
+                        (ObjKind::IntArray, Ty::Int | Ty::Any)
+                        | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
                             obj.words()[i as usize].load(Ordering::Relaxed)
                         }
                         _ => trap!("array type mismatch"),
@@ -478,8 +504,12 @@ impl<'a> Thread<'a> {
                         trap!("array index out of bounds");
                     }
                     match (obj.kind(), t) {
-                        (ObjKind::ByteArray, Ty::Int) => obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed),
-                        (ObjKind::IntArray, Ty::Int) => obj.words()[i as usize].store(v, Ordering::Relaxed),
+                        (ObjKind::ByteArray, Ty::Int) => {
+                            obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed)
+                        }
+                        (ObjKind::IntArray, Ty::Int) => {
+                            obj.words()[i as usize].store(v, Ordering::Relaxed)
+                        }
                         (ObjKind::RefArray, Ty::Ref) => a.store_ref(i as usize, v),
                         _ => trap!("array type mismatch"),
                     }
@@ -516,8 +546,9 @@ impl<'a> Thread<'a> {
                 | Op::Spawn(_)
                 | Op::Sleep => {
                     save_pc!();
-                    sp = match self.message_op(op, sp) {
+                    sp = match self.message_op(op, sp, method, pc - 1) {
                         Ok(sp) => sp,
+                        Err(e) if e == TERMINATED => return Err(Trap::Terminated),
                         Err(e) => trap!(e),
                     };
                 }
@@ -539,7 +570,13 @@ impl<'a> Thread<'a> {
                 Op::Time => push!(app.now_ns()),
                 Op::Mark(s) => app.mark(s),
                 Op::CpuTime => push!(marvin_runtime::cpuclock::thread_cpu_time_ns()),
-                Op::UserTime => push!(marvin_runtime::cpuclock::thread_user_time_ns()),
+                Op::UserTime => {
+                    // The user-time clock is tick-accounted while the total is exact,
+                    // so a raw user reading can pass the total by up to a tick: clamp
+                    // it so that user time is never more than user + system time.
+                    let user = marvin_runtime::cpuclock::thread_user_time_ns();
+                    push!(user.min(marvin_runtime::cpuclock::thread_cpu_time_ns()))
+                }
                 Op::Gc => {
                     save_pc!();
                     self.collect(&[]);
@@ -556,13 +593,10 @@ impl<'a> Thread<'a> {
             }
         }
     }
-
-    /// The message, thread and looper instructions; returns the new stack pointer.
-    fn message_op(&mut self, op: Op, sp: usize) -> Result<usize, String> {
-        let _ = sp;
-        Err(format!("{op:?} needs the app's main looper"))
-    }
 }
+
+/// The message every blocking path returns when the app is ending.
+pub const TERMINATED: &str = "app terminated";
 
 /// The calling thread's OS thread id.
 pub fn current_tid() -> i32 {

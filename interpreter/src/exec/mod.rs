@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod interp;
+pub mod messages;
 pub mod op;
 pub mod stats;
 pub mod trap;
@@ -29,17 +30,17 @@ pub struct Outcome {
 /// Runs a verified program to its end.
 pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
     let loaded = Arc::new(Loaded::new(vp));
-    let app = App::new(loaded.clone(), cfg)?;
-    let entry = loaded.vp.entry;
-    let result = {
-        let mut t = interp::Thread::new(&app);
-        t.invoke(entry, &[])
-    };
+    let app = Arc::new(App::new(loaded.clone(), cfg)?);
+    let result = messages::run_looper(&app);
     app.flush();
     let (status, error) = match result {
-        Ok(_) => (0, None),
-        Err(Trap::Halt(code)) => (code as i32, None),
-        Err(t) => (70, t.render(&loaded.vp.program)),
+        None => (0, None),
+        Some(Trap::Halt(code)) => (code as i32, None),
+        Some(t) => (70, t.render(&loaded.vp.program)),
     };
-    Ok(Outcome { status, error, stats: RunStats::of(&app) })
+    Ok(Outcome {
+        status,
+        error,
+        stats: RunStats::of(&app),
+    })
 }

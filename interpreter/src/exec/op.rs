@@ -109,7 +109,11 @@ pub fn layouts(p: &Program) -> Vec<ClassLayout> {
                     *s - 1
                 })
                 .collect();
-            ClassLayout { slot_of, nrefs: nrefs as u16, slots: c.fields.len() as u32 }
+            ClassLayout {
+                slot_of,
+                nrefs: nrefs as u16,
+                slots: c.fields.len() as u32,
+            }
         })
         .collect()
 }
@@ -121,7 +125,8 @@ pub fn translate(p: &Program, layouts: &[ClassLayout], ins: Instr) -> Op {
         slot: layouts[f.class as usize].slot_of[f.field as usize],
         field: f.field,
     };
-    let is_ref = |f: isa::FieldRef| p.classes[f.class as usize].fields[f.field as usize].ty == Ty::Ref;
+    let is_ref =
+        |f: isa::FieldRef| p.classes[f.class as usize].fields[f.field as usize].ty == Ty::Ref;
     match ins {
         Instr::Push(v) => Op::Push(v),
         // The verifier rejects unlinked programs; a constant that survived is 0.

@@ -593,8 +593,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
     fn remove(&self, filter: KeyFilter<'_>) -> usize {
         let mut removed = 0;
         self.walk(|node| {
-            if node.is_message() && node.is_pending() && filter(&node.key) && self.tombstone(node)
-            {
+            if node.is_message() && node.is_pending() && filter(&node.key) && self.tombstone(node) {
                 removed += 1;
             }
             true

@@ -77,7 +77,10 @@ impl HandleTable {
         // zero-initialised by the kernel, lives as long as `self`, and is only ever
         // accessed through these atomics.
         unsafe {
-            std::slice::from_raw_parts(self.map.as_ptr() as *const AtomicU64, self.capacity as usize)
+            std::slice::from_raw_parts(
+                self.map.as_ptr() as *const AtomicU64,
+                self.capacity as usize,
+            )
         }
     }
 
@@ -103,7 +106,9 @@ impl HandleTable {
         // Release: pairs with the Acquire load in the barrier, so a thread that obtains
         // the handle sees the initialised object behind it.
         self.entries()[idx as usize].store(entry, Ordering::Release);
-        Ok(Handle(NonZeroU32::new(idx).expect("handle 0 is never handed out")))
+        Ok(Handle(
+            NonZeroU32::new(idx).expect("handle 0 is never handed out"),
+        ))
     }
 
     /// Returns handles to the free list (their entries must no longer be reachable).

@@ -31,7 +31,11 @@ impl Region {
     }
 
     fn take(&mut self, n: usize) -> Option<usize> {
-        let hit = self.free.iter().find(|(_, &len)| len >= n).map(|(&s, &l)| (s, l));
+        let hit = self
+            .free
+            .iter()
+            .find(|(_, &len)| len >= n)
+            .map(|(&s, &l)| (s, l));
         if let Some((start, len)) = hit {
             self.free.remove(&start);
             if len > n {
@@ -86,7 +90,9 @@ impl Default for LargeSpace {
 
 impl LargeSpace {
     pub fn new() -> LargeSpace {
-        LargeSpace { regions: Mutex::new(Vec::new()) }
+        LargeSpace {
+            regions: Mutex::new(Vec::new()),
+        }
     }
 
     /// Allocates zeroed, page-aligned memory of at least `bytes`; returns its address.
@@ -100,7 +106,12 @@ impl LargeSpace {
         }
         let len = REGION_BYTES.max(n * PAGE);
         let map = MmapOptions::new().len(len).no_reserve_swap().map_anon()?;
-        let mut r = Region { map, pages: len / PAGE, top: 0, free: BTreeMap::new() };
+        let mut r = Region {
+            map,
+            pages: len / PAGE,
+            top: 0,
+            free: BTreeMap::new(),
+        };
         let p = r.take(n).expect("a fresh region fits the request");
         let addr = r.base() + p * PAGE;
         regions.push(r);
@@ -123,7 +134,10 @@ impl LargeSpace {
                 // SAFETY: the range lies inside this region's mapping and belongs to
                 // objects being freed: nothing reads it until it is handed out again,
                 // and a fresh hand-out expects zeroed pages, which DONTNEED gives.
-                let _ = unsafe { r.map.unchecked_advise_range(UncheckedAdvice::DontNeed, off, bytes) };
+                let _ = unsafe {
+                    r.map
+                        .unchecked_advise_range(UncheckedAdvice::DontNeed, off, bytes)
+                };
                 calls += 1;
                 r.give_back(off / PAGE, bytes / PAGE);
             }
@@ -148,7 +162,13 @@ impl LargeSpace {
             {
                 // SAFETY: inside this region's mapping; the caller guarantees nobody
                 // touches the range until it is restored.
-                unsafe { r.map.unchecked_advise_range(UncheckedAdvice::DontNeed, addr - r.base(), bytes)? };
+                unsafe {
+                    r.map.unchecked_advise_range(
+                        UncheckedAdvice::DontNeed,
+                        addr - r.base(),
+                        bytes,
+                    )?
+                };
                 calls += 1;
             }
         }

@@ -143,7 +143,13 @@ impl Heap {
     }
 
     /// Allocates a zeroed object. Collection policy is the caller's (see [`Heap::gc_need`]).
-    pub fn alloc(&self, kind: ObjKind, class: u32, len: u32, nrefs: u16) -> Result<Handle, AllocError> {
+    pub fn alloc(
+        &self,
+        kind: ObjKind,
+        class: u32,
+        len: u32,
+        nrefs: u16,
+    ) -> Result<Handle, AllocError> {
         let raw = HEADER_BYTES + kind.payload_bytes(len);
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
@@ -158,7 +164,12 @@ impl Heap {
         };
         // SAFETY: `addr` is fresh, zeroed, 16-byte aligned memory of at least `raw` bytes
         // that nothing else references yet.
-        unsafe { std::ptr::write(addr as *mut ObjHeader, ObjHeader::new(kind, class, len, nrefs)) };
+        unsafe {
+            std::ptr::write(
+                addr as *mut ObjHeader,
+                ObjHeader::new(kind, class, len, nrefs),
+            )
+        };
         let h = match self.table.allocate(addr as u64) {
             Ok(h) => h,
             Err(e) => {
