@@ -91,7 +91,8 @@ impl Parser {
         };
         let Some(Tok::Word(first)) = toks.first() else {
             if !toks.is_empty() {
-                self.sink.error(line, "a line cannot start with a string literal");
+                self.sink
+                    .error(line, "a line cannot start with a string literal");
             }
             return;
         };
@@ -135,7 +136,13 @@ impl Parser {
     }
 
     /// Checks that `ops` is exactly `n` words and returns them.
-    fn words<'t>(&mut self, line: u32, what: &str, ops: &'t [Tok], n: usize) -> Option<Vec<&'t str>> {
+    fn words<'t>(
+        &mut self,
+        line: u32,
+        what: &str,
+        ops: &'t [Tok],
+        n: usize,
+    ) -> Option<Vec<&'t str>> {
         let words: Vec<&str> = ops
             .iter()
             .filter_map(|t| match t {
@@ -144,8 +151,10 @@ impl Parser {
             })
             .collect();
         if words.len() != ops.len() || words.len() != n {
-            self.sink
-                .error(line, format!("`{what}` takes {n} operand(s), found {}", ops.len()));
+            self.sink.error(
+                line,
+                format!("`{what}` takes {n} operand(s), found {}", ops.len()),
+            );
             return None;
         }
         Some(words)
@@ -163,8 +172,10 @@ impl Parser {
         if matches!(self.ctx, Ctx::Top) {
             return true;
         }
-        self.sink
-            .error(line, format!("`{what}` inside a class or method (missing `.end`?)"));
+        self.sink.error(
+            line,
+            format!("`{what}` inside a class or method (missing `.end`?)"),
+        );
         false
     }
 
@@ -189,15 +200,18 @@ impl Parser {
         let Ctx::Class(c) = self.ctx else {
             return self.sink.error(line, "`.field` outside a class");
         };
-        let Some(w) = self.words(line, ".field", ops, 2) else { return };
+        let Some(w) = self.words(line, ".field", ops, 2) else {
+            return;
+        };
         let name = self.name(line, "field", w[0]);
         let ty = match w[1] {
             "int" => Ty::Int,
             "ref" => Ty::Ref,
             other => {
-                return self
-                    .sink
-                    .error(line, format!("bad field type `{other}` (expected int or ref)"))
+                return self.sink.error(
+                    line,
+                    format!("bad field type `{other}` (expected int or ref)"),
+                )
             }
         };
         self.classes[c].fields.push(Field { name, ty });
@@ -217,8 +231,10 @@ impl Parser {
                     "args" => &mut args,
                     "locals" => &mut locals,
                     _ => {
-                        self.sink
-                            .error(line, format!("bad `.method` operand `{kv}` (expected args=N or locals=N)"));
+                        self.sink.error(
+                            line,
+                            format!("bad `.method` operand `{kv}` (expected args=N or locals=N)"),
+                        );
                         continue;
                     }
                 };
@@ -234,7 +250,8 @@ impl Parser {
                 }
             }
             if args.is_none() || locals.is_none() {
-                self.sink.error(line, "`.method` needs both args=N and locals=N");
+                self.sink
+                    .error(line, "`.method` needs both args=N and locals=N");
             }
         }
         let (args, locals) = (args.unwrap_or(0), locals.unwrap_or(0));
@@ -257,7 +274,9 @@ impl Parser {
         if !self.at_top(line, ".const") {
             return;
         }
-        let Some(w) = self.words(line, ".const", ops, 2) else { return };
+        let Some(w) = self.words(line, ".const", ops, 2) else {
+            return;
+        };
         let name = self.name(line, "constant", w[0]);
         match parse_int(w[1]) {
             Ok(value) => self.consts.push((Const { name, value }, line)),
@@ -270,21 +289,26 @@ impl Parser {
             self.sink.error(line, "`.end` takes no operands");
         }
         if matches!(self.ctx, Ctx::Top) {
-            self.sink.error(line, "`.end` without `.class` or `.method`");
+            self.sink
+                .error(line, "`.end` without `.class` or `.method`");
         }
         self.ctx = Ctx::Top;
     }
 
     fn instruction(&mut self, line: u32, toks: &[Tok]) {
         let Ctx::Method(m) = self.ctx else {
-            return self.sink.error(line, "an instruction must be inside a method");
+            return self
+                .sink
+                .error(line, "an instruction must be inside a method");
         };
         let mnemonic = match &toks[0] {
             Tok::Word(w) => *w,
             Tok::Str(_) => return self.sink.error(line, "expected an instruction"),
         };
         let Some(kind) = lookup(mnemonic) else {
-            return self.sink.error(line, format!("unknown instruction `{mnemonic}`"));
+            return self
+                .sink
+                .error(line, format!("unknown instruction `{mnemonic}`"));
         };
         let ops = &toks[1..];
         let arg = match kind {
@@ -305,14 +329,25 @@ impl Parser {
     }
 
     /// Parses the single operand of an instruction that takes one.
-    fn operand(&self, _line: u32, mnemonic: &str, kind: OpKind, ops: &[Tok]) -> Result<Arg, String> {
+    fn operand(
+        &self,
+        _line: u32,
+        mnemonic: &str,
+        kind: OpKind,
+        ops: &[Tok],
+    ) -> Result<Arg, String> {
         let [op] = ops else {
-            return Err(format!("`{mnemonic}` takes one operand, found {}", ops.len()));
+            return Err(format!(
+                "`{mnemonic}` takes one operand, found {}",
+                ops.len()
+            ));
         };
         if let OpKind::Str(_) = kind {
             return match op {
                 Tok::Str(s) => Ok(Arg::Str(s.clone())),
-                Tok::Word(w) => Err(format!("`{mnemonic}` expects a string literal, found `{w}`")),
+                Tok::Word(w) => Err(format!(
+                    "`{mnemonic}` expects a string literal, found `{w}`"
+                )),
             };
         }
         let Tok::Word(word) = op else {
@@ -346,15 +381,23 @@ impl Parser {
                 Some((c, f)) if is_name(c) && is_name(f) => Ok(Arg::Field(c.into(), f.into())),
                 _ => Err(format!("bad field operand `{word}` (expected CLASS.FIELD)")),
             },
-            OpKind::Elem => parse_elem(word)
-                .map(Arg::Elem)
-                .ok_or_else(|| format!("bad array element kind `{word}` (expected int, byte or ref)")),
+            OpKind::Elem => parse_elem(word).map(Arg::Elem).ok_or_else(|| {
+                format!("bad array element kind `{word}` (expected int, byte or ref)")
+            }),
             OpKind::Plain(_) | OpKind::Str(_) => unreachable!("handled above"),
         }
     }
 
     fn finish(self) -> Result<Program, Diagnostics> {
-        let Parser { mut sink, file, ctx, consts, classes, field_lines, methods } = self;
+        let Parser {
+            mut sink,
+            file,
+            ctx,
+            consts,
+            classes,
+            field_lines,
+            methods,
+        } = self;
         match ctx {
             Ctx::Top => {}
             Ctx::Class(c) => {
@@ -363,21 +406,43 @@ impl Parser {
             }
             Ctx::Method(m) => {
                 let method = &methods[m];
-                sink.error(method.line, format!("`.method {}` has no `.end`", method.name));
+                sink.error(
+                    method.line,
+                    format!("`.method {}` has no `.end`", method.name),
+                );
             }
         }
         let names = Names {
-            consts: index(&mut sink, "constant", consts.iter().map(|(c, l)| (c.name.clone(), *l))),
-            classes: index(&mut sink, "class", classes.iter().map(|c| (c.name.clone(), c.line))),
+            consts: index(
+                &mut sink,
+                "constant",
+                consts.iter().map(|(c, l)| (c.name.clone(), *l)),
+            ),
+            classes: index(
+                &mut sink,
+                "class",
+                classes.iter().map(|c| (c.name.clone(), c.line)),
+            ),
             fields: classes
                 .iter()
                 .zip(&field_lines)
                 .map(|(c, lines)| {
                     let what = format!("field in class `{}`", c.name);
-                    index(&mut sink, &what, c.fields.iter().map(|f| f.name.clone()).zip(lines.iter().copied()))
+                    index(
+                        &mut sink,
+                        &what,
+                        c.fields
+                            .iter()
+                            .map(|f| f.name.clone())
+                            .zip(lines.iter().copied()),
+                    )
                 })
                 .collect(),
-            methods: index(&mut sink, "method", methods.iter().map(|m| (m.name.clone(), m.line))),
+            methods: index(
+                &mut sink,
+                "method",
+                methods.iter().map(|m| (m.name.clone(), m.line)),
+            ),
         };
         let mut strings = Interner::default();
         let methods = methods
@@ -404,14 +469,21 @@ struct Names {
 }
 
 /// Indexes `items` (name, line) by name, reporting every name declared twice.
-fn index(sink: &mut Sink, what: &str, items: impl Iterator<Item = (String, u32)>) -> HashMap<String, u32> {
+fn index(
+    sink: &mut Sink,
+    what: &str,
+    items: impl Iterator<Item = (String, u32)>,
+) -> HashMap<String, u32> {
     let mut map: HashMap<String, (u32, u32)> = HashMap::new();
     for (i, (name, line)) in items.enumerate() {
         if name.is_empty() {
             continue; // a bad declaration, already reported
         }
         if let Some(&(_, first)) = map.get(&name) {
-            sink.error(line, format!("duplicate {what} `{name}` (first declared at line {first})"));
+            sink.error(
+                line,
+                format!("duplicate {what} `{name}` (first declared at line {first})"),
+            );
         } else {
             map.insert(name, (i as u32, line));
         }
@@ -461,17 +533,22 @@ fn resolve_method(sink: &mut Sink, names: &Names, strings: &mut Interner, m: Raw
     let mut lines = Vec::with_capacity(m.code.len());
     for ins in &m.code {
         let line = ins.line;
-        let lookup_in = |sink: &mut Sink, map: &HashMap<String, u32>, what: &str, name: &str| match map.get(name) {
-            Some(&id) => id,
-            None => {
-                sink.error(line, format!("undefined {what} `{name}`"));
-                0
-            }
-        };
+        let lookup_in =
+            |sink: &mut Sink, map: &HashMap<String, u32>, what: &str, name: &str| match map
+                .get(name)
+            {
+                Some(&id) => id,
+                None => {
+                    sink.error(line, format!("undefined {what} `{name}`"));
+                    0
+                }
+            };
         let instr = match (ins.kind, &ins.arg) {
             (OpKind::Plain(i), _) => i,
             (OpKind::Push, Arg::Int(n)) => Instr::Push(*n),
-            (OpKind::Push, Arg::Name(n)) => Instr::PushConst(lookup_in(sink, &names.consts, "constant", n)),
+            (OpKind::Push, Arg::Name(n)) => {
+                Instr::PushConst(lookup_in(sink, &names.consts, "constant", n))
+            }
             (OpKind::Local(f), Arg::Int(n)) => f(*n as u32),
             (OpKind::Label(f), Arg::Name(n)) => f(target(sink, n, line)),
             (OpKind::Method(f), Arg::Name(n)) => f(lookup_in(sink, &names.methods, "method", n)),

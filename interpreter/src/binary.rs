@@ -111,12 +111,17 @@ fn decode_inner(file: &str, bytes: &[u8]) -> Result<Program, String> {
         return Err("not a marvin binary program (bad magic number)".into());
     }
     if bytes.len() < HEADER_LEN {
-        return Err(format!("truncated binary program: {} bytes, header needs {HEADER_LEN}", bytes.len()));
+        return Err(format!(
+            "truncated binary program: {} bytes, header needs {HEADER_LEN}",
+            bytes.len()
+        ));
     }
     let le16 = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
     let version = le16(4);
     if version != VERSION {
-        return Err(format!("unsupported binary format version {version} (this build reads {VERSION})"));
+        return Err(format!(
+            "unsupported binary format version {version} (this build reads {VERSION})"
+        ));
     }
     if le16(6) != 0 {
         return Err("corrupt binary program: reserved header bytes are not zero".into());
@@ -136,10 +141,16 @@ fn decode_inner(file: &str, bytes: &[u8]) -> Result<Program, String> {
     if fnv1a64(payload) != u64::from_le_bytes(sum) {
         return Err("corrupt binary program: checksum mismatch".into());
     }
-    let mut r = Reader { bytes: payload, pos: 0 };
+    let mut r = Reader {
+        bytes: payload,
+        pos: 0,
+    };
     let p = r.program(file)?;
     if r.pos != payload.len() {
-        return Err(format!("corrupt binary program: {} unexpected trailing bytes", payload.len() - r.pos));
+        return Err(format!(
+            "corrupt binary program: {} unexpected trailing bytes",
+            payload.len() - r.pos
+        ));
     }
     Ok(p)
 }
@@ -282,11 +293,17 @@ impl Reader<'_> {
 
     #[cold]
     fn corrupt(&self, what: &str) -> String {
-        format!("corrupt binary program: {what} at payload byte {}", self.pos)
+        format!(
+            "corrupt binary program: {what} at payload byte {}",
+            self.pos
+        )
     }
 
     fn byte(&mut self) -> Result<u8, String> {
-        let b = *self.bytes.get(self.pos).ok_or_else(|| self.corrupt("unexpected end"))?;
+        let b = *self
+            .bytes
+            .get(self.pos)
+            .ok_or_else(|| self.corrupt("unexpected end"))?;
         self.pos += 1;
         Ok(b)
     }
@@ -368,7 +385,10 @@ impl Reader<'_> {
         let mut consts = Vec::with_capacity(n);
         for _ in 0..n {
             let name = self.name()?;
-            consts.push(Const { name, value: self.i64()? });
+            consts.push(Const {
+                name,
+                value: self.i64()?,
+            });
         }
         let n = self.count("class")?;
         let mut classes = Vec::with_capacity(n);
@@ -507,18 +527,78 @@ mod tests {
 
     fn every_instr() -> Vec<Instr> {
         use Instr as I;
-        let f = FieldRef { class: 3, field: 70000 };
+        let f = FieldRef {
+            class: 3,
+            field: 70000,
+        };
         vec![
-            I::Push(i64::MIN), I::Push(-1), I::Push(i64::MAX), I::PushConst(5), I::Null, I::Load(1),
-            I::Store(300), I::Pop, I::Dup, I::Swap, I::Add, I::Sub, I::Mul, I::Div, I::Rem, I::And,
-            I::Or, I::Xor, I::Shl, I::Shr, I::Neg, I::Lt, I::Le, I::Gt, I::Ge, I::Eq, I::Ne,
-            I::RefEq, I::Jmp(1), I::Jz(2), I::Jnz(3), I::Jnull(4), I::Jnonnull(u32::MAX),
-            I::Call(9), I::Ret, I::New(2), I::GetField(f), I::PutField(f),
-            I::NewArray(ElemKind::Int), I::NewArray(ElemKind::Byte), I::NewArray(ElemKind::Ref),
-            I::ALoad(Ty::Int), I::ALoad(Ty::Ref), I::ALoad(Ty::Any), I::AStore(Ty::Any), I::ALen,
-            I::Cas(f), I::Xadd(f), I::MonitorEnter, I::MonitorExit, I::Send(1), I::SendFront(2),
-            I::Remove(3), I::Has(4), I::Quit, I::Spawn(5), I::Sleep, I::Print, I::PrintC,
-            I::PrintS(6), I::Time, I::Mark(7), I::CpuTime, I::UserTime, I::Gc, I::Assert, I::Halt,
+            I::Push(i64::MIN),
+            I::Push(-1),
+            I::Push(i64::MAX),
+            I::PushConst(5),
+            I::Null,
+            I::Load(1),
+            I::Store(300),
+            I::Pop,
+            I::Dup,
+            I::Swap,
+            I::Add,
+            I::Sub,
+            I::Mul,
+            I::Div,
+            I::Rem,
+            I::And,
+            I::Or,
+            I::Xor,
+            I::Shl,
+            I::Shr,
+            I::Neg,
+            I::Lt,
+            I::Le,
+            I::Gt,
+            I::Ge,
+            I::Eq,
+            I::Ne,
+            I::RefEq,
+            I::Jmp(1),
+            I::Jz(2),
+            I::Jnz(3),
+            I::Jnull(4),
+            I::Jnonnull(u32::MAX),
+            I::Call(9),
+            I::Ret,
+            I::New(2),
+            I::GetField(f),
+            I::PutField(f),
+            I::NewArray(ElemKind::Int),
+            I::NewArray(ElemKind::Byte),
+            I::NewArray(ElemKind::Ref),
+            I::ALoad(Ty::Int),
+            I::ALoad(Ty::Ref),
+            I::ALoad(Ty::Any),
+            I::AStore(Ty::Any),
+            I::ALen,
+            I::Cas(f),
+            I::Xadd(f),
+            I::MonitorEnter,
+            I::MonitorExit,
+            I::Send(1),
+            I::SendFront(2),
+            I::Remove(3),
+            I::Has(4),
+            I::Quit,
+            I::Spawn(5),
+            I::Sleep,
+            I::Print,
+            I::PrintC,
+            I::PrintS(6),
+            I::Time,
+            I::Mark(7),
+            I::CpuTime,
+            I::UserTime,
+            I::Gc,
+            I::Assert,
+            I::Halt,
         ]
     }
 
@@ -528,11 +608,17 @@ mod tests {
         let p = Program {
             file: "x.mvb".into(),
             strings: vec!["héllo\n".into(), String::new()],
-            consts: vec![Const { name: "N".into(), value: -5 }],
+            consts: vec![Const {
+                name: "N".into(),
+                value: -5,
+            }],
             classes: vec![Class {
                 name: "C".into(),
                 line: 4,
-                fields: vec![Field { name: "f".into(), ty: Ty::Ref }],
+                fields: vec![Field {
+                    name: "f".into(),
+                    ty: Ty::Ref,
+                }],
             }],
             methods: vec![Method {
                 name: "main".into(),

@@ -34,7 +34,11 @@ pub fn disassemble(p: &Program) -> String {
 }
 
 fn method(out: &mut String, p: &Program, m: &Method) {
-    let _ = writeln!(out, ".method {} args={} locals={}", m.name, m.args, m.locals);
+    let _ = writeln!(
+        out,
+        ".method {} args={} locals={}",
+        m.name, m.args, m.locals
+    );
     let mut is_target = vec![false; m.code.len() + 1];
     for instr in &m.code {
         if let Some(t) = branch_target(instr) {
@@ -57,7 +61,9 @@ fn method(out: &mut String, p: &Program, m: &Method) {
 
 fn branch_target(instr: &Instr) -> Option<u32> {
     match *instr {
-        Instr::Jmp(t) | Instr::Jz(t) | Instr::Jnz(t) | Instr::Jnull(t) | Instr::Jnonnull(t) => Some(t),
+        Instr::Jmp(t) | Instr::Jz(t) | Instr::Jnz(t) | Instr::Jnull(t) | Instr::Jnonnull(t) => {
+            Some(t)
+        }
         _ => None,
     }
 }

@@ -154,9 +154,17 @@ mod tests {
     #[test]
     fn tokens_strings_and_comments() {
         let toks = tokenize("  prints \"a;b\\n\\\"q\\\"\" ; note").unwrap();
-        assert_eq!(toks, vec![Tok::Word("prints"), Tok::Str("a;b\n\"q\"".into())]);
-        assert_eq!(tokenize("push 1;c").unwrap(), vec![Tok::Word("push"), Tok::Word("1")]);
-        assert!(tokenize("prints \"abc").unwrap_err().contains("unterminated"));
+        assert_eq!(
+            toks,
+            vec![Tok::Word("prints"), Tok::Str("a;b\n\"q\"".into())]
+        );
+        assert_eq!(
+            tokenize("push 1;c").unwrap(),
+            vec![Tok::Word("push"), Tok::Word("1")]
+        );
+        assert!(tokenize("prints \"abc")
+            .unwrap_err()
+            .contains("unterminated"));
         assert!(tokenize("prints \"a\\qb\"").unwrap_err().contains("escape"));
         assert!(tokenize("prints \"a\"b").is_err());
     }

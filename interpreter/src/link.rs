@@ -45,7 +45,9 @@ pub fn parse_define(s: &str) -> Result<(String, i64), String> {
         return Err(format!("bad definition `{s}`: expected NAME=VALUE"));
     };
     if !is_name(name) {
-        return Err(format!("bad definition `{s}`: `{name}` is not a constant name"));
+        return Err(format!(
+            "bad definition `{s}`: `{name}` is not a constant name"
+        ));
     }
     let value = parse_int(value).map_err(|e| format!("bad definition `{s}`: {e}"))?;
     Ok((name.to_owned(), value))
@@ -56,7 +58,8 @@ mod tests {
     use super::*;
     use crate::asm::assemble;
 
-    const SRC: &str = ".const N 10\n.method main args=0 locals=0\n push N\n print\n push 0\n ret\n.end\n";
+    const SRC: &str =
+        ".const N 10\n.method main args=0 locals=0\n push N\n print\n push 0\n ret\n.end\n";
 
     #[test]
     fn overrides_and_lowering() {

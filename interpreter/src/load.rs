@@ -43,7 +43,9 @@ mod tests {
     #[test]
     fn missing_file_is_a_diagnostic() {
         let err = load(Path::new("/nonexistent/x.masm")).unwrap_err();
-        assert!(err.to_string().starts_with("/nonexistent/x.masm:0: cannot read"));
+        assert!(err
+            .to_string()
+            .starts_with("/nonexistent/x.masm:0: cannot read"));
     }
 
     #[test]

@@ -195,10 +195,44 @@ mod tests {
     #[test]
     fn every_plain_mnemonic_round_trips() {
         let names = [
-            "null", "pop", "dup", "swap", "add", "sub", "mul", "div", "rem", "and", "or", "xor",
-            "shl", "shr", "neg", "lt", "le", "gt", "ge", "eq", "ne", "refeq", "ret", "aload",
-            "astore", "alen", "monitorenter", "monitorexit", "quit", "sleep", "print", "printc",
-            "time", "cputime", "usertime", "gc", "assert", "halt",
+            "null",
+            "pop",
+            "dup",
+            "swap",
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "rem",
+            "and",
+            "or",
+            "xor",
+            "shl",
+            "shr",
+            "neg",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "eq",
+            "ne",
+            "refeq",
+            "ret",
+            "aload",
+            "astore",
+            "alen",
+            "monitorenter",
+            "monitorexit",
+            "quit",
+            "sleep",
+            "print",
+            "printc",
+            "time",
+            "cputime",
+            "usertime",
+            "gc",
+            "assert",
+            "halt",
         ];
         for n in names {
             match lookup(n) {
@@ -218,18 +252,26 @@ mod tests {
             assert_eq!(name(&i), n);
         }
         for n in ["call", "send", "sendfront", "remove", "has", "spawn"] {
-            let Some(OpKind::Method(f)) = lookup(n) else { panic!("{n}") };
+            let Some(OpKind::Method(f)) = lookup(n) else {
+                panic!("{n}")
+            };
             assert_eq!(name(&f(1)), n);
         }
         for n in ["getfield", "putfield", "cas", "xadd"] {
-            let Some(OpKind::Field(f)) = lookup(n) else { panic!("{n}") };
+            let Some(OpKind::Field(f)) = lookup(n) else {
+                panic!("{n}")
+            };
             assert_eq!(name(&f(FieldRef { class: 0, field: 0 })), n);
         }
         for n in ["prints", "mark"] {
-            let Some(OpKind::Str(f)) = lookup(n) else { panic!("{n}") };
+            let Some(OpKind::Str(f)) = lookup(n) else {
+                panic!("{n}")
+            };
             assert_eq!(name(&f(0)), n);
         }
-        let Some(OpKind::Class(f)) = lookup("new") else { panic!("new") };
+        let Some(OpKind::Class(f)) = lookup("new") else {
+            panic!("new")
+        };
         assert_eq!(name(&f(0)), "new");
         assert!(lookup("frobnicate").is_none());
         for k in [ElemKind::Int, ElemKind::Byte, ElemKind::Ref] {

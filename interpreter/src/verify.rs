@@ -50,7 +50,11 @@ pub fn verify(mut p: Program) -> Result<VerifiedProgram, Diagnostics> {
     let entry = check_structure(&p, &mut sink);
     sink.finish()?;
     let Some(entry) = entry else {
-        return Err(Diagnostics::one(&p.file, 0, "the program has no `main` method"));
+        return Err(Diagnostics::one(
+            &p.file,
+            0,
+            "the program has no `main` method",
+        ));
     };
     let mut sink = Sink::new(&p.file);
 
@@ -103,7 +107,11 @@ pub fn verify(mut p: Program) -> Result<VerifiedProgram, Diagnostics> {
     for (id, (m, f)) in p.methods.iter_mut().zip(facts).enumerate() {
         // Analysis fails only after reporting an error, and errors returned above.
         let Some(f): Option<MethodFacts> = f else {
-            return Err(Diagnostics::one(&file, m.line, "internal error: method not analysed"));
+            return Err(Diagnostics::one(
+                &file,
+                m.line,
+                "internal error: method not analysed",
+            ));
         };
         for &(pc, v) in &f.aloads {
             m.code[pc as usize] = Instr::ALoad(uf.solve(v));
@@ -116,7 +124,10 @@ pub fn verify(mut p: Program) -> Result<VerifiedProgram, Diagnostics> {
         let stack_types = f
             .states
             .iter()
-            .map(|s| s.as_ref().map_or_else(Vec::new, |s| s.iter().map(|&v| uf.solve(v)).collect()))
+            .map(|s| {
+                s.as_ref()
+                    .map_or_else(Vec::new, |s| s.iter().map(|&v| uf.solve(v)).collect())
+            })
             .collect();
         info.push(MethodInfo {
             arg_types: local_types[..m.args as usize].to_vec(),
@@ -138,7 +149,10 @@ fn duplicates<'a>(sink: &mut Sink, what: &str, items: impl Iterator<Item = (&'a 
     let mut seen: HashMap<&str, u32> = HashMap::new();
     for (name, line) in items {
         if let Some(first) = seen.get(name) {
-            sink.error(line, format!("duplicate {what} `{name}` (first declared at line {first})"));
+            sink.error(
+                line,
+                format!("duplicate {what} `{name}` (first declared at line {first})"),
+            );
         } else {
             seen.insert(name, line);
         }
@@ -147,14 +161,33 @@ fn duplicates<'a>(sink: &mut Sink, what: &str, items: impl Iterator<Item = (&'a 
 
 /// Program-wide checks that make the flow analysis safe to run; returns `main`'s id.
 fn check_structure(p: &Program, sink: &mut Sink) -> Option<MethodId> {
-    duplicates(sink, "class", p.classes.iter().map(|c| (c.name.as_str(), c.line)));
-    duplicates(sink, "method", p.methods.iter().map(|m| (m.name.as_str(), m.line)));
-    duplicates(sink, "constant", p.consts.iter().map(|c| (c.name.as_str(), 0)));
+    duplicates(
+        sink,
+        "class",
+        p.classes.iter().map(|c| (c.name.as_str(), c.line)),
+    );
+    duplicates(
+        sink,
+        "method",
+        p.methods.iter().map(|m| (m.name.as_str(), m.line)),
+    );
+    duplicates(
+        sink,
+        "constant",
+        p.consts.iter().map(|c| (c.name.as_str(), 0)),
+    );
     for c in &p.classes {
-        duplicates(sink, "field", c.fields.iter().map(|f| (f.name.as_str(), c.line)));
+        duplicates(
+            sink,
+            "field",
+            c.fields.iter().map(|f| (f.name.as_str(), c.line)),
+        );
         for f in &c.fields {
             if f.ty == Ty::Any {
-                sink.error(c.line, format!("field `{}.{}` must be int or ref", c.name, f.name));
+                sink.error(
+                    c.line,
+                    format!("field `{}.{}` must be int or ref", c.name, f.name),
+                );
             }
         }
     }
@@ -168,7 +201,10 @@ fn check_structure(p: &Program, sink: &mut Sink) -> Option<MethodId> {
     let entry = p.method_id("main");
     match entry.map(|id| &p.methods[id as usize]) {
         None => sink.error(0, "the program has no `main` method"),
-        Some(m) if m.args != 0 => sink.error(m.line, format!("`main` must take no arguments (it has args={})", m.args)),
+        Some(m) if m.args != 0 => sink.error(
+            m.line,
+            format!("`main` must take no arguments (it has args={})", m.args),
+        ),
         Some(_) => {}
     }
     entry
@@ -176,13 +212,28 @@ fn check_structure(p: &Program, sink: &mut Sink) -> Option<MethodId> {
 
 fn check_method(p: &Program, m: &Method, sink: &mut Sink) {
     if m.locals < m.args {
-        sink.error(m.line, format!("method `{}`: locals={} is less than args={}", m.name, m.locals, m.args));
+        sink.error(
+            m.line,
+            format!(
+                "method `{}`: locals={} is less than args={}",
+                m.name, m.locals, m.args
+            ),
+        );
     }
     if m.locals > MAX_LOCALS {
-        sink.error(m.line, format!("method `{}`: locals={} exceeds the limit of {MAX_LOCALS}", m.name, m.locals));
+        sink.error(
+            m.line,
+            format!(
+                "method `{}`: locals={} exceeds the limit of {MAX_LOCALS}",
+                m.name, m.locals
+            ),
+        );
     }
     if m.lines.len() != m.code.len() {
-        sink.error(m.line, format!("method `{}`: line table does not match its code", m.name));
+        sink.error(
+            m.line,
+            format!("method `{}`: line table does not match its code", m.name),
+        );
         return;
     }
     let len = m.code.len();
@@ -217,10 +268,15 @@ fn operand_problem(p: &Program, m: &Method, len: usize, instr: &Instr) -> Option
         Instr::Jmp(t) | Instr::Jz(t) | Instr::Jnz(t) | Instr::Jnull(t) | Instr::Jnonnull(t)
             if t as usize >= len =>
         {
-            Some(format!("branch target {t} out of range (method `{}` has {len} instructions)", m.name))
+            Some(format!(
+                "branch target {t} out of range (method `{}` has {len} instructions)",
+                m.name
+            ))
         }
         Instr::Call(id) => method(id, None),
-        Instr::Send(id) | Instr::SendFront(id) | Instr::Remove(id) | Instr::Has(id) => method(id, Some(2)),
+        Instr::Send(id) | Instr::SendFront(id) | Instr::Remove(id) | Instr::Has(id) => {
+            method(id, Some(2))
+        }
         Instr::Spawn(id) => method(id, Some(1)),
         Instr::New(c) if c as usize >= p.classes.len() => Some(format!("undefined class #{c}")),
         Instr::GetField(f) | Instr::PutField(f) | Instr::Cas(f) => field_type(p, f).err(),
@@ -229,7 +285,9 @@ fn operand_problem(p: &Program, m: &Method, len: usize, instr: &Instr) -> Option
             Ok(_) => Some("xadd needs an int field".into()),
             Err(msg) => Some(msg),
         },
-        Instr::PrintS(s) | Instr::Mark(s) if s as usize >= p.strings.len() => Some(format!("undefined string #{s}")),
+        Instr::PrintS(s) | Instr::Mark(s) if s as usize >= p.strings.len() => {
+            Some(format!("undefined string #{s}"))
+        }
         _ => None,
     }
 }

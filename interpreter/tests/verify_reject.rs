@@ -6,6 +6,9 @@ use marvin_interpreter::isa::{Instr, Program, Ty, VerifiedProgram};
 use marvin_interpreter::verify::verify;
 use marvin_interpreter::Diagnostics;
 
+mod common;
+use common::{EVERYTHING, FIB};
+
 /// Assembles, links and verifies.
 fn build(src: &str) -> Result<VerifiedProgram, Diagnostics> {
     let mut p = assemble("t.masm", src)?;
@@ -21,7 +24,10 @@ fn rejects(src: &str, line: u32, needle: &str) {
         Ok(_) => panic!("accepted:\n{src}"),
         Err(e) => e,
     };
-    let hit = err.0.iter().any(|d| d.line == line && d.message.contains(needle) && d.file == "t.masm");
+    let hit = err
+        .0
+        .iter()
+        .any(|d| d.line == line && d.message.contains(needle) && d.file == "t.masm");
     assert!(hit, "expected `{needle}` at line {line}, got:\n{err}");
     let text = err.to_string();
     assert!(text.contains(&format!("t.masm:{line}: ")), "{text}");
@@ -45,8 +51,16 @@ fn unknown_directive_and_misplaced_lines() {
     rejects("push 1\n", 1, "inside a method");
     rejects(".field x int\n", 1, "outside a class");
     rejects(".end\n", 1, "without");
-    rejects(".method main args=0 locals=0\n  push 0\n  ret\n", 1, "has no `.end`");
-    rejects(".class A\n.method main args=0 locals=0\n", 2, "inside a class or method");
+    rejects(
+        ".method main args=0 locals=0\n  push 0\n  ret\n",
+        1,
+        "has no `.end`",
+    );
+    rejects(
+        ".class A\n.method main args=0 locals=0\n",
+        2,
+        "inside a class or method",
+    );
 }
 
 #[test]
@@ -64,7 +78,11 @@ fn bad_operand_count_and_kind() {
 
 #[test]
 fn bad_integers() {
-    rejects(&main_with("  push 9223372036854775808"), 2, "out of the 64-bit range");
+    rejects(
+        &main_with("  push 9223372036854775808"),
+        2,
+        "out of the 64-bit range",
+    );
     rejects(&main_with("  push 12ab"), 2, "bad integer");
     rejects(".const N 0xZZ\n", 1, "bad integer");
 }
@@ -79,17 +97,41 @@ fn bad_strings() {
 fn bad_names() {
     rejects(".class 9x\n.end\n", 1, "bad class name");
     rejects(&main_with("  call 1abc"), 2, "bad method name");
-    rejects(&main_with("bad-label:\n  push 1\n  pop"), 2, "bad label name");
+    rejects(
+        &main_with("bad-label:\n  push 1\n  pop"),
+        2,
+        "bad label name",
+    );
     rejects(".const a.b 1\n", 1, "bad constant name");
 }
 
 #[test]
 fn method_header() {
-    rejects(".method f args=2 locals=1\n  push 0\n  ret\n.end\n", 1, "less than args");
-    rejects(".method f args=1\n  push 0\n  ret\n.end\n", 1, "takes 3 operand");
-    rejects(".method f args=x locals=1\n  push 0\n  ret\n.end\n", 1, "bad `args=` value");
-    rejects(".method f args=0 locals=70000\n  push 0\n  ret\n.end\n", 1, "bad `locals=`");
-    rejects(".method f args=0 stack=3\n  push 0\n  ret\n.end\n", 1, "bad `.method` operand");
+    rejects(
+        ".method f args=2 locals=1\n  push 0\n  ret\n.end\n",
+        1,
+        "less than args",
+    );
+    rejects(
+        ".method f args=1\n  push 0\n  ret\n.end\n",
+        1,
+        "takes 3 operand",
+    );
+    rejects(
+        ".method f args=x locals=1\n  push 0\n  ret\n.end\n",
+        1,
+        "bad `args=` value",
+    );
+    rejects(
+        ".method f args=0 locals=70000\n  push 0\n  ret\n.end\n",
+        1,
+        "bad `locals=`",
+    );
+    rejects(
+        ".method f args=0 stack=3\n  push 0\n  ret\n.end\n",
+        1,
+        "bad `.method` operand",
+    );
 }
 
 // ---- assembler: names ----------------------------------------------------------------
@@ -97,25 +139,48 @@ fn method_header() {
 #[test]
 fn undefined_names() {
     rejects(&main_with("  jmp nowhere"), 2, "undefined label `nowhere`");
-    rejects(&main_with("  new Ghost\n  pop"), 2, "undefined class `Ghost`");
     rejects(
-        &format!(".class A\n  .field x int\n.end\n{}", main_with("  null\n  getfield A.y\n  pop")),
+        &main_with("  new Ghost\n  pop"),
+        2,
+        "undefined class `Ghost`",
+    );
+    rejects(
+        &format!(
+            ".class A\n  .field x int\n.end\n{}",
+            main_with("  null\n  getfield A.y\n  pop")
+        ),
         6,
         "undefined field `A.y`",
     );
-    rejects(&main_with("  call ghost\n  pop"), 2, "undefined method `ghost`");
-    rejects(&main_with("  push SIZE\n  pop"), 2, "undefined constant `SIZE`");
+    rejects(
+        &main_with("  call ghost\n  pop"),
+        2,
+        "undefined method `ghost`",
+    );
+    rejects(
+        &main_with("  push SIZE\n  pop"),
+        2,
+        "undefined constant `SIZE`",
+    );
 }
 
 #[test]
 fn label_marking_nothing() {
-    rejects(".method main args=0 locals=0\n  push 0\n  ret\nend:\n.end\n", 4, "marks no instruction");
+    rejects(
+        ".method main args=0 locals=0\n  push 0\n  ret\nend:\n.end\n",
+        4,
+        "marks no instruction",
+    );
 }
 
 #[test]
 fn duplicate_names() {
     rejects(".class A\n.end\n.class A\n.end\n", 3, "duplicate class `A`");
-    rejects(".class A\n  .field x int\n  .field x ref\n.end\n", 3, "duplicate field");
+    rejects(
+        ".class A\n  .field x int\n  .field x ref\n.end\n",
+        3,
+        "duplicate field",
+    );
     let f = ".method f args=0 locals=0\n  push 0\n  ret\n.end\n";
     rejects(&format!("{f}{f}"), 5, "duplicate method `f`");
     rejects(&main_with("a:\n  push 1\na:\n  pop"), 4, "duplicate label");
@@ -144,7 +209,10 @@ fn bad_branch_target() {
     p.methods[0].code[0] = Instr::Jmp(99);
     let err = verify(p).unwrap_err();
     assert_eq!(err.0[0].line, 2);
-    assert!(err.0[0].message.contains("branch target 99 out of range"), "{err}");
+    assert!(
+        err.0[0].message.contains("branch target 99 out of range"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -165,9 +233,16 @@ fn bad_ids_from_binary_input() {
 
 #[test]
 fn unlinked_constant() {
-    let p = assemble("t.masm", &format!(".const N 3\n{}", main_with("  push N\n  pop"))).unwrap();
+    let p = assemble(
+        "t.masm",
+        &format!(".const N 3\n{}", main_with("  push N\n  pop")),
+    )
+    .unwrap();
     let err = verify(p).unwrap_err();
-    assert!(err.0[0].message.contains("constant `N` was not linked"), "{err}");
+    assert!(
+        err.0[0].message.contains("constant `N` was not linked"),
+        "{err}"
+    );
     assert_eq!(err.0[0].line, 3);
 }
 
@@ -182,8 +257,16 @@ fn wrong_arity() {
 
 #[test]
 fn stack_underflow() {
-    rejects(&main_with("  push 1\n  add"), 3, "stack underflow: `add` needs 2");
-    rejects(".method main args=0 locals=0\n  ret\n.end\n", 2, "stack underflow");
+    rejects(
+        &main_with("  push 1\n  add"),
+        3,
+        "stack underflow: `add` needs 2",
+    );
+    rejects(
+        ".method main args=0 locals=0\n  ret\n.end\n",
+        2,
+        "stack underflow",
+    );
 }
 
 #[test]
@@ -206,7 +289,11 @@ fn local_out_of_range() {
 
 #[test]
 fn falling_off_the_end() {
-    rejects(".method main args=0 locals=0\n  push 1\n  pop\n.end\n", 3, "fall off the end");
+    rejects(
+        ".method main args=0 locals=0\n  push 1\n  pop\n.end\n",
+        3,
+        "fall off the end",
+    );
     rejects(".method main args=0 locals=0\n.end\n", 1, "is empty");
     rejects(
         ".method main args=0 locals=0\n  push 1\n  jz done\n  push 0\n  ret\ndone:\n  push 2\n  pop\n.end\n",
@@ -217,8 +304,16 @@ fn falling_off_the_end() {
 
 #[test]
 fn main_missing_or_with_arguments() {
-    rejects(".method f args=0 locals=0\n  push 0\n  ret\n.end\n", 0, "no `main`");
-    rejects(".method main args=1 locals=1\n  push 0\n  ret\n.end\n", 1, "`main` must take no arguments");
+    rejects(
+        ".method f args=0 locals=0\n  push 0\n  ret\n.end\n",
+        0,
+        "no `main`",
+    );
+    rejects(
+        ".method main args=1 locals=1\n  push 0\n  ret\n.end\n",
+        1,
+        "`main` must take no arguments",
+    );
 }
 
 #[test]
@@ -226,8 +321,16 @@ fn message_and_thread_targets_need_their_arity() {
     let one = ".method one args=1 locals=1\n  push 0\n  ret\n.end\n";
     let two = ".method two args=2 locals=2\n  push 0\n  ret\n.end\n";
     for (body, line, needle) in [
-        ("  push 1\n  push 2\n  push 0\n  send one", 5, "target `one` must take 2"),
-        ("  push 1\n  push 2\n  sendfront one", 4, "target `one` must take 2"),
+        (
+            "  push 1\n  push 2\n  push 0\n  send one",
+            5,
+            "target `one` must take 2",
+        ),
+        (
+            "  push 1\n  push 2\n  sendfront one",
+            4,
+            "target `one` must take 2",
+        ),
         ("  push 1\n  remove one", 3, "target `one` must take 2"),
         ("  push 1\n  has one\n  pop", 3, "target `one` must take 2"),
         ("  null\n  spawn two", 3, "target `two` must take 1"),
@@ -246,20 +349,60 @@ fn with_box(body: &str) -> String {
 
 #[test]
 fn field_type_rules() {
-    rejects(&with_box("  push 3\n  getfield Box.n\n  pop"), 7, "`getfield` reference operand must be ref, found int");
-    rejects(&with_box("  new Box\n  push 1\n  putfield Box.next"), 8, "`putfield` value must be ref, found int");
-    rejects(&with_box("  new Box\n  null\n  null\n  cas Box.n\n  pop"), 9, "`cas` new value must be int, found ref");
-    rejects(&with_box("  new Box\n  push 0\n  null\n  cas Box.next\n  pop"), 9, "`cas` expected value must be ref");
-    rejects(&with_box("  new Box\n  push 1\n  xadd Box.next\n  pop"), 8, "xadd needs an int field");
-    rejects(&with_box("  new Box\n  getfield Box.next\n  print"), 8, "`print` int operand must be int, found ref");
+    rejects(
+        &with_box("  push 3\n  getfield Box.n\n  pop"),
+        7,
+        "`getfield` reference operand must be ref, found int",
+    );
+    rejects(
+        &with_box("  new Box\n  push 1\n  putfield Box.next"),
+        8,
+        "`putfield` value must be ref, found int",
+    );
+    rejects(
+        &with_box("  new Box\n  null\n  null\n  cas Box.n\n  pop"),
+        9,
+        "`cas` new value must be int, found ref",
+    );
+    rejects(
+        &with_box("  new Box\n  push 0\n  null\n  cas Box.next\n  pop"),
+        9,
+        "`cas` expected value must be ref",
+    );
+    rejects(
+        &with_box("  new Box\n  push 1\n  xadd Box.next\n  pop"),
+        8,
+        "xadd needs an int field",
+    );
+    rejects(
+        &with_box("  new Box\n  getfield Box.next\n  print"),
+        8,
+        "`print` int operand must be int, found ref",
+    );
 }
 
 #[test]
 fn array_operands() {
-    rejects(&main_with("  push 1\n  push 0\n  aload\n  pop"), 4, "`aload` reference operand must be ref");
-    rejects(&main_with("  push 1\n  alen\n  pop"), 3, "`alen` reference operand must be ref");
-    rejects(&main_with("  push 1\n  newarray int\n  null\n  push 0\n  astore"), 6, "`astore` int operand");
-    rejects(&main_with("  null\n  newarray int\n  pop"), 3, "`newarray` int operand");
+    rejects(
+        &main_with("  push 1\n  push 0\n  aload\n  pop"),
+        4,
+        "`aload` reference operand must be ref",
+    );
+    rejects(
+        &main_with("  push 1\n  alen\n  pop"),
+        3,
+        "`alen` reference operand must be ref",
+    );
+    rejects(
+        &main_with("  push 1\n  newarray int\n  null\n  push 0\n  astore"),
+        6,
+        "`astore` int operand",
+    );
+    rejects(
+        &main_with("  null\n  newarray int\n  pop"),
+        3,
+        "`newarray` int operand",
+    );
 }
 
 #[test]
@@ -273,7 +416,11 @@ fn return_types_must_agree() {
 
 #[test]
 fn local_keeps_the_type_of_its_first_store() {
-    rejects(&main_with("  push 1\n  store 2\n  null\n  store 2"), 5, "local 2 holds int");
+    rejects(
+        &main_with("  push 1\n  store 2\n  null\n  store 2"),
+        5,
+        "local 2 holds int",
+    );
 }
 
 #[test]
@@ -282,7 +429,11 @@ fn arguments_are_checked_at_every_call() {
         "{}.method inc args=1 locals=1\n  load 0\n  push 1\n  add\n  ret\n.end\n",
         main_with("  push 1\n  call inc\n  pop\n  null\n  call inc\n  pop")
     );
-    rejects(&src, 6, "`call inc` passes ref as argument 0 of `inc`, which takes int");
+    rejects(
+        &src,
+        6,
+        "`call inc` passes ref as argument 0 of `inc`, which takes int",
+    );
 }
 
 #[test]
@@ -292,19 +443,37 @@ fn argument_types_found_later_still_check_earlier_calls() {
         "{}.method inc args=1 locals=1\n  load 0\n  getfield Box.n\n  ret\n.end\n",
         with_box("  push 1\n  call inc\n  pop")
     );
-    rejects(&src, 7, "passes int as argument 0 of `inc`, which takes ref");
+    rejects(
+        &src,
+        7,
+        "passes int as argument 0 of `inc`, which takes ref",
+    );
 }
 
 #[test]
 fn message_and_spawn_arguments_flow_into_targets() {
     let handler = ".method h args=2 locals=2\n  load 1\n  getfield Box.n\n  ret\n.end\n";
-    let src = format!("{}{handler}", with_box("  push 1\n  push 2\n  push 0\n  send h"));
-    rejects(&src, 9, "`send h` passes int as argument 1 of `h`, which takes ref");
+    let src = format!(
+        "{}{handler}",
+        with_box("  push 1\n  push 2\n  push 0\n  send h")
+    );
+    rejects(
+        &src,
+        9,
+        "`send h` passes int as argument 1 of `h`, which takes ref",
+    );
     let worker = ".method w args=1 locals=1\n  load 0\n  alen\n  ret\n.end\n";
     let src = format!("{}{worker}", main_with("  push 5\n  spawn w"));
-    rejects(&src, 3, "`spawn w` passes int as argument 0 of `w`, which takes ref");
+    rejects(
+        &src,
+        3,
+        "`spawn w` passes int as argument 0 of `w`, which takes ref",
+    );
     let what_as_ref = ".method h args=2 locals=2\n  load 0\n  alen\n  ret\n.end\n";
-    let src = format!("{}{what_as_ref}", main_with("  push 1\n  null\n  sendfront h"));
+    let src = format!(
+        "{}{what_as_ref}",
+        main_with("  push 1\n  null\n  sendfront h")
+    );
     rejects(&src, 4, "passes int as argument 0 of `h`");
 }
 
@@ -316,41 +485,6 @@ fn many_problems_are_all_reported() {
 }
 
 // ---- acceptance ----------------------------------------------------------------------
-
-const FIB: &str = "
-.class Node
-  .field next ref
-  .field value int
-.end
-
-.method main args=0 locals=2
-  push 30
-  call fib
-  print
-  push 0
-  ret
-.end
-
-.method fib args=1 locals=1
-  load 0
-  push 2
-  lt
-  jz recurse
-  load 0
-  ret
-recurse:
-  load 0
-  push 1
-  sub
-  call fib
-  load 0
-  push 2
-  sub
-  call fib
-  add
-  ret
-.end
-";
 
 #[test]
 fn fib_is_accepted_with_int_types() {
@@ -366,175 +500,6 @@ fn fib_is_accepted_with_int_types() {
     assert_eq!(v.info[0].local_types, vec![Ty::Any, Ty::Any]);
 }
 
-const EVERYTHING: &str = r#"
-.const N 4
-.class Obj
-  .field count int
-  .field link ref
-.end
-
-.method main args=0 locals=6
-  push N
-  newarray ref
-  store 0            ; local 0: ref[] of int[]
-  push 0
-  store 1            ; local 1: index
-loop:
-  load 1
-  push N
-  lt
-  jz filled
-  load 0
-  load 1
-  push 3
-  newarray int
-  astore
-  load 1
-  push 1
-  add
-  store 1
-  jmp loop
-filled:
-  load 0
-  push 2
-  aload
-  alen
-  print              ; 3
-  load 0
-  push 1
-  aload
-  push 0
-  push 0x7
-  astore
-  new Obj
-  dup
-  store 2
-  monitorenter
-  load 2
-  push 5
-  xadd Obj.count
-  pop
-  load 2
-  push 5
-  push 9
-  cas Obj.count
-  assert
-  load 2
-  load 2
-  putfield Obj.link
-  load 2
-  getfield Obj.link
-  null
-  refeq
-  jnz same
-  push 0
-  halt
-same:
-  load 2
-  monitorexit
-  load 2
-  jnull never
-  load 2
-  jnonnull fine
-never:
-  push 1
-  halt
-fine:
-  push 1
-  push 2
-  swap
-  sub
-  neg
-  push 3
-  mul
-  push 2
-  div
-  push 5
-  rem
-  push 1
-  and
-  push 6
-  or
-  push 2
-  xor
-  push 1
-  shl
-  push 1
-  shr
-  push 4
-  le
-  push 1
-  ge
-  push 0
-  gt
-  push 1
-  eq
-  push 0
-  ne
-  printc
-  prints "done\t\"ok\""
-  mark "round"
-  time
-  cputime
-  usertime
-  add
-  add
-  pop
-  gc
-  push 1
-  sleep
-  push 7
-  load 2
-  push 10
-  send onmsg
-  push 8
-  null
-  sendfront onmsg
-  push 7
-  remove onmsg
-  push 8
-  has onmsg
-  pop
-  load 0
-  spawn worker
-  push 1
-  byte_array:
-  newarray byte
-  pop
-  quit
-  push 0
-  ret
-.end
-
-.method onmsg args=2 locals=2
-  load 0
-  print
-  push 0
-  ret
-.end
-
-.method worker args=1 locals=2
-  load 0
-  push 0
-  aload
-  pop
-  load 0
-  push 1
-  aload
-  push 0
-  aload
-  print
-  load 0
-  push 0
-  load 0
-  push 1
-  aload
-  astore
-  push 0
-  ret
-.end
-"#;
-
 #[test]
 fn every_instruction_is_accepted_and_typed() {
     let v = build(EVERYTHING).unwrap();
@@ -542,10 +507,19 @@ fn every_instruction_is_accepted_and_typed() {
     assert_eq!(&main.local_types[..3], &[Ty::Ref, Ty::Int, Ty::Ref]);
     let code = &v.program.methods[0].code;
     // The element of the ref[] used by `alen` is a reference.
-    let aloads: Vec<&Instr> = code.iter().filter(|i| matches!(i, Instr::ALoad(_))).collect();
+    let aloads: Vec<&Instr> = code
+        .iter()
+        .filter(|i| matches!(i, Instr::ALoad(_)))
+        .collect();
     assert_eq!(aloads, vec![&Instr::ALoad(Ty::Ref), &Instr::ALoad(Ty::Ref)]);
-    let astores: Vec<&Instr> = code.iter().filter(|i| matches!(i, Instr::AStore(_))).collect();
-    assert_eq!(astores, vec![&Instr::AStore(Ty::Ref), &Instr::AStore(Ty::Int)]);
+    let astores: Vec<&Instr> = code
+        .iter()
+        .filter(|i| matches!(i, Instr::AStore(_)))
+        .collect();
+    assert_eq!(
+        astores,
+        vec![&Instr::AStore(Ty::Ref), &Instr::AStore(Ty::Int)]
+    );
     // `onmsg` is called with a ref and with null as arg 1, which it never uses.
     let onmsg = &v.info[1];
     assert_eq!(onmsg.arg_types, vec![Ty::Int, Ty::Any]);
@@ -579,7 +553,8 @@ fn stack_types_track_refs_for_the_collector() {
 
 #[test]
 fn unreachable_code_has_no_stack_types() {
-    let v = build(".method main args=0 locals=0\n  push 0\n  ret\n  push 1\n  ret\n.end\n").unwrap();
+    let v =
+        build(".method main args=0 locals=0\n  push 0\n  ret\n  push 1\n  ret\n.end\n").unwrap();
     assert_eq!(v.info[0].stack_types[2], Vec::<Ty>::new());
     assert_eq!(v.info[0].stack_types[1], vec![Ty::Int]);
 }

@@ -128,7 +128,8 @@ impl Cx<'_, '_> {
                     );
                     return None;
                 }
-                self.join(m, &mut facts, &mut work, succ, &stack, line).ok()?;
+                self.join(m, &mut facts, &mut work, succ, &stack, line)
+                    .ok()?;
             }
         }
         Some(facts)
@@ -226,7 +227,12 @@ impl Cx<'_, '_> {
     /// Passes `v` to argument `arg` of `callee`.
     fn pass(&mut self, v: Var, callee: MethodId, arg: u32, line: u32, what: &'static str) {
         let site = self.sites.len() as u32;
-        self.sites.push(Site { line, what, callee, arg });
+        self.sites.push(Site {
+            line,
+            what,
+            callee,
+            arg,
+        });
         if let Err(mm) = self.uf.flow(v, self.vars.local(callee, arg), site) {
             self.sink.error(
                 line,
@@ -285,7 +291,16 @@ impl Cx<'_, '_> {
                 let n = stack.len();
                 stack.swap(n - 1, n - 2);
             }
-            I::Add | I::Sub | I::Mul | I::Div | I::Rem | I::And | I::Or | I::Xor | I::Shl | I::Shr => {
+            I::Add
+            | I::Sub
+            | I::Mul
+            | I::Div
+            | I::Rem
+            | I::And
+            | I::Or
+            | I::Xor
+            | I::Shl
+            | I::Shr => {
                 self.operands(stack, 2, INT, line, instr);
                 stack.push(INT);
             }
@@ -402,7 +417,9 @@ impl Cx<'_, '_> {
                 let arg = pop(stack);
                 self.pass(arg, target, 0, line, "spawn");
             }
-            I::Sleep | I::Print | I::PrintC | I::Assert => self.operands(stack, 1, INT, line, instr),
+            I::Sleep | I::Print | I::PrintC | I::Assert => {
+                self.operands(stack, 1, INT, line, instr)
+            }
             I::Quit | I::PrintS(_) | I::Mark(_) | I::Gc => {}
         }
         (true, None)
@@ -412,7 +429,11 @@ impl Cx<'_, '_> {
     fn operands(&mut self, stack: &mut Vec<Var>, n: usize, want: Var, line: u32, instr: &Instr) {
         for _ in 0..n {
             let v = stack.pop().unwrap_or(want);
-            let role = if want == REF { "reference operand" } else { "int operand" };
+            let role = if want == REF {
+                "reference operand"
+            } else {
+                "int operand"
+            };
             self.expect(v, want, line, instr, role);
         }
     }

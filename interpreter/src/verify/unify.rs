@@ -137,7 +137,8 @@ impl Unifier {
         match solution {
             Some(ty) => {
                 let rest = std::mem::take(&mut self.pending[root as usize]);
-                self.queue.extend(moved.into_iter().chain(rest).map(|f| (f, ty)));
+                self.queue
+                    .extend(moved.into_iter().chain(rest).map(|f| (f, ty)));
             }
             None => self.pending[root as usize].extend(moved),
         }
@@ -168,7 +169,10 @@ mod tests {
         assert_eq!(u.solve(a), Ty::Ref);
         assert_eq!(
             u.unify(a, INT),
-            Err(Mismatch { found: Ty::Ref, expected: Ty::Int })
+            Err(Mismatch {
+                found: Ty::Ref,
+                expected: Ty::Int
+            })
         );
         assert_eq!(u.solve(c), Ty::Any);
     }
