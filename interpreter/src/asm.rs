@@ -515,15 +515,14 @@ fn resolve_method(sink: &mut Sink, names: &Names, strings: &mut Interner, m: Raw
         &format!("label in method `{}`", m.name),
         m.labels.iter().map(|(n, l, _)| (n.clone(), *l)),
     );
+    for (label, line, at) in &m.labels {
+        if *at as usize >= m.code.len() {
+            sink.error(*line, format!("label `{label}` marks no instruction"));
+        }
+    }
     let target = |sink: &mut Sink, label: &str, line: u32| -> u32 {
         match labels.get(label) {
-            Some(&i) => {
-                let (_, label_line, at) = &m.labels[i as usize];
-                if *at as usize >= m.code.len() {
-                    sink.error(*label_line, format!("label `{label}` marks no instruction"));
-                }
-                *at
-            }
+            Some(&i) => m.labels[i as usize].2,
             None => {
                 sink.error(line, format!("undefined label `{label}`"));
                 0

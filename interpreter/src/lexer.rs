@@ -172,7 +172,8 @@ mod tests {
     #[test]
     fn escape_round_trips() {
         let text = "tab\there \"q\" back\\slash\nline é";
-        let toks = tokenize(&escape(text)).unwrap();
+        let literal = escape(text);
+        let toks = tokenize(&literal).unwrap();
         assert_eq!(toks, vec![Tok::Str(text.into())]);
     }
 }

@@ -117,8 +117,9 @@ impl Cx<'_, '_> {
                 return None;
             }
             facts.max_stack = facts.max_stack.max(depth as u32);
-            let next = pc + 1;
-            let succs = [falls_through.then_some(next), target];
+            // The fall-through successor is pushed last so it is visited first: problems
+            // are then found in source order where possible.
+            let succs = [target, falls_through.then_some(pc + 1)];
             for succ in succs.into_iter().flatten() {
                 if succ as usize >= m.code.len() {
                     self.sink.error(
