@@ -349,12 +349,7 @@ fn run_case(case: &Case, scratch: &Path) -> Vec<String> {
     let source = case.masm.display().to_string();
     let check = run_marvin(&["check".into(), source.clone()]);
     let mvb = scratch.join(format!("{file_stem}.mvb"));
-    let asm = run_marvin(&[
-        "asm".into(),
-        source,
-        "-o".into(),
-        mvb.display().to_string(),
-    ]);
+    let asm = run_marvin(&["asm".into(), source, "-o".into(), mvb.display().to_string()]);
     if check.status != asm.status {
         problems.push(format!(
             "{}: `marvin check` gave {} but `marvin asm` gave {}",
