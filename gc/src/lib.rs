@@ -38,12 +38,19 @@ pub struct CycleReport {
 /// hold every reference any mutator, pending message or runtime structure still uses.
 pub unsafe fn collect(heap: &Heap, roots: &[u64]) -> CycleReport {
     let t0 = Instant::now();
+    let space = heap.stub_space();
+    if let Some(s) = space {
+        s.collecting.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     // SAFETY: forwarded from this function's contract.
     let marked = unsafe { mark::mark(heap, roots) };
     let t1 = Instant::now();
     // SAFETY: marking is complete and the world is still stopped.
     let swept = unsafe { sweep::sweep(heap) };
     let t2 = Instant::now();
+    if let Some(s) = space {
+        s.collecting.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
     heap.collected();
     CycleReport {
         marked,

@@ -1,7 +1,13 @@
 //! The mark phase: a depth-first trace from the roots with an explicit stack.
+//!
+//! Bookmarking: when the trace reaches a stub it marks the stub and follows the stub's
+//! copies of the object's references, never the object itself, so a collection faults
+//! nothing in, whether the object is resident or not.
+
+use std::sync::atomic::Ordering;
 
 use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::{Handle, Heap};
+use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
 
 /// Marks everything reachable from `roots`; returns how many objects were marked.
 ///
@@ -9,25 +15,30 @@ use marvin_runtime::heap::{Handle, Heap};
 /// The world must be stopped (see [`crate::collect`]).
 pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
     let table = heap.table();
-    let mut stack: Vec<u64> = roots
-        .iter()
-        .copied()
-        .filter(|&v| table.is_live(v))
-        .collect();
+    let mut stack: Vec<u64> = roots.iter().copied().filter(|&v| table.is_live(v)).collect();
     let mut marked = 0u64;
     while let Some(v) = stack.pop() {
-        let Some(h) = Handle::from_value(v) else {
+        let Some(h) = Handle::from_value(v) else { continue };
+        let e = table.entry(h).load(Ordering::Acquire);
+        if e & ENTRY_STUB != 0 {
+            // SAFETY: a stub-tagged entry of this heap; stubs are freed only by the
+            // sweep, after marking.
+            let stub = unsafe { heap.stub_of_entry(e) };
+            if stub.marked.swap(true, Ordering::Relaxed) {
+                continue;
+            }
+            marked += 1;
+            for r in stub.refs.iter() {
+                let r = r.load(Ordering::Relaxed);
+                if table.is_live(r) {
+                    stack.push(r);
+                }
+            }
             continue;
-        };
+        }
         // SAFETY: `v` is a live handle (checked when pushed) and the world is stopped.
-        let Some(obj) = (unsafe { heap.raw_object(h) }) else {
-            continue;
-        };
-        if obj
-            .header()
-            .set(HeaderBits::MARKED)
-            .contains(HeaderBits::MARKED)
-        {
+        let Some(obj) = (unsafe { heap.raw_object(h) }) else { continue };
+        if obj.header().set(HeaderBits::MARKED).contains(HeaderBits::MARKED) {
             continue;
         }
         marked += 1;

@@ -1,11 +1,15 @@
-//! The sweep phase: one walk of the handle table that frees unmarked objects, clears
-//! the mark of the survivors and ages their access bits.
+//! The sweep phase: one walk of the handle table that frees unmarked objects and
+//! stubs, clears the mark of the survivors and ages their access bits.
+//!
+//! Survivors are aged by [`age_entry`], which never faults a reclaimed object in.
+
+use std::sync::atomic::Ordering;
 
 use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::{footprint, Heap};
+use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
 use marvin_runtime::object::Obj;
 
-use crate::working_set::WorkingSet;
+use crate::working_set::{age_entry, WorkingSet};
 
 pub struct Swept {
     pub freed_objects: u64,
@@ -13,33 +17,42 @@ pub struct Swept {
     pub working_set: WorkingSet,
 }
 
-/// Frees every unmarked object.
+/// Frees every unmarked object and stub.
 ///
 /// # Safety
 /// The world must be stopped and marking complete.
 pub unsafe fn sweep(heap: &Heap) -> Swept {
     let mut dead = Vec::new();
+    let mut dead_stubs = Vec::new();
     let mut freed_bytes = 0u64;
     let mut ws = WorkingSet::default();
     heap.table().for_each(|h, e| {
-        if e & marvin_runtime::heap::ENTRY_STUB != 0 {
-            return;
-        }
-        // SAFETY: an untagged entry is a live resident object; the world is stopped.
-        let obj = unsafe { Obj::from_addr(e as usize) };
-        let hdr = obj.header();
-        if hdr.clear(HeaderBits::MARKED).contains(HeaderBits::MARKED) {
-            let (r, w) = hdr.age();
-            ws.add(footprint(obj.kind(), obj.len()) as u64, r, w);
+        let live = if e & ENTRY_STUB != 0 {
+            // SAFETY: a live stub entry; the world is stopped and only this sweep frees.
+            unsafe { heap.stub_of_entry(e) }.marked.swap(false, Ordering::Relaxed)
         } else {
+            // SAFETY: an untagged entry is a live resident object; the world is stopped.
+            let obj = unsafe { Obj::from_addr(e as usize) };
+            obj.header().clear(HeaderBits::MARKED).contains(HeaderBits::MARKED)
+        };
+        if live {
+            // SAFETY: live entry, world stopped.
+            unsafe { age_entry(heap, e, &mut ws) };
+        } else if e & ENTRY_STUB != 0 {
+            dead_stubs.push(h);
+        } else {
+            // SAFETY: as above.
+            let obj = unsafe { Obj::from_addr(e as usize) };
             freed_bytes += footprint(obj.kind(), obj.len()) as u64;
             dead.push(h);
         }
     });
     // SAFETY: unmarked objects are unreachable from every root; the world is stopped.
     unsafe { heap.free(&dead) };
+    // SAFETY: as above, for stubs and their objects.
+    freed_bytes += unsafe { heap.free_stubs(&dead_stubs) };
     Swept {
-        freed_objects: dead.len() as u64,
+        freed_objects: (dead.len() + dead_stubs.len()) as u64,
         freed_bytes,
         working_set: ws,
     }

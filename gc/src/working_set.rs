@@ -1,7 +1,14 @@
-//! The working-set estimate: bytes of objects read, and written, within the last four
-//! rounds of the Clock algorithm (non-zero 4-bit history registers).
+//! The working-set estimate (the Clock algorithm over header access bits): each round
+//! shifts every object's READ and WRITE bits into its 4-bit history registers and
+//! clears them; the working set is the bytes of objects read, and written, within the
+//! last four rounds (non-zero registers). A round runs on every full collection (in
+//! the sweep) and on a timer ([`walk`]).
 
-/// Working-set bytes at the end of a heap walk.
+use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
+use marvin_runtime::object::Obj;
+use marvin_runtime::reclaim_table::EntryFlags;
+
+/// Working-set bytes at the end of a round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkingSet {
     /// Bytes of objects read in the last four rounds.
@@ -23,4 +30,48 @@ impl WorkingSet {
             self.written_bytes += bytes;
         }
     }
+}
+
+/// Ages one live object behind handle entry `e` and counts it in `ws`. A stubbed
+/// object is aged only while resident (under its entry's shared lock, so the reclaimer
+/// cannot drop it meanwhile), and its entry's COLD flag follows the policy's verdict; a
+/// reclaimed object is not touched.
+///
+/// # Safety
+/// `e` must be a live entry of `heap` and the app's mutators stopped.
+pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
+    if e & ENTRY_STUB != 0 {
+        // SAFETY: a live stub entry; stubs are freed only with mutators stopped, by the
+        // collector, which is not running concurrently with this walk.
+        let stub = unsafe { heap.stub_of_entry(e) };
+        let Some(space) = heap.stub_space() else { return };
+        let entry = space.table.entry(stub.entry);
+        let _g = entry.lock_shared();
+        if entry.is_resident() {
+            // SAFETY: resident under the shared lock.
+            let (r, w) = unsafe { stub.object() }.header().age();
+            ws.add(stub.bytes as u64, r, w);
+            if space.hooks.is_cold(r, w) {
+                entry.lock().insert_flags(EntryFlags::COLD);
+            } else {
+                entry.lock().remove_flags(EntryFlags::COLD);
+            }
+        }
+        return;
+    }
+    // SAFETY: an untagged live entry; mutators are stopped.
+    let obj = unsafe { Obj::from_addr(e as usize) };
+    let (r, w) = obj.header().age();
+    ws.add(footprint(obj.kind(), obj.len()) as u64, r, w);
+}
+
+/// One working-set round over the whole heap, without collecting.
+///
+/// # Safety
+/// The app's mutators must be stopped.
+pub unsafe fn walk(heap: &Heap) -> WorkingSet {
+    let mut ws = WorkingSet::default();
+    // SAFETY: every entry `for_each` yields is live; mutators are stopped.
+    heap.table().for_each(|_, e| unsafe { age_entry(heap, e, &mut ws) });
+    ws
 }

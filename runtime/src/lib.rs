@@ -20,3 +20,5 @@ pub mod safepoint;
 pub mod stub;
 pub mod sync;
 pub mod trace;
+pub mod reclaim_table;
+pub mod procfs;

@@ -69,6 +69,19 @@ impl<'h> Obj<'h> {
         unsafe { std::slice::from_raw_parts((self.addr() + HEADER_BYTES) as *const AtomicU64, n) }
     }
 
+    /// Payload word `i` without checking the kind or the length.
+    ///
+    /// # Safety
+    /// The object must be a word object (instance, int or ref array) with more than
+    /// `i` words: for instance, an instance whose class was just checked against a
+    /// layout that has slot `i`.
+    #[inline(always)]
+    pub unsafe fn slot_unchecked(&self, i: usize) -> &'h AtomicU64 {
+        debug_assert!(i < self.words().len());
+        // SAFETY: the caller guarantees word `i` exists; it lives as long as the object.
+        unsafe { &*((self.addr() + HEADER_BYTES + 8 * i) as *const AtomicU64) }
+    }
+
     /// The bytes of a byte array (empty for other kinds).
     #[inline(always)]
     pub fn bytes(&self) -> &'h [AtomicU8] {
@@ -103,14 +116,33 @@ impl<'h> Obj<'h> {
         }
     }
 
-    /// The payload as raw bytes, for checkpoints.
+    /// Appends the payload's bytes to `out`, read with relaxed atomic loads: safe
+    /// against concurrent writers, whose racing writes may or may not be seen (the
+    /// saver's dirty-bit protocol detects that case).
+    pub fn copy_payload(&self, out: &mut Vec<u8>) {
+        match self.kind() {
+            ObjKind::ByteArray => out.extend(self.bytes().iter().map(|b| b.load(Ordering::Relaxed))),
+            _ => {
+                for w in self.words() {
+                    out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+                }
+            }
+        }
+    }
+
+    /// Writes an object (header and payload) into memory that holds none, for a
+    /// restore from a checkpoint.
     ///
     /// # Safety
-    /// No thread may write the object while the slice is in use (the saver copies
-    /// under the dirty-bit protocol and re-checks afterwards instead).
-    pub unsafe fn payload_bytes(&self) -> &'h [u8] {
-        let n = self.kind().payload_bytes(self.len());
-        // SAFETY: `n` payload bytes follow the header; the caller rules out writes.
-        unsafe { std::slice::from_raw_parts((self.addr() + HEADER_BYTES) as *const u8, n) }
+    /// `addr` must be 16-byte aligned memory of at least `HEADER_BYTES + payload.len()`
+    /// bytes that no other thread reads or writes meanwhile, and `payload` must be the
+    /// payload of an object shaped as `header` says.
+    pub unsafe fn write_at(addr: usize, header: ObjHeader, payload: &[u8]) {
+        debug_assert_eq!(payload.len(), header.kind().payload_bytes(header.len));
+        // SAFETY: the caller guarantees exclusive, large-enough, aligned memory.
+        unsafe {
+            std::ptr::write(addr as *mut ObjHeader, header);
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), (addr + HEADER_BYTES) as *mut u8, payload.len());
+        }
     }
 }

@@ -1,34 +1,348 @@
 //! Stubs: the indirection through which a swappable object is reached.
 //!
-//! (The memory-management layer fills this in; until then no handle entry is ever
-//! tagged as a stub, so the barrier's cold path only reports the access as a fault.)
+//! When an app goes to the background, each candidate object gets a [`Stub`]: its handle
+//! entry then points at the stub (tagged [`ENTRY_STUB`]), which holds where the object
+//! lives, its reclaim-table entry and a copy of every reference the object holds. Large
+//! objects already start on a page boundary in the large-object space, laid out address
+//! ordered, so stubbing moves nothing and neighbours can be reclaimed in one call.
+//!
+//! An access through a stub ([`StubAccess`]) holds the entry's shared lock for the whole
+//! access, faults the object in first when it is not resident (through the
+//! [`StubHooks`] the swap layer installs), keeps the stub's reference copies current on
+//! every reference store, and after a write marks the object dirty and its checkpoint
+//! unclean while still holding the lock, so the reclaimer can never take an object whose
+//! checkpoint is stale.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::barrier::{AccessError, AccessKind};
-use crate::heap::{Handle, Heap};
+use crate::header::{HeaderBits, ObjKind};
+use crate::heap::{Handle, Heap, ENTRY_STUB};
 use crate::object::Obj;
+use crate::reclaim_table::{EntryFlags, EntryId, ReclaimTable, SharedGuard};
+
+/// What the swap layer does for stubs: the runtime knows stubs, not swap files.
+pub trait StubHooks: Send + Sync {
+    /// Reads the object's checkpoint back into its pages (header and payload). Called
+    /// with the entry locked shared and the stub's state locked.
+    fn fault_in(&self, stub: &Stub, state: &mut StubState) -> Result<(), String>;
+    /// The stub died: release its swap slot. Called with the stub's state locked.
+    fn freed(&self, stub: &Stub, state: &mut StubState);
+    /// Whether an object with these access histories is cold (the policy's call).
+    fn is_cold(&self, read_history: u8, write_history: u8) -> bool;
+}
+
+/// Mutable state of a stub, under its lock: the saver, faults and the collector's
+/// freeing take it in turn.
+#[derive(Debug, Default)]
+pub struct StubState {
+    /// The swap-file slot of the object's checkpoint, once saved.
+    pub slot: Option<u64>,
+    /// The stub was freed; nothing may touch the object any more.
+    pub dead: bool,
+}
+
+/// The stub of one object.
+#[derive(Debug)]
+pub struct Stub {
+    pub handle: Handle,
+    pub entry: EntryId,
+    /// Address of the object's header.
+    pub addr: usize,
+    /// Bytes of the object (header and payload).
+    pub bytes: usize,
+    pub kind: ObjKind,
+    /// The header's shape fields, to rebuild the header when the object comes back.
+    pub class: u32,
+    pub len: u32,
+    pub nrefs: u16,
+    /// Copies of the object's reference words (instances: leading slots).
+    pub refs: Box<[AtomicU64]>,
+    /// Marked by the current collection.
+    pub marked: AtomicBool,
+    pub state: Mutex<StubState>,
+}
+
+impl Stub {
+    /// The object, whether resident or not.
+    ///
+    /// # Safety
+    /// The object must be resident and the caller must keep it so (hold the entry's
+    /// shared lock, or be the reclaim-free owner of the stub).
+    pub unsafe fn object(&self) -> Obj<'_> {
+        // SAFETY: the caller guarantees the object's memory holds the object.
+        unsafe { Obj::from_addr(self.addr) }
+    }
+
+    /// Copies the reference copies back into a freshly restored object.
+    ///
+    /// # Safety
+    /// The object must be resident, with the entry locked shared and the state locked.
+    pub unsafe fn restore_refs(&self) {
+        // SAFETY: forwarded contract.
+        let obj = unsafe { self.object() };
+        for (w, r) in obj.ref_words().iter().zip(self.refs.iter()) {
+            w.store(r.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Counters of stub activity.
+#[derive(Debug, Default)]
+pub struct StubCounters {
+    pub stubbed_objects: AtomicU64,
+    pub stubbed_bytes: AtomicU64,
+    pub faults: AtomicU64,
+    pub fault_bytes: AtomicU64,
+    /// Faults that happened while a collection was running (must stay 0).
+    pub gc_faults: AtomicU64,
+}
+
+/// Everything a heap needs once swapping is on.
+pub struct StubSpace {
+    pub table: ReclaimTable,
+    pub hooks: Arc<dyn StubHooks>,
+    stubs: Mutex<HashMap<Handle, Arc<Stub>>>,
+    pub counters: StubCounters,
+    /// A collection is running (faults now would be GC faults).
+    pub collecting: AtomicBool,
+}
+
+impl StubSpace {
+    pub fn new(table: ReclaimTable, hooks: Arc<dyn StubHooks>) -> StubSpace {
+        StubSpace {
+            table,
+            hooks,
+            stubs: Mutex::new(HashMap::new()),
+            counters: StubCounters::default(),
+            collecting: AtomicBool::new(false),
+        }
+    }
+
+    /// Every live stub (a snapshot).
+    pub fn all(&self) -> Vec<Arc<Stub>> {
+        self.stubs.lock().values().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.stubs.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Faults `stub`'s object in if it is out (an object fault when `fault`, else an
+    /// eager restore). The caller holds the entry shared.
+    fn ensure_resident(&self, stub: &Stub, fault: bool) -> Result<(), AccessError> {
+        let entry = self.table.entry(stub.entry);
+        if entry.is_resident() {
+            return Ok(());
+        }
+        let mut st = stub.state.lock();
+        if entry.is_resident() {
+            return Ok(());
+        }
+        if st.dead {
+            return Err(AccessError::Dangling(stub.handle.value()));
+        }
+        self.hooks
+            .fault_in(stub, &mut st)
+            .map_err(|reason| AccessError::Fault { handle: stub.handle.value(), reason })?;
+        // SAFETY: the checkpoint was just read back; the entry is locked shared and
+        // the state locked, so nothing else touches the object.
+        unsafe { stub.restore_refs() };
+        entry.lock().insert_flags(EntryFlags::RESIDENT);
+        let c = &self.counters;
+        if fault {
+            c.faults.fetch_add(1, Ordering::Relaxed);
+            c.fault_bytes.fetch_add(stub.bytes as u64, Ordering::Relaxed);
+        }
+        if self.collecting.load(Ordering::Relaxed) {
+            c.gc_faults.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Faults `stub`'s object in (an eager restore), holding its entry meanwhile.
+    pub fn restore(&self, stub: &Stub) -> Result<bool, AccessError> {
+        let entry = self.table.entry(stub.entry);
+        let _g = entry.lock_shared();
+        let was_out = !entry.is_resident();
+        self.ensure_resident(stub, false)?;
+        Ok(was_out)
+    }
+}
 
 /// The shared hold on a stub's reclaim-table entry for the length of one access.
 pub struct StubAccess<'h> {
     obj: Obj<'h>,
+    stub: &'h Stub,
+    guard: SharedGuard<'h>,
+    write: bool,
 }
 
 impl<'h> StubAccess<'h> {
+    /// Resolves a stubbed handle entry `e` of `h` for one access.
     pub(crate) fn enter(
-        _heap: &'h Heap,
+        heap: &'h Heap,
         h: Handle,
-        _entry: u64,
-        _kind: AccessKind,
-        _barrier: bool,
+        e: u64,
+        kind: AccessKind,
+        barrier: bool,
     ) -> Result<StubAccess<'h>, AccessError> {
-        Err(AccessError::Fault {
-            handle: h.value(),
-            reason: "stubs are not enabled".into(),
-        })
+        let Some(space) = heap.stub_space() else {
+            return Err(AccessError::Dangling(h.value()));
+        };
+        // SAFETY: a stub-tagged entry points at a stub kept alive by the stub space's
+        // registry; stubs are only freed by a collection, with mutators stopped.
+        let stub: &'h Stub = unsafe { &*((e & !ENTRY_STUB) as *const Stub) };
+        let entry = space.table.entry(stub.entry);
+        let guard = entry.lock_shared();
+        space.ensure_resident(stub, true)?;
+        // SAFETY: resident, and the shared lock keeps the reclaimer away.
+        let obj = unsafe { stub.object() };
+        let write = kind == AccessKind::Write;
+        if write {
+            // Always, even without barriers: the checkpoint protocol depends on it.
+            obj.header().set(HeaderBits::WRITE | HeaderBits::DIRTY);
+        } else if barrier {
+            obj.header().ensure(HeaderBits::READ);
+        }
+        Ok(StubAccess { obj, stub, guard, write })
     }
 
     pub(crate) fn obj(&self) -> Obj<'h> {
         self.obj
     }
 
-    pub(crate) fn update_ref_copy(&self, _word: usize, _value: u64) {}
+    pub(crate) fn update_ref_copy(&self, word: usize, value: u64) {
+        if let Some(r) = self.stub.refs.get(word) {
+            r.store(value, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for StubAccess<'_> {
+    fn drop(&mut self) {
+        if self.write {
+            // After the write and still under the shared lock: the object is dirty and
+            // its checkpoint stale, before any reclaimer can look at the entry again.
+            self.obj.header().set(HeaderBits::DIRTY);
+            self.guard
+                .entry()
+                .lock()
+                .remove_flags(EntryFlags::CLEAN);
+        }
+    }
+}
+
+impl Heap {
+    /// Turns the object behind `h` into a stubbed object: registers a reclaim-table entry
+    /// and redirects the handle to the stub. Objects under the large-object size, ref
+    /// arrays and objects already stubbed are refused (returns `Ok(false)`).
+    ///
+    /// # Safety
+    /// The app's mutators must be stopped.
+    pub unsafe fn stub_object(&self, h: Handle) -> Result<bool, String> {
+        let Some(space) = self.stub_space() else {
+            return Err("swapping is not enabled for this heap".into());
+        };
+        // SAFETY: mutators are stopped, the handle is live.
+        let Some(obj) = (unsafe { self.raw_object(h) }) else {
+            return Ok(false);
+        };
+        if obj.kind() == ObjKind::RefArray
+            || obj.size() < crate::heap::LARGE_OBJECT_BYTES
+            || obj.header().bits().contains(HeaderBits::NO_SWAP)
+        {
+            return Ok(false);
+        }
+        let bytes = obj.size();
+        let entry = space
+            .table
+            .insert(obj.addr() as u64, crate::heap::large_space::page_round(bytes) as u64, h.value())
+            .map_err(|e| e.to_string())?;
+        space
+            .table
+            .entry(entry)
+            .lock()
+            .insert_flags(EntryFlags::RESIDENT);
+        let refs = obj
+            .ref_words()
+            .iter()
+            .map(|w| AtomicU64::new(w.load(Ordering::Relaxed)))
+            .collect();
+        let stub = Arc::new(Stub {
+            handle: h,
+            entry,
+            addr: obj.addr(),
+            bytes,
+            kind: obj.kind(),
+            class: obj.header().class,
+            len: obj.len(),
+            nrefs: obj.header().nrefs,
+            refs,
+            marked: AtomicBool::new(false),
+            state: Mutex::new(StubState::default()),
+        });
+        obj.header().set(HeaderBits::STUB | HeaderBits::DIRTY);
+        let ptr = Arc::as_ptr(&stub) as u64;
+        debug_assert_eq!(ptr & ENTRY_STUB, 0);
+        space.stubs.lock().insert(h, stub);
+        self.table()
+            .entry(h)
+            .store(ptr | ENTRY_STUB, Ordering::Release);
+        space.counters.stubbed_objects.fetch_add(1, Ordering::Relaxed);
+        space
+            .counters
+            .stubbed_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// The stub behind a stub-tagged handle entry.
+    ///
+    /// # Safety
+    /// `e` must be a stub-tagged entry read from this heap's table, and the stub must
+    /// not be freed while the reference is used (mutators stopped, or a collection not
+    /// running).
+    pub unsafe fn stub_of_entry(&self, e: u64) -> &Stub {
+        // SAFETY: forwarded contract.
+        unsafe { &*((e & !ENTRY_STUB) as *const Stub) }
+    }
+
+    /// Frees dead stubs and their objects (the collector's sweep).
+    ///
+    /// # Safety
+    /// The app's mutators must be stopped and the handles unreachable.
+    pub unsafe fn free_stubs(&self, dead: &[Handle]) -> u64 {
+        let Some(space) = self.stub_space() else { return 0 };
+        let mut runs = Vec::new();
+        let mut bytes = 0u64;
+        for &h in dead {
+            let Some(stub) = space.stubs.lock().remove(&h) else { continue };
+            let entry = space.table.entry(stub.entry);
+            {
+                // Keep the reclaimer out while the entry goes.
+                let _g = entry.lock_shared();
+                let mut st = stub.state.lock();
+                st.dead = true;
+                space.hooks.freed(&stub, &mut st);
+                entry.lock().remove_flags(EntryFlags::RESIDENT);
+            }
+            let _ = space.table.remove(stub.entry);
+            let size = crate::heap::large_space::page_round(stub.bytes);
+            runs.push((stub.addr, size));
+            bytes += size as u64;
+        }
+        self.large_space().free(&mut runs);
+        self.table().release(dead.iter().copied());
+        self.account_freed(dead.len() as u64, bytes as usize);
+        bytes
+    }
 }

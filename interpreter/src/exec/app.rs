@@ -33,10 +33,13 @@ impl Loaded {
             .methods
             .iter()
             .map(|m| {
-                m.code
+                let mut code: Vec<Op> = m
+                    .code
                     .iter()
                     .map(|&i| translate(&vp.program, &layouts, i))
-                    .collect()
+                    .collect();
+                super::fuse::fuse(&mut code);
+                code
             })
             .collect();
         Loaded { vp, code, layouts }
@@ -138,6 +141,11 @@ impl App {
 
     pub fn flush(&self) {
         let _ = self.out.lock().flush();
+    }
+
+    /// When the app started.
+    pub fn started_at(&self) -> Instant {
+        self.start
     }
 
     /// Monotonic nanoseconds since the app started.

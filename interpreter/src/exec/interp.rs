@@ -280,6 +280,32 @@ impl Thread {
             }};
         }
 
+        // For superinstructions: `pc` is past the run's first op.
+        macro_rules! bin {
+            ($b:expr, $x:expr, $y:expr, $at:expr) => {
+                match $b.apply($x, $y) {
+                    Some(v) => v,
+                    None => return Err(error("division by zero", method, (pc - 1 + $at) as u32)),
+                }
+            };
+        }
+        macro_rules! branch {
+            ($cond:expr, $on:expr, $t:expr, $rest:expr) => {{
+                if ($cond != 0) == $on {
+                    let t = $t as usize;
+                    if t < pc && app.safepoints.requested() {
+                        if let Some(f) = self.frames.last_mut() {
+                            f.pc = t as u32;
+                        }
+                        self.poll_slow()?;
+                    }
+                    pc = t;
+                } else {
+                    pc += $rest;
+                }
+            }};
+        }
+
         loop {
             debug_assert!(pc < code.len());
             // SAFETY: the verifier proves every reachable pc is in range and that no
@@ -433,13 +459,15 @@ impl Thread {
                 Op::GetField(s) => {
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Read, s);
-                    push!(a.obj().words()[s.slot as usize].load(Ordering::Relaxed));
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    push!(unsafe { a.obj().slot_unchecked(s.slot as usize) }.load(Ordering::Relaxed));
                 }
                 Op::PutField(s) => {
                     let v = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, s);
-                    a.obj().words()[s.slot as usize].store(v, Ordering::Relaxed);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    unsafe { a.obj().slot_unchecked(s.slot as usize) }.store(v, Ordering::Relaxed);
                 }
                 Op::PutFieldRef(s) => {
                     let v = pop!();
@@ -589,6 +617,66 @@ impl Thread {
                 Op::Halt => {
                     let code = pop!() as i64;
                     return Err(Trap::Halt(code));
+                }
+                Op::LoadLoad(a, b) => {
+                    let (x, y) = (self.stack.get(bp + a as usize), self.stack.get(bp + b as usize));
+                    push!(x);
+                    push!(y);
+                    pc += 1;
+                }
+                Op::BinConst(b, k) => {
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, k, 1);
+                    push!(v as u64);
+                    pc += 1;
+                }
+                Op::BinLocal(b, a) => {
+                    let y = self.stack.get(bp + a as usize) as i64;
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, y, 1);
+                    push!(v as u64);
+                    pc += 1;
+                }
+                Op::LoadBinConst(a, b, k) => {
+                    let v = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
+                    push!(v as u64);
+                    pc += 2;
+                }
+                Op::LoadBinLocal(a, b, c) => {
+                    let x = self.stack.get(bp + a as usize) as i64;
+                    let y = self.stack.get(bp + c as usize) as i64;
+                    let v = bin!(b, x, y, 2);
+                    push!(v as u64);
+                    pc += 2;
+                }
+                Op::IncLocal(a, k) => {
+                    let v = (self.stack.get(bp + a as usize) as i64).wrapping_add(k);
+                    self.stack.set(bp + a as usize, v as u64);
+                    pc += 3;
+                }
+                Op::BrCmp(b, on, t) => {
+                    let y = pop!() as i64;
+                    let x = pop!() as i64;
+                    let c = bin!(b, x, y, 0);
+                    branch!(c, on, t, 1);
+                }
+                Op::BrLocalConst(a, k, b, on, t) => {
+                    let c = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
+                    branch!(c, on, t, 3);
+                }
+                Op::BrLocalLocal(a, c2, b, on, t) => {
+                    let x = self.stack.get(bp + a as usize) as i64;
+                    let y = self.stack.get(bp + c2 as usize) as i64;
+                    let c = bin!(b, x, y, 2);
+                    branch!(c, on, t, 3);
+                }
+                Op::LoadGetField(a, s) => {
+                    pc += 1;
+                    let h = handle!(self.stack.get(bp + a as usize));
+                    let acc = instance!(h, AccessKind::Read, s);
+                    // SAFETY: the class check proved an instance of `s.class`, whose
+                    // layout has slot `s.slot`.
+                    push!(unsafe { acc.obj().slot_unchecked(s.slot as usize) }.load(Ordering::Relaxed));
                 }
             }
         }

@@ -3,7 +3,10 @@
 //! door used by the command line and the experiments.
 
 pub mod app;
+pub mod fuse;
 pub mod interp;
+
+
 pub mod messages;
 pub mod op;
 pub mod stats;

@@ -7,6 +7,7 @@
 
 use marvin_runtime::header::ObjKind;
 
+use super::fuse::Bin;
 use crate::isa::{self, ElemKind, Instr, Program, Ty};
 
 /// Class id stored in array headers (arrays are not instances of any MASM class).
@@ -82,6 +83,39 @@ pub enum Op {
     Gc,
     Assert,
     Halt,
+    // Superinstructions (see [`super::fuse`]); each stands for the run in its doc.
+    /// `load a; load b`
+    LoadLoad(u32, u32),
+    /// `push k; OP`
+    BinConst(Bin, i64),
+    /// `load a; OP`
+    BinLocal(Bin, u32),
+    /// `load a; push k; OP`
+    LoadBinConst(u32, Bin, i64),
+    /// `load a; load b; OP`
+    LoadBinLocal(u32, Bin, u32),
+    /// `load a; push k; add; store a`
+    IncLocal(u32, i64),
+    /// `CMP; jnz t` (`jz` when the flag is false)
+    BrCmp(Bin, bool, u32),
+    /// `load a; push k; CMP; jnz/jz t`
+    BrLocalConst(u32, i64, Bin, bool, u32),
+    /// `load a; load b; CMP; jnz/jz t`
+    BrLocalLocal(u32, u32, Bin, bool, u32),
+    /// `load a; getfield C.f`
+    LoadGetField(u32, Slot),
+}
+
+impl Op {
+    /// How many original instructions this op covers (1 unless fused).
+    pub fn covers(self) -> usize {
+        match self {
+            Op::LoadLoad(..) | Op::BinConst(..) | Op::BinLocal(..) | Op::BrCmp(..) | Op::LoadGetField(..) => 2,
+            Op::LoadBinConst(..) | Op::LoadBinLocal(..) => 3,
+            Op::IncLocal(..) | Op::BrLocalConst(..) | Op::BrLocalLocal(..) => 4,
+            _ => 1,
+        }
+    }
 }
 
 /// The payload layout of one class.

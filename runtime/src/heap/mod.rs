@@ -85,6 +85,8 @@ pub struct Heap {
     large: LargeSpace,
     config: HeapConfig,
     pub counters: HeapCounters,
+    /// Stubs and the reclaim table, once swapping is enabled.
+    stubs: std::sync::OnceLock<crate::stub::StubSpace>,
 }
 
 /// Bytes an object of this shape occupies (header included, large objects in pages).
@@ -104,7 +106,19 @@ impl Heap {
             large: LargeSpace::new(),
             config,
             counters: HeapCounters::default(),
+            stubs: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Enables stubs for this heap (once; later calls are refused).
+    pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), &'static str> {
+        self.stubs.set(space).map_err(|_| "stubs are already enabled")
+    }
+
+    /// The stub space, when swapping is enabled.
+    #[inline]
+    pub fn stub_space(&self) -> Option<&crate::stub::StubSpace> {
+        self.stubs.get()
     }
 
     pub fn config(&self) -> &HeapConfig {

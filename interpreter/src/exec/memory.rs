@@ -1,0 +1,180 @@
+//! An app's memory transitions: going to the background (stubs), saving, reclaiming,
+//! coming back to the foreground (eager restore), working-set rounds, and the heap task
+//! that runs the saver and the working-set timer. Each transition records the process's
+//! resident memory before and after.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use marvin_runtime::procfs::resident_bytes;
+use marvin_swap::policy::{RestoreMode, SwapPolicy};
+use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap};
+use serde::Serialize;
+
+use super::app::App;
+
+/// One recorded transition.
+#[derive(Clone, Debug, Serialize)]
+pub struct Transition {
+    pub action: String,
+    /// Milliseconds since the app started.
+    pub at_ms: u64,
+    pub rss_before: u64,
+    pub rss_after: u64,
+    pub objects: u64,
+    pub bytes: u64,
+    pub duration_ns: u64,
+}
+
+impl App {
+    /// Turns swapping on: a swap file and reclaim table in `dir`, stubs on the heap.
+    pub fn enable_swap(&self, dir: &Path, name: &str, policy: Arc<dyn SwapPolicy>) -> Result<(), String> {
+        let capacity = self.heap.config().handle_capacity.min(1 << 22);
+        let swap = AppSwap::attach(&self.heap, dir, name, policy, capacity)?;
+        if let Some(space) = self.heap.stub_space() {
+            space.table.set_foreground(true);
+        }
+        self.swap
+            .set(swap)
+            .map_err(|_| "swapping is already enabled".to_string())
+    }
+
+    /// The app's swap side, when swapping is on.
+    pub fn swap(&self) -> Option<&Arc<AppSwap>> {
+        self.swap.get()
+    }
+
+    fn record(&self, action: &str, t0: Instant, rss_before: u64, objects: u64, bytes: u64) -> Transition {
+        let t = Transition {
+            action: action.to_string(),
+            at_ms: self.now_ns() / 1_000_000,
+            rss_before,
+            rss_after: resident_bytes().unwrap_or(0),
+            objects,
+            bytes,
+            duration_ns: t0.elapsed().as_nanos() as u64,
+        };
+        self.transitions.lock().push(t.clone());
+        t
+    }
+
+    /// Goes to the background: at a safepoint with every thread stopped, every
+    /// candidate object gets a stub; the reclaimer may now take from this app.
+    pub fn enter_background(&self) -> Result<Transition, String> {
+        let swap = self.swap().ok_or("swapping is not enabled")?;
+        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
+        let report = {
+            let _w = self.safepoints.stop_the_world();
+            // SAFETY: the world is stopped.
+            unsafe { stubber::stub_candidates(&self.heap, &*swap.policy)? }
+        };
+        if let Some(space) = self.heap.stub_space() {
+            space.table.set_foreground(false);
+        }
+        Ok(self.record("bg", t0, rss, report.objects, report.bytes))
+    }
+
+    /// Runs the saver: to completion when `complete`, else within the policy's budget
+    /// and on cold objects only. Compacts the swap file when it passes the threshold.
+    pub fn save_now(&self, complete: bool) -> Result<Transition, String> {
+        let swap = self.swap().ok_or("swapping is not enabled")?;
+        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
+        let budget = if complete { Duration::MAX } else { swap.policy.saver_budget() };
+        let r = saver::save(&self.heap, swap, budget, false);
+        saver::compact_if_needed(&self.heap, swap)?;
+        if complete {
+            return Ok(self.record("save", t0, rss, r.saved_objects, r.saved_bytes));
+        }
+        Ok(Transition {
+            action: "save".into(),
+            at_ms: self.now_ns() / 1_000_000,
+            rss_before: rss,
+            rss_after: rss,
+            objects: r.saved_objects,
+            bytes: r.saved_bytes,
+            duration_ns: t0.elapsed().as_nanos() as u64,
+        })
+    }
+
+    /// Reclaims up to `want` bytes of this app's saved, clean, cold objects.
+    pub fn reclaim_now(&self, want: u64) -> Result<(Transition, reclaimer::ReclaimReport), String> {
+        let swap = self.swap().ok_or("swapping is not enabled")?;
+        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
+        let r = reclaimer::reclaim_from(&self.heap, want);
+        swap.counters.reclaimed_objects.fetch_add(r.objects, Ordering::Relaxed);
+        swap.counters.reclaimed_bytes.fetch_add(r.bytes, Ordering::Relaxed);
+        Ok((self.record("reclaim", t0, rss, r.objects, r.bytes), r))
+    }
+
+    /// Comes back to the foreground: with eager restore, every reclaimed object is read
+    /// back (with the app's threads stopped) before its looper runs again.
+    pub fn enter_foreground(&self) -> Result<Transition, String> {
+        let swap = self.swap().ok_or("swapping is not enabled")?;
+        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
+        let r = {
+            let _w = self.safepoints.stop_the_world();
+            if let Some(space) = self.heap.stub_space() {
+                space.table.set_foreground(true);
+            }
+            match swap.policy.restore_mode() {
+                RestoreMode::Eager => restore::restore_all(&self.heap, swap),
+                RestoreMode::OnDemand => restore::RestoreReport::default(),
+            }
+        };
+        if let Some(e) = r.errors.first() {
+            return Err(format!("restore failed: {e}"));
+        }
+        Ok(self.record("fg", t0, rss, r.objects, r.bytes))
+    }
+
+    /// One working-set round without a collection.
+    pub fn working_set_round(&self) -> marvin_gc::WorkingSet {
+        let ws = {
+            let _w = self.safepoints.stop_the_world();
+            // SAFETY: the world is stopped.
+            unsafe { marvin_gc::working_set::walk(&self.heap) }
+        };
+        self.gc.lock().last_working_set = ws;
+        ws
+    }
+
+    /// Whether the app is in the foreground (always, without swapping).
+    pub fn is_foreground(&self) -> bool {
+        self.heap
+            .stub_space()
+            .is_none_or(|s| s.table.is_foreground())
+    }
+}
+
+/// Starts the heap task: working-set rounds and saver runs on the policy's periods
+/// (foreground or background), until the app ends.
+pub fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<()>> {
+    let swap = app.swap()?.clone();
+    let app = app.clone();
+    std::thread::Builder::new()
+        .name("heap-task".into())
+        .spawn(move || {
+            let mut next_ws = Instant::now();
+            let mut next_save = Instant::now();
+            loop {
+                let fg = app.is_foreground();
+                let now = Instant::now();
+                if now >= next_ws {
+                    app.working_set_round();
+                    next_ws = now + swap.policy.working_set_period(fg);
+                }
+                if now >= next_save {
+                    let _ = app.save_now(false);
+                    next_save = now + swap.policy.saver_period(fg);
+                }
+                let until = next_ws.min(next_save);
+                app.sleep_until(until);
+                if app.safepoints.is_terminating() {
+                    break;
+                }
+            }
+        })
+        .ok()
+}
