@@ -406,7 +406,8 @@ mod tests {
         q.post_at_front(Message::new(0, 0, 5)).unwrap();
         assert_eq!(drain(&q), vec![5, 4]);
         let barrier = q.post_sync_barrier(250).unwrap();
-        q.post_at(260, Message::new(0, 0, 6).asynchronous()).unwrap();
+        q.post_at(260, Message::new(0, 0, 6).asynchronous())
+            .unwrap();
         clock.set(1_000);
         assert_eq!(drain(&q), vec![2, 6]);
         assert!(q.remove_sync_barrier(barrier));

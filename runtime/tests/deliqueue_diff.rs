@@ -11,13 +11,31 @@ use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Post { delay: u64, what: i64, obj: Option<u64>, asynchronous: bool },
-    PostFront { what: i64 },
-    Remove { what: i64, obj: Option<u64> },
-    Has { what: i64 },
-    Barrier { delay: u64 },
-    RemoveBarrier { index: usize },
-    Advance { by: u64 },
+    Post {
+        delay: u64,
+        what: i64,
+        obj: Option<u64>,
+        asynchronous: bool,
+    },
+    PostFront {
+        what: i64,
+    },
+    Remove {
+        what: i64,
+        obj: Option<u64>,
+    },
+    Has {
+        what: i64,
+    },
+    Barrier {
+        delay: u64,
+    },
+    RemoveBarrier {
+        index: usize,
+    },
+    Advance {
+        by: u64,
+    },
     Drain,
     QuitSafely,
 }
@@ -60,7 +78,12 @@ impl<Q: MessageQueue<u32>> Run<Q> {
     fn apply(&mut self, op: &Op) -> Seen {
         let q = &self.queue;
         match *op {
-            Op::Post { delay, what, obj, asynchronous } => {
+            Op::Post {
+                delay,
+                what,
+                obj,
+                asynchronous,
+            } => {
                 self.next_id += 1;
                 let mut m = Message::new(1, what, self.next_id);
                 if let Some(o) = obj {
@@ -75,9 +98,9 @@ impl<Q: MessageQueue<u32>> Run<Q> {
                 self.next_id += 1;
                 Seen::Posted(q.post_at_front(Message::new(1, what, self.next_id)).is_ok())
             }
-            Op::Remove { what, obj } => Seen::Removed(
-                q.remove(&|k| k.what == what && obj.is_none_or(|o| k.obj == Some(o))),
-            ),
+            Op::Remove { what, obj } => {
+                Seen::Removed(q.remove(&|k| k.what == what && obj.is_none_or(|o| k.obj == Some(o))))
+            }
             Op::Has { what } => Seen::Has(q.has(&|k| k.what == what)),
             Op::Barrier { delay } => {
                 let token = q.post_sync_barrier(self.clock_now() + delay).ok();

@@ -61,12 +61,20 @@ fn round(per_poster: usize, quit_after: Option<usize>) {
 
     let posters: Vec<_> = (0..POSTERS)
         .map(|p| {
-            let (queue, ledger, rejected, done) =
-                (queue.clone(), ledger.clone(), rejected.clone(), posting_done.clone());
+            let (queue, ledger, rejected, done) = (
+                queue.clone(),
+                ledger.clone(),
+                rejected.clone(),
+                posting_done.clone(),
+            );
             thread::spawn(move || {
                 for i in 0..per_poster {
                     let id = p as usize * per_poster + i;
-                    let payload = Payload { id, delivered: false, ledger: ledger.clone() };
+                    let payload = Payload {
+                        id,
+                        delivered: false,
+                        ledger: ledger.clone(),
+                    };
                     // Equal due times: order comes from posting order alone.
                     let message = Message::new(p, (i % 3) as i64, payload).with_obj(i as u64 % 5);
                     if queue.post_at(1, message).is_err() {
@@ -127,7 +135,10 @@ fn round(per_poster: usize, quit_after: Option<usize>) {
     drop(queue);
 
     for (p, ids) in delivered.iter().enumerate() {
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "poster {p}'s order was broken");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "poster {p}'s order was broken"
+        );
     }
     let mut delivered_total = 0;
     let mut undelivered_total = 0;
@@ -138,7 +149,10 @@ fn round(per_poster: usize, quit_after: Option<usize>) {
         delivered_total += d as usize;
         undelivered_total += u as usize;
     }
-    assert_eq!(delivered_total, delivered.iter().map(Vec::len).sum::<usize>());
+    assert_eq!(
+        delivered_total,
+        delivered.iter().map(Vec::len).sum::<usize>()
+    );
     let rejected = rejected.load(Ordering::SeqCst);
     if quit_after.is_none() {
         assert_eq!(rejected, 0);

@@ -82,7 +82,11 @@ fn remove_vs_deliver() {
         };
         let delivered = payload_of(q.next()).is_some();
         let removed = remover.join().unwrap();
-        assert_eq!(usize::from(delivered) + removed, 1, "run or removed, never both");
+        assert_eq!(
+            usize::from(delivered) + removed,
+            1,
+            "run or removed, never both"
+        );
         // Let the looper reclaim a tombstone, then tear down.
         let _ = q.next();
         assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -120,11 +124,16 @@ fn post_vs_quit() {
             thread::spawn(move || q.post_at(10, Message::new(0, 0, Counted(drops))).is_ok())
         };
         q.quit();
-        assert!(matches!(q.next(), Next::Quit), "nothing is delivered after quit");
+        assert!(
+            matches!(q.next(), Next::Quit),
+            "nothing is delivered after quit"
+        );
         let posted = poster.join().unwrap();
         assert!(matches!(q.next(), Next::Quit));
         let _ = posted;
-        assert!(q.post_at(10, Message::new(0, 0, Counted(drops.clone()))).is_err());
+        assert!(q
+            .post_at(10, Message::new(0, 0, Counted(drops.clone())))
+            .is_err());
         drop(q);
         assert_eq!(drops.load(Ordering::SeqCst), 2, "each payload dropped once");
     });

@@ -52,9 +52,7 @@ impl<T> Reclaimer<T> {
         // only threads pinned now can hold it; the epoch runs the free after they unpin.
         // Freeing the memory drops no payload, so running it on any thread is fine.
         unsafe {
-            guard
-                .0
-                .defer_unchecked(move || super::node::free(node))
+            guard.0.defer_unchecked(move || super::node::free(node))
         };
         #[cfg(any(loom, miri))]
         self.kept.push(node);

@@ -95,8 +95,11 @@ fn every_payload_is_dropped_exactly_once() {
         drops: drops.clone(),
     };
     for id in 0..12 {
-        q.post_at(10 + u64::from(id % 4), Message::new(0, i64::from(id % 3), counted(id)))
-            .unwrap();
+        q.post_at(
+            10 + u64::from(id % 4),
+            Message::new(0, i64::from(id % 3), counted(id)),
+        )
+        .unwrap();
     }
     assert_eq!(q.remove(&|k| k.what == 0), 4);
     // Removed payloads are dropped by the looper, when it reclaims them.
@@ -170,7 +173,8 @@ fn quit_safely_delivers_what_is_due() {
 #[test]
 fn wait_returns_on_post_and_on_wake() {
     let q: Arc<DeliQueue<u32>> = Arc::new(DeliQueue::new());
-    q.post_delayed(Duration::from_secs(3600), msg(0, 9)).unwrap();
+    q.post_delayed(Duration::from_secs(3600), msg(0, 9))
+        .unwrap();
     let poster = {
         let q = q.clone();
         std::thread::spawn(move || {
@@ -236,8 +240,7 @@ fn concurrent_posters_removers_and_looper() {
         match q.next() {
             Next::Message { message, .. } => delivered.push(message.payload.id),
             Next::Idle => {
-                let finished =
-                    remover.is_finished() && handles.iter().all(|h| h.is_finished());
+                let finished = remover.is_finished() && handles.iter().all(|h| h.is_finished());
                 if finished && q.is_empty() {
                     break;
                 }

@@ -72,7 +72,8 @@ impl Waker {
 
     /// Looper: announces it will sleep until `deadline` (then re-check the stack).
     pub fn publish_deadline(&self, deadline: u64) {
-        self.deadline.store(deadline.max(AWAKE + 1), Ordering::SeqCst);
+        self.deadline
+            .store(deadline.max(AWAKE + 1), Ordering::SeqCst);
     }
 
     /// Looper: sleeps unless the futex word moved since `snapshot`.
