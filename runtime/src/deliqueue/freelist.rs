@@ -50,6 +50,11 @@ impl<T> FreeList<T> {
         self.head.swap(std::ptr::null_mut(), Ordering::Acquire)
     }
 
+    /// Whether nothing waits on the list (a hint).
+    pub fn is_empty(&self) -> bool {
+        self.head.load(Ordering::Relaxed).is_null()
+    }
+
     /// Forgets the list (teardown frees the nodes through the stack instead).
     pub fn clear(&self) {
         self.head.store(std::ptr::null_mut(), Ordering::Relaxed);

@@ -538,6 +538,29 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         }
     }
 
+    /// Spins with backoff while nothing new arrives; true when something did (a post,
+    /// a removal or a wake request). Not under loom, where it would only add states.
+    fn spin_for_news(&self, swept_top: *mut Node<T>) -> bool {
+        #[cfg(not(loom))]
+        for step in 0..10u32 {
+            let news = self.stack.head(Ordering::Relaxed) != swept_top
+                || !self.freelist.is_empty()
+                || self.waker.has_request();
+            if news {
+                return true;
+            }
+            if step < 6 {
+                for _ in 0..1u32 << step {
+                    std::hint::spin_loop();
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let _ = swept_top;
+        false
+    }
+
     /// The number of nodes the looper holds in its heaps (for tests and diagnostics).
     pub fn swept_len(&self) -> usize {
         self.with_looper(|st| st.sync_heap.len() + st.async_heap.len())
@@ -700,6 +723,11 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             };
             let now = self.clock.now();
             if st.quit.is_some() || deadline <= now {
+                return;
+            }
+            // Spin a little first (as channel receivers do): a post arriving within
+            // microseconds then costs no futex sleep and wake-up.
+            if self.spin_for_news(st.swept_top) {
                 return;
             }
             self.waker.publish_deadline(deadline);

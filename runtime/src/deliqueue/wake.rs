@@ -65,6 +65,11 @@ impl Waker {
         self.futex.load()
     }
 
+    /// Looper: whether a `wake` request is pending (a hint; not consumed).
+    pub fn has_request(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
+    }
+
     /// Looper: consumes a pending `wake` request.
     pub fn take_request(&self) -> bool {
         self.requested.swap(false, Ordering::SeqCst)
