@@ -24,7 +24,18 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(2);
     }
-    builder.check(f);
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    builder.check(move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+        f()
+    });
+    // A model that ran once explored nothing: the threads never interleaved.
+    assert!(
+        runs.load(Ordering::Relaxed) > 1,
+        "loom explored a single execution"
+    );
+    eprintln!("loom explored {} executions", runs.load(Ordering::Relaxed));
 }
 
 /// A payload that counts its drops.
@@ -52,15 +63,14 @@ fn payload_of<T>(next: Next<T>) -> Option<T> {
 fn push_vs_sweep() {
     model(|| {
         let (q, _clock) = new_queue::<u32>();
-        let poster = {
+        // The looper runs on a spawned thread while this one posts.
+        let looper = {
             let q = q.clone();
-            thread::spawn(move || {
-                q.post_at(10, Message::new(0, 0, 1)).unwrap();
-                q.post_at(10, Message::new(0, 0, 2)).unwrap();
-            })
+            thread::spawn(move || payload_of(q.next()))
         };
-        let mut got: Vec<u32> = payload_of(q.next()).into_iter().collect();
-        poster.join().unwrap();
+        q.post_at(10, Message::new(0, 0, 1)).unwrap();
+        q.post_at(10, Message::new(0, 0, 2)).unwrap();
+        let mut got: Vec<u32> = looper.join().unwrap().into_iter().collect();
         while let Some(p) = payload_of(q.next()) {
             got.push(p);
         }
