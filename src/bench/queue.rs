@@ -1,8 +1,43 @@
-//! `marvin bench queue` (to be written).
+//! `marvin bench queue`: DeliQueue against the legacy single-lock queue (and, for plain
+//! FIFO posting, crossbeam-channel and std mpsc), side by side in one run.
+//!
+//! Scenarios (each timed `--reps` times after a warm-up; the median is reported):
+//! - `8x1000 immediate`: 8 poster threads post 1,000 due messages each; a looper thread
+//!   drains them. Time: first post to last delivery.
+//! - `8x1000 delays 0-5s`: the same with random due times 0-5 s ahead, on a virtual
+//!   clock frozen at the start, so nothing waits 5 s of wall time: the time measured is
+//!   posting plus the looper taking everything in (DeliQueue's sweep into its heap; the
+//!   legacy queue's sorted insertion), with the looper polling `next` throughout.
+//! - `concurrent enqueue+remove`: 4 posters (1,000 delayed messages each) against 4
+//!   removers (250 `remove` calls each, by `what`) and a polling looper.
+//! - `single-thread enqueue+remove`: one thread posts 10,000 delayed messages, then
+//!   removes them by `what` (100 codes).
+//! - `busy queue insert`: the queue already holds 100,000 pending delayed messages
+//!   (swept into DeliQueue's heap); 8 threads post 250 more each at random due times in
+//!   the same range, and the looper takes them in. Only this insertion is timed.
+//! - `fifo 1x100000`: one poster, one receiver, 100,000 immediate messages: DeliQueue,
+//!   legacy, crossbeam-channel (unbounded) and std mpsc. The queues' receiver blocks in
+//!   `wait` when idle, as a channel receiver blocks in `recv`.
+//! - `dispatch delay`: 8 busy posters post messages due 0-2 ms ahead for 200 ms on the
+//!   real clock; the looper records dispatch time minus due time. The median delay is
+//!   reported, with the 99th percentile and the worst as extra fields.
+//!
+//! Ratios are to `legacy`. Goals: busy-queue insertion at least 5,000x faster than
+//! legacy, DeliQueue never slower than legacy, FIFO within 1.5x of crossbeam-channel.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use clap::Args;
+use marvin_runtime::deliqueue::{
+    Clock, DeliQueue, Message, MessageQueue, MonotonicClock, Next, VirtualClock,
+};
+use marvin_runtime::legacy_queue::LegacyQueue;
+use rand::{Rng, SeedableRng};
 
-use super::CommonArgs;
+use super::{finish, median, percentile, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
 pub struct QueueArgs {
@@ -10,6 +45,490 @@ pub struct QueueArgs {
     pub common: CommonArgs,
 }
 
-pub fn run(_args: &QueueArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+const SECOND: u64 = 1_000_000_000;
+
+/// Makes a fresh queue of one implementation on a given clock.
+pub trait Make<C: Clock + Clone>: Copy + Send + 'static {
+    type Queue: MessageQueue<u64> + 'static;
+    const NAME: &'static str;
+    fn make(self, clock: C) -> Arc<Self::Queue>;
+}
+
+/// DeliQueue.
+#[derive(Clone, Copy)]
+pub struct Deli;
+/// The legacy queue.
+#[derive(Clone, Copy)]
+pub struct Legacy;
+
+impl<C: Clock + Clone> Make<C> for Deli {
+    type Queue = DeliQueue<u64, C>;
+    const NAME: &'static str = "deliqueue";
+    fn make(self, clock: C) -> Arc<Self::Queue> {
+        Arc::new(DeliQueue::with_clock(clock))
+    }
+}
+
+impl<C: Clock + Clone> Make<C> for Legacy {
+    type Queue = LegacyQueue<u64, C>;
+    const NAME: &'static str = "legacy";
+    fn make(self, clock: C) -> Arc<Self::Queue> {
+        Arc::new(LegacyQueue::with_clock(clock))
+    }
+}
+
+/// Times `run` after an untimed `setup`, `reps` times plus a warm-up; median in ns.
+fn timed<S>(reps: usize, mut setup: impl FnMut() -> S, mut run: impl FnMut(S) -> Duration) -> f64 {
+    run(setup());
+    let mut times: Vec<f64> = (0..reps.max(1))
+        .map(|_| run(setup()).as_nanos() as f64)
+        .collect();
+    median(&mut times)
+}
+
+/// A looper thread that polls `next` (delivering what is due) until `stop`, then
+/// drains; returns how many messages it delivered.
+fn polling_looper<Q: MessageQueue<u64> + 'static>(
+    queue: Arc<Q>,
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<usize> {
+    thread::spawn(move || {
+        let mut delivered = 0;
+        loop {
+            let stopping = stop.load(Ordering::Acquire);
+            match queue.next() {
+                Next::Message { .. } => delivered += 1,
+                _ if stopping => return delivered,
+                _ => thread::yield_now(),
+            }
+        }
+    })
+}
+
+/// `posters` threads post `per` messages each with due times from `due`; a polling
+/// looper runs alongside. Returns the time until every post is done and taken in.
+fn post_with_looper<M: Make<VirtualClock>>(
+    make: M,
+    posters: usize,
+    per: usize,
+    due: fn(&mut rand::rngs::StdRng, u64) -> u64,
+) -> Duration {
+    let clock = VirtualClock::new(1);
+    let queue = make.make(clock);
+    let stop = Arc::new(AtomicBool::new(false));
+    let start_line = Arc::new(Barrier::new(posters + 1));
+    let threads: Vec<_> = (0..posters)
+        .map(|p| {
+            let (queue, start_line) = (queue.clone(), start_line.clone());
+            thread::spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(p as u64);
+                start_line.wait();
+                for i in 0..per {
+                    let when = due(&mut rng, queue.now());
+                    let _ = queue.post_at(when, Message::new(p as u64, (i % 100) as i64, 0));
+                }
+            })
+        })
+        .collect();
+    let looper = polling_looper(queue.clone(), stop.clone());
+    start_line.wait();
+    let t = Instant::now();
+    for th in threads {
+        th.join().expect("poster");
+    }
+    stop.store(true, Ordering::Release);
+    looper.join().expect("looper");
+    let elapsed = t.elapsed();
+    drop(queue);
+    elapsed
+}
+
+fn immediate(_: &mut rand::rngs::StdRng, now: u64) -> u64 {
+    now
+}
+
+fn up_to_5s(rng: &mut rand::rngs::StdRng, now: u64) -> u64 {
+    now + rng.gen_range(0..5 * SECOND)
+}
+
+fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
+    let queue = make.make(VirtualClock::new(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start_line = Arc::new(Barrier::new(9));
+    let mut threads = Vec::new();
+    for p in 0..4u64 {
+        let (queue, start_line) = (queue.clone(), start_line.clone());
+        threads.push(thread::spawn(move || {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(p);
+            start_line.wait();
+            for i in 0..1_000 {
+                let when = up_to_5s(&mut rng, queue.now()) + 1;
+                let _ = queue.post_at(when, Message::new(p, i % 8, 0));
+            }
+        }));
+    }
+    for r in 0..4i64 {
+        let (queue, start_line) = (queue.clone(), start_line.clone());
+        threads.push(thread::spawn(move || {
+            start_line.wait();
+            for i in 0..250 {
+                queue.remove(&|k| k.what == (r + i) % 8);
+            }
+        }));
+    }
+    let looper = polling_looper(queue.clone(), stop.clone());
+    start_line.wait();
+    let t = Instant::now();
+    for th in threads {
+        th.join().expect("worker");
+    }
+    stop.store(true, Ordering::Release);
+    looper.join().expect("looper");
+    t.elapsed()
+}
+
+fn single_thread_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
+    let queue = make.make(VirtualClock::new(1));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let t = Instant::now();
+    for i in 0..10_000 {
+        let when = up_to_5s(&mut rng, queue.now()) + 1;
+        let _ = queue.post_at(when, Message::new(0, i % 100, 0));
+    }
+    for what in 0..100 {
+        queue.remove(&|k| k.what == what);
+    }
+    // DeliQueue's looper reclaims the tombstones: part of the cost.
+    let _ = queue.next();
+    t.elapsed()
+}
+
+/// A queue holding `pending` delayed messages, already taken in by the looper.
+fn busy_queue<M: Make<VirtualClock>>(make: M, pending: u64) -> Arc<M::Queue> {
+    let queue = make.make(VirtualClock::new(1));
+    // Descending due times: each legacy insertion lands at the head (setup stays cheap).
+    for i in (0..pending).rev() {
+        let when = SECOND + i * (5 * SECOND / pending);
+        let _ = queue.post_at(when, Message::new(0, 0, i));
+    }
+    let _ = queue.next();
+    queue
+}
+
+fn busy_insert<M: Make<VirtualClock>>(queue: Arc<M::Queue>) -> Duration {
+    let start_line = Arc::new(Barrier::new(9));
+    let threads: Vec<_> = (0..8u64)
+        .map(|p| {
+            let (queue, start_line) = (queue.clone(), start_line.clone());
+            thread::spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(p);
+                start_line.wait();
+                for _ in 0..250 {
+                    let when = SECOND + rng.gen_range(0..5 * SECOND);
+                    let _ = queue.post_at(when, Message::new(p, 1, 0));
+                }
+            })
+        })
+        .collect();
+    start_line.wait();
+    let t = Instant::now();
+    for th in threads {
+        th.join().expect("poster");
+    }
+    let _ = queue.next(); // the looper takes the new messages in
+    let elapsed = t.elapsed();
+    // Dropping 10^5 messages is not part of the measurement.
+    thread::spawn(move || drop(queue));
+    elapsed
+}
+
+const FIFO_COUNT: u64 = 100_000;
+
+fn fifo_queue<M: Make<MonotonicClock>>(make: M) -> Duration {
+    let queue = make.make(MonotonicClock::new());
+    let t = Instant::now();
+    let poster = {
+        let queue = queue.clone();
+        thread::spawn(move || {
+            for i in 0..FIFO_COUNT {
+                let _ = queue.post(Message::new(0, 0, i));
+            }
+        })
+    };
+    let mut expected = 0;
+    while expected < FIFO_COUNT {
+        match queue.next() {
+            Next::Message { message, .. } => {
+                assert_eq!(message.payload, expected, "FIFO order");
+                expected += 1;
+            }
+            Next::Idle => queue.wait(),
+            Next::Quit => unreachable!("nobody quits"),
+        }
+    }
+    let elapsed = t.elapsed();
+    poster.join().expect("poster");
+    elapsed
+}
+
+fn fifo_crossbeam() -> Duration {
+    let (tx, rx) = crossbeam_channel::unbounded::<u64>();
+    let t = Instant::now();
+    let poster = thread::spawn(move || {
+        for i in 0..FIFO_COUNT {
+            let _ = tx.send(i);
+        }
+    });
+    for _ in 0..FIFO_COUNT {
+        rx.recv().expect("message");
+    }
+    let elapsed = t.elapsed();
+    poster.join().expect("poster");
+    elapsed
+}
+
+fn fifo_mpsc() -> Duration {
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let t = Instant::now();
+    let poster = thread::spawn(move || {
+        for i in 0..FIFO_COUNT {
+            let _ = tx.send(i);
+        }
+    });
+    for _ in 0..FIFO_COUNT {
+        rx.recv().expect("message");
+    }
+    let elapsed = t.elapsed();
+    poster.join().expect("poster");
+    elapsed
+}
+
+/// Dispatch delays (ns) under 8 busy posters for `run_for`.
+fn dispatch_delays<M: Make<MonotonicClock>>(make: M, run_for: Duration) -> Vec<f64> {
+    let queue = make.make(MonotonicClock::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let posted = Arc::new(AtomicUsize::new(0));
+    let posters: Vec<_> = (0..8u64)
+        .map(|p| {
+            let (queue, stop, posted) = (queue.clone(), stop.clone(), posted.clone());
+            thread::spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(p);
+                while !stop.load(Ordering::Relaxed) {
+                    let delay = Duration::from_micros(rng.gen_range(0..2_000));
+                    let _ = queue.post_delayed(delay, Message::new(p, 0, 0));
+                    posted.fetch_add(1, Ordering::Relaxed);
+                    // Busy, not flooding: a short pause between posts.
+                    for _ in 0..200 {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut delays = Vec::new();
+    let end = Instant::now() + run_for;
+    while Instant::now() < end {
+        match queue.next() {
+            Next::Message { when, .. } => {
+                delays.push(queue.now().saturating_sub(when) as f64);
+            }
+            Next::Idle => queue.wait(),
+            Next::Quit => break,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for p in posters {
+        p.join().expect("poster");
+    }
+    queue.quit();
+    delays
+}
+
+fn both<F: FnMut(bool) -> f64>(scenario: &str, samples: &mut Vec<Sample>, mut f: F) {
+    for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
+        samples.push(Sample::new(scenario, name, f(deli)));
+    }
+}
+
+/// Runs every scenario; returns the samples (ratios not yet filled in).
+pub fn measure(reps: usize) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    both("8x1000 immediate", &mut samples, |deli| {
+        let run = |_| match deli {
+            true => post_with_looper(Deli, 8, 1_000, immediate),
+            false => post_with_looper(Legacy, 8, 1_000, immediate),
+        };
+        timed(reps, || (), run)
+    });
+    both("8x1000 delays 0-5s", &mut samples, |deli| {
+        let run = |_| match deli {
+            true => post_with_looper(Deli, 8, 1_000, up_to_5s),
+            false => post_with_looper(Legacy, 8, 1_000, up_to_5s),
+        };
+        timed(reps, || (), run)
+    });
+    both("concurrent enqueue+remove", &mut samples, |deli| {
+        let run = |_| match deli {
+            true => concurrent_enqueue_remove(Deli),
+            false => concurrent_enqueue_remove(Legacy),
+        };
+        timed(reps, || (), run)
+    });
+    both("single-thread enqueue+remove", &mut samples, |deli| {
+        let run = |_| match deli {
+            true => single_thread_enqueue_remove(Deli),
+            false => single_thread_enqueue_remove(Legacy),
+        };
+        timed(reps, || (), run)
+    });
+    let busy_reps = reps.min(3);
+    samples.push(Sample::new(
+        "busy queue insert (1e5 pending)",
+        "deliqueue",
+        timed(busy_reps, || busy_queue(Deli, 100_000), busy_insert::<Deli>),
+    ));
+    samples.push(Sample::new(
+        "busy queue insert (1e5 pending)",
+        "legacy",
+        timed(
+            busy_reps,
+            || busy_queue(Legacy, 100_000),
+            busy_insert::<Legacy>,
+        ),
+    ));
+    let fifo = "fifo 1x100000";
+    samples.push(Sample::new(
+        fifo,
+        "deliqueue",
+        timed(reps, || (), |_| fifo_queue(Deli)),
+    ));
+    samples.push(Sample::new(
+        fifo,
+        "legacy",
+        timed(reps, || (), |_| fifo_queue(Legacy)),
+    ));
+    samples.push(Sample::new(
+        fifo,
+        "crossbeam-channel",
+        timed(reps, || (), |_| fifo_crossbeam()),
+    ));
+    samples.push(Sample::new(
+        fifo,
+        "std-mpsc",
+        timed(reps, || (), |_| fifo_mpsc()),
+    ));
+    for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
+        let run_for = Duration::from_millis(200);
+        let mut delays = match deli {
+            true => dispatch_delays(Deli, run_for),
+            false => dispatch_delays(Legacy, run_for),
+        };
+        let p99 = percentile(&mut delays, 99.0);
+        let worst = percentile(&mut delays, 100.0);
+        samples.push(
+            Sample::new("dispatch delay (8 busy posters)", name, median(&mut delays))
+                .with("p99_ns", p99)
+                .with("max_ns", worst)
+                .with("messages", delays.len()),
+        );
+    }
+    samples
+}
+
+/// The goals, checked against the measured medians.
+fn goal_notes(samples: &[Sample]) -> Vec<String> {
+    let get = |scenario: &str, imp: &str| {
+        samples
+            .iter()
+            .find(|s| s.scenario == scenario && s.implementation == imp)
+            .map(|s| s.median_ns)
+    };
+    let mut notes = Vec::new();
+    let busy = "busy queue insert (1e5 pending)";
+    if let (Some(d), Some(l)) = (get(busy, "deliqueue"), get(busy, "legacy")) {
+        notes.push(format!(
+            "busy-queue insertion: deliqueue {:.0}x faster than legacy (goal: 5,000x)",
+            l / d
+        ));
+    }
+    let slower: Vec<&str> = samples
+        .iter()
+        .filter(|s| s.implementation == "deliqueue")
+        .filter(|s| get(&s.scenario, "legacy").is_some_and(|l| s.median_ns > l))
+        .map(|s| s.scenario.as_str())
+        .collect();
+    notes.push(if slower.is_empty() {
+        "deliqueue is never slower than legacy (goal met)".to_string()
+    } else {
+        format!("deliqueue slower than legacy in: {}", slower.join(", "))
+    });
+    let fifo = "fifo 1x100000";
+    if let (Some(d), Some(c)) = (get(fifo, "deliqueue"), get(fifo, "crossbeam-channel")) {
+        notes.push(format!(
+            "FIFO: deliqueue at {:.2}x crossbeam-channel's time (goal: within 1.5x)",
+            d / c
+        ));
+    }
+    for s in samples
+        .iter()
+        .filter(|s| s.scenario.starts_with("dispatch delay"))
+    {
+        notes.push(format!(
+            "dispatch delay {}: median {}, p99 {}, worst {}",
+            s.implementation,
+            super::human_ns(s.median_ns),
+            super::human_ns(s.extra["p99_ns"].as_f64().unwrap_or(f64::NAN)),
+            super::human_ns(s.extra["max_ns"].as_f64().unwrap_or(f64::NAN)),
+        ));
+    }
+    notes
+}
+
+pub fn run(args: &QueueArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.common.reps > 0, "--reps must be at least 1");
+    let samples = measure(args.common.reps);
+    let notes = goal_notes(&samples);
+    finish(samples, "legacy", args.common.json, &notes);
+    Ok(())
+}
+
+/// Small entry points for the criterion benchmark (`benches/queue.rs`).
+pub mod criterion_support {
+    use super::*;
+
+    /// One thread: 10,000 delayed posts, then removal by `what`.
+    pub fn single_thread(deli: bool) -> Duration {
+        if deli {
+            single_thread_enqueue_remove(Deli)
+        } else {
+            single_thread_enqueue_remove(Legacy)
+        }
+    }
+
+    /// 8 posters x 1,000 immediate messages into one looper.
+    pub fn eight_posters(deli: bool) -> Duration {
+        if deli {
+            post_with_looper(Deli, 8, 1_000, immediate)
+        } else {
+            post_with_looper(Legacy, 8, 1_000, immediate)
+        }
+    }
+
+    /// 100,000 FIFO messages through DeliQueue or crossbeam-channel.
+    pub fn fifo(deli: bool) -> Duration {
+        if deli {
+            fifo_queue(Deli)
+        } else {
+            fifo_crossbeam()
+        }
+    }
+
+    /// Insertion of 2,000 messages into a queue holding `pending` (setup untimed).
+    pub fn busy(deli: bool, pending: u64) -> Duration {
+        if deli {
+            busy_insert::<Deli>(busy_queue(Deli, pending))
+        } else {
+            busy_insert::<Legacy>(busy_queue(Legacy, pending))
+        }
+    }
 }

@@ -22,8 +22,9 @@ impl<T> Default for FreeList<T> {
 impl<T> FreeList<T> {
     /// Pushes a tombstoned node. Each node is pushed at most once: only the thread that
     /// won its transition to `REMOVED` pushes it.
-    pub fn push(&self, node: &Node<T>) {
-        let ptr = node as *const Node<T> as *mut Node<T>;
+    /// `node` is `ptr` borrowed; the pointer keeps the provenance the looper frees with.
+    pub fn push(&self, node: &Node<T>, ptr: *mut Node<T>) {
+        debug_assert!(std::ptr::eq(node, ptr));
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the CAS below.
@@ -47,6 +48,11 @@ impl<T> FreeList<T> {
         }
         // Acquire: pairs with the Release push CAS of each remover.
         self.head.swap(std::ptr::null_mut(), Ordering::Acquire)
+    }
+
+    /// Whether nothing waits on the list (a hint).
+    pub fn is_empty(&self) -> bool {
+        self.head.load(Ordering::Relaxed).is_null()
     }
 
     /// Forgets the list (teardown frees the nodes through the stack instead).

@@ -67,6 +67,15 @@ use wake::Waker;
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
 
+/// How many DeliQueue nodes (in every queue, retired ones included) are allocated now;
+/// `None` unless built with the `node-census` feature (the crate's tests turn it on).
+pub fn live_node_count() -> Option<usize> {
+    #[cfg(feature = "node-census")]
+    return Some(node::LIVE_NODES.load(std::sync::atomic::Ordering::Relaxed));
+    #[cfg(not(feature = "node-census"))]
+    None
+}
+
 /// The lock-free message queue. See the module docs.
 pub struct DeliQueue<T: Send + 'static, C: Clock = MonotonicClock> {
     stack: Stack<T>,
@@ -217,17 +226,18 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         unsafe { self.stack.push(node, self.sentinel) }.is_ok()
     }
 
-    /// Walks the live list; `visit` returns false to stop. Returns false when the queue
-    /// is torn down (nothing to walk).
-    fn walk(&self, mut visit: impl FnMut(&Node<T>) -> bool) -> bool {
+    /// Walks the live list; `visit` gets each node and its pointer and returns false to
+    /// stop. Returns false when the queue is torn down (nothing to walk).
+    fn walk(&self, mut visit: impl FnMut(&Node<T>, *mut Node<T>) -> bool) -> bool {
         let Some(_pass) = self.walkers.enter() else {
             return false;
         };
         let _guard = reclaim::pin();
         // SAFETY: pinned (retired nodes outlive the walk) and inside the tagged count
         // (teardown waits for us), as `iter` requires.
-        for node in unsafe { self.stack.iter() } {
-            if !visit(node) {
+        for ptr in unsafe { self.stack.iter() } {
+            // SAFETY: as above, the node stays allocated while we walk.
+            if !visit(unsafe { node_ref(ptr) }, ptr) {
                 break;
             }
         }
@@ -235,14 +245,14 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Tombstones a node (if still pending) and hands it to the looper.
-    fn tombstone(&self, node: &Node<T>) -> bool {
+    fn tombstone(&self, node: &Node<T>, ptr: *mut Node<T>) -> bool {
         if !node.try_transition(REMOVED) {
             return false;
         }
         if node.is_message() {
             self.live.fetch_sub(1, Ordering::Relaxed);
         }
-        self.freelist.push(node);
+        self.freelist.push(node, ptr);
         true
     }
 
@@ -291,7 +301,9 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 let entry = Entry {
                     when: node.when,
                     seq,
-                    node: NonNull::from(node),
+                    // The raw pointer (not `node`, a shared borrow): the node is freed
+                    // through it later.
+                    node: NonNull::new(cursor).expect("walked nodes are non-null"),
                 };
                 Self::heap(st, side_of(node)).push(entry);
             }
@@ -347,8 +359,9 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         let mut removed = self.freelist.take_all();
         self.sweep(st);
         while !removed.is_null() {
+            let ptr = removed;
             // SAFETY: a tombstoned node is freed only here, after leaving the freelist.
-            let node = unsafe { node_ref(removed) };
+            let node = unsafe { node_ref(ptr) };
             // Relaxed: published by the freelist push we acquired.
             removed = node.free_next.load(Ordering::Relaxed);
             let index = node.heap_index.load(Ordering::Relaxed);
@@ -357,7 +370,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             }
             // SAFETY: the node is tombstoned (its remover won) and we are the looper: the
             // payload is ours to drop, once; it then leaves the list and is retired once.
-            unsafe { self.discard(st, guard, node) };
+            unsafe { self.discard(st, guard, ptr) };
         }
     }
 
@@ -366,13 +379,14 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// # Safety
     /// The node is linked, out of every heap, in state `REMOVED` with its payload still
     /// in place, and this is the only discard of it.
-    unsafe fn discard(&self, st: &mut LooperState<T>, guard: &Guard, node: &Node<T>) {
+    unsafe fn discard(&self, st: &mut LooperState<T>, guard: &Guard, ptr: *mut Node<T>) {
+        // SAFETY: by the contract the node is linked, so alive.
+        let node = unsafe { node_ref(ptr) };
         debug_assert_eq!(node.state.load(Ordering::Relaxed), REMOVED);
         if node.is_message() {
             // SAFETY: by the contract the payload is in place and only we touch it.
             unsafe { node.drop_payload() };
         }
-        let ptr = node as *const Node<T> as *mut Node<T>;
         self.unlink(st, ptr);
         // SAFETY: unlinked, out of the heaps, payload dropped, retired once.
         unsafe { st.reclaimer.retire(guard, ptr) };
@@ -460,7 +474,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 Self::heap(st, side).remove_at(index);
             }
             // SAFETY: we won the tombstone, so the payload is ours; out of the heap now.
-            unsafe { self.discard(st, guard, node) };
+            unsafe { self.discard(st, guard, ptr.as_ptr()) };
         }
     }
 
@@ -514,14 +528,37 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 QuitMode::Now => None,
                 QuitMode::Safely { at } => Some(at),
             };
-            self.walk(|node| {
+            self.walk(|node, ptr| {
                 if node.kind != Kind::Sentinel && keep_until.is_none_or(|at| node.when > at) {
-                    self.tombstone(node);
+                    self.tombstone(node, ptr);
                 }
                 true
             });
             self.waker.wake();
         }
+    }
+
+    /// Spins with backoff while nothing new arrives; true when something did (a post,
+    /// a removal or a wake request). Not under loom, where it would only add states.
+    fn spin_for_news(&self, swept_top: *mut Node<T>) -> bool {
+        #[cfg(not(loom))]
+        for step in 0..10u32 {
+            let news = self.stack.head(Ordering::Relaxed) != swept_top
+                || !self.freelist.is_empty()
+                || self.waker.has_request();
+            if news {
+                return true;
+            }
+            if step < 6 {
+                for _ in 0..1u32 << step {
+                    std::hint::spin_loop();
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let _ = swept_top;
+        false
     }
 
     /// The number of nodes the looper holds in its heaps (for tests and diagnostics).
@@ -546,14 +583,17 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
         }
         self.live.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: the push failed, so the node was never published: it is still ours.
-        let node = unsafe { Box::from_raw(node) };
+        let node_ref = unsafe { node_ref(node) };
         // SAFETY: an unpublished message node: its payload is in place and ours.
-        let payload = unsafe { node.take_payload() };
-        Err(PostError(Message {
-            key: node.key,
-            asynchronous: node.kind == Kind::Async,
+        let payload = unsafe { node_ref.take_payload() };
+        let message = Message {
+            key: node_ref.key,
+            asynchronous: node_ref.kind == Kind::Async,
             payload,
-        }))
+        };
+        // SAFETY: never published, payload moved out, freed once.
+        unsafe { node::free(node) };
+        Err(PostError(message))
     }
 
     fn post_sync_barrier(&self, when: u64) -> Result<BarrierToken, QueueClosed> {
@@ -576,9 +616,9 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
 
     fn remove_sync_barrier(&self, token: BarrierToken) -> bool {
         let mut found = false;
-        self.walk(|node| {
+        self.walk(|node, ptr| {
             if node.kind == Kind::Barrier && node.key.what == token.0 as i64 {
-                found = self.tombstone(node);
+                found = self.tombstone(node, ptr);
                 return false;
             }
             true
@@ -592,8 +632,12 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
 
     fn remove(&self, filter: KeyFilter<'_>) -> usize {
         let mut removed = 0;
-        self.walk(|node| {
-            if node.is_message() && node.is_pending() && filter(&node.key) && self.tombstone(node) {
+        self.walk(|node, ptr| {
+            if node.is_message()
+                && node.is_pending()
+                && filter(&node.key)
+                && self.tombstone(node, ptr)
+            {
                 removed += 1;
             }
             true
@@ -603,7 +647,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
 
     fn has(&self, filter: KeyFilter<'_>) -> bool {
         let mut found = false;
-        self.walk(|node| {
+        self.walk(|node, _| {
             found = node.is_message() && node.is_pending() && filter(&node.key);
             !found
         });
@@ -681,10 +725,15 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             if st.quit.is_some() || deadline <= now {
                 return;
             }
+            // Spin a little first (as channel receivers do): a post arriving within
+            // microseconds then costs no futex sleep and wake-up.
+            if self.spin_for_news(st.swept_top) {
+                return;
+            }
             self.waker.publish_deadline(deadline);
-            // SeqCst: the looper's half of the Dekker pairing (deadline store, then head
-            // load) with posters (push, then deadline load): one of us sees the other.
-            if self.stack.head(Ordering::SeqCst) == st.swept_top {
+            // The looper's half of the pairing with posters (deadline store, then head
+            // check; a poster pushes, then reads the deadline): one sees the other.
+            if self.stack.head_unchanged(st.swept_top) {
                 let timeout = (deadline != u64::MAX).then(|| Duration::from_nanos(deadline - now));
                 self.waker.sleep(snapshot, timeout);
             }

@@ -142,8 +142,14 @@ impl<T> Node<T> {
     }
 }
 
+/// Nodes allocated and not yet freed, in every queue (with the `node-census` feature).
+#[cfg(feature = "node-census")]
+pub static LIVE_NODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Allocates a node on the heap and leaks it as a raw pointer.
 pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
+    #[cfg(feature = "node-census")]
+    LIVE_NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Box::into_raw(Box::new(node))
 }
 
@@ -155,4 +161,6 @@ pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
 pub unsafe fn free<T>(node: *mut Node<T>) {
     // SAFETY: by the contract the pointer is a live, unique `Box` allocation.
     drop(unsafe { Box::from_raw(node) });
+    #[cfg(feature = "node-census")]
+    LIVE_NODES.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }

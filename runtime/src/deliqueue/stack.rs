@@ -76,6 +76,18 @@ impl<T> Stack<T> {
             .is_ok()
     }
 
+    /// Looper only: whether the head is still `expected`, as a read-modify-write (a CAS
+    /// of the head to itself). Being an RMW, it reads the latest head, and when it
+    /// succeeds, every later push reads from it (acquiring it), so the looper's earlier
+    /// deadline store is visible to that poster: the Dekker pairing in `wake.rs` holds
+    /// with acquire/release alone, not only under SeqCst's total order.
+    #[inline]
+    pub fn head_unchanged(&self, expected: *mut Node<T>) -> bool {
+        self.head
+            .compare_exchange(expected, expected, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
     /// Walks the stack from the head.
     ///
     /// # Safety
@@ -97,16 +109,18 @@ pub struct Iter<'a, T> {
     _stack: std::marker::PhantomData<&'a Stack<T>>,
 }
 
-impl<'a, T> Iterator for Iter<'a, T> {
-    type Item = &'a Node<T>;
+impl<T> Iterator for Iter<'_, T> {
+    /// A node's pointer (valid for the iterator's life, by `Stack::iter`'s contract).
+    type Item = *mut Node<T>;
 
-    fn next(&mut self) -> Option<&'a Node<T>> {
+    fn next(&mut self) -> Option<*mut Node<T>> {
+        let ptr = self.next;
         // SAFETY: `Stack::iter`'s contract keeps every reachable node allocated while the
         // iterator lives.
-        let node = unsafe { self.next.as_ref()? };
+        let node = unsafe { ptr.as_ref()? };
         // Acquire: pairs with the looper's Release store when it unlinks a node (the
         // node it now points to is published to us) and, transitively, the pushes.
         self.next = node.next.load(Ordering::Acquire);
-        Some(node)
+        Some(ptr)
     }
 }

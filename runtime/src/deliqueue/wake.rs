@@ -1,11 +1,14 @@
 //! Sleeping and waking the looper without ever losing a wake-up.
 //!
 //! The looper publishes the due time it will sleep until (`deadline`), re-checks the
-//! stack head, then sleeps on a futex word it read before checking anything. A poster
-//! pushes, then reads the deadline, and wakes the looper only when its message is due
-//! earlier. Both sides use SeqCst (a Dekker pairing): either the looper's re-check sees
-//! the push, or the poster sees the deadline and wakes it; the wake changes the futex
-//! word first, so a sleep that starts after it returns at once.
+//! stack head with a read-modify-write (`Stack::head_unchanged`), then sleeps on a futex
+//! word it read before checking anything. A poster pushes (an RMW on the head), then
+//! reads the deadline, and wakes the looper only when its message is due earlier. The
+//! two RMWs on the head are ordered: if the looper's comes first, the push acquires it
+//! and the poster sees the deadline; if the push comes first, the looper's check fails
+//! and it does not sleep. The wake changes the futex word first, so a sleep that starts
+//! after it returns at once. (A plain SeqCst load would do on hardware, but loom models
+//! SeqCst accesses as acquire/release, and the RMW costs posters nothing.)
 //!
 //! [`Waker::wake`] (any thread) also sets a flag, so a wake that lands while the looper
 //! is busy is kept for its next `wait`.
@@ -60,6 +63,11 @@ impl Waker {
     /// Looper: the futex word, read before anything the sleep decision depends on.
     pub fn snapshot(&self) -> u32 {
         self.futex.load()
+    }
+
+    /// Looper: whether a `wake` request is pending (a hint; not consumed).
+    pub fn has_request(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
     }
 
     /// Looper: consumes a pending `wake` request.
