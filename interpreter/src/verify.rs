@@ -40,7 +40,7 @@ pub const MAX_LOCALS: u32 = 65_535;
 /// Deepest operand stack a method may use.
 pub const MAX_STACK: u32 = 65_535;
 /// Most stack-type entries (sum over all instructions of the stack depth) for a program.
-pub const MAX_STACK_CELLS: usize = 1 << 24;
+pub const MAX_STACK_CELLS: usize = 1 << 23;
 /// Most local slots over the whole program.
 pub const MAX_TOTAL_LOCALS: usize = 1 << 22;
 
