@@ -24,7 +24,9 @@ fuzz_target!(|payload: &[u8]| {
     file.extend_from_slice(&fnv1a64(payload).to_le_bytes());
     file.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     file.extend_from_slice(payload);
-    let Ok(mut program) = load_bytes("fuzz.mvb", &file) else { return };
+    let Ok(mut program) = load_bytes("fuzz.mvb", &file) else {
+        return;
+    };
     if program.link(&[("N".into(), 3)]).is_ok() || program.link(&[]).is_ok() {
         let _ = verify(program);
     }

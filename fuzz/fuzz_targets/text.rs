@@ -7,7 +7,9 @@ use marvin_interpreter::load::load_bytes;
 use marvin_interpreter::verify::verify;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut program) = load_bytes("fuzz.masm", data) else { return };
+    let Ok(mut program) = load_bytes("fuzz.masm", data) else {
+        return;
+    };
     if program.link(&[]).is_ok() {
         let _ = verify(program);
     }
