@@ -320,7 +320,7 @@ impl Parser {
                 }
                 Arg::None
             }
-            _ => match self.operand(line, mnemonic, kind, ops) {
+            _ => match self.operand(mnemonic, kind, ops) {
                 Ok(arg) => arg,
                 Err(message) => return self.sink.error(line, message),
             },
@@ -329,13 +329,7 @@ impl Parser {
     }
 
     /// Parses the single operand of an instruction that takes one.
-    fn operand(
-        &self,
-        _line: u32,
-        mnemonic: &str,
-        kind: OpKind,
-        ops: &[Tok],
-    ) -> Result<Arg, String> {
+    fn operand(&self, mnemonic: &str, kind: OpKind, ops: &[Tok]) -> Result<Arg, String> {
         let [op] = ops else {
             return Err(format!(
                 "`{mnemonic}` takes one operand, found {}",

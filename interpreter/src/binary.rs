@@ -28,8 +28,9 @@
 //!
 //! `push NAME` stays [`Instr::PushConst`] so `-D` overrides apply to binary files too.
 //! Decoding trusts nothing: every read is bounds-checked, every count is capped by the
-//! bytes that remain (each element takes at least one byte), and trailing bytes are an
-//! error. Ids and branch targets are checked later by the verifier, exactly as for text.
+//! bytes that remain (each element takes at least one byte), memory is reserved only as
+//! elements actually decode, and trailing bytes are an error. Ids and branch targets are
+//! checked later by the verifier, exactly as for text.
 
 use crate::diag::Diagnostics;
 use crate::isa::{Class, Const, ElemKind, Field, FieldRef, Instr, Method, Program, Ty};
@@ -40,6 +41,9 @@ pub const MAGIC: [u8; 4] = [0x7f, b'M', b'V', b'B'];
 /// The format version this build writes and reads.
 pub const VERSION: u16 = 1;
 const HEADER_LEN: usize = 20;
+/// Most elements reserved ahead of decoding them: a count may lie, so vectors grow only
+/// as elements actually decode.
+const PREALLOC: usize = 1024;
 
 /// True when `bytes` starts with [`MAGIC`].
 pub fn is_binary(bytes: &[u8]) -> bool {
@@ -377,12 +381,12 @@ impl Reader<'_> {
 
     fn program(&mut self, file: &str) -> Result<Program, String> {
         let n = self.count("string")?;
-        let mut strings = Vec::with_capacity(n);
+        let mut strings = Vec::with_capacity(n.min(PREALLOC));
         for _ in 0..n {
             strings.push(self.str()?);
         }
         let n = self.count("constant")?;
-        let mut consts = Vec::with_capacity(n);
+        let mut consts = Vec::with_capacity(n.min(PREALLOC));
         for _ in 0..n {
             let name = self.name()?;
             consts.push(Const {
@@ -391,12 +395,12 @@ impl Reader<'_> {
             });
         }
         let n = self.count("class")?;
-        let mut classes = Vec::with_capacity(n);
+        let mut classes = Vec::with_capacity(n.min(PREALLOC));
         for _ in 0..n {
             classes.push(self.class()?);
         }
         let n = self.count("method")?;
-        let mut methods = Vec::with_capacity(n);
+        let mut methods = Vec::with_capacity(n.min(PREALLOC));
         for _ in 0..n {
             methods.push(self.method()?);
         }
@@ -413,7 +417,7 @@ impl Reader<'_> {
         let name = self.name()?;
         let line = self.u32()?;
         let n = self.count("field")?;
-        let mut fields = Vec::with_capacity(n);
+        let mut fields = Vec::with_capacity(n.min(PREALLOC));
         for _ in 0..n {
             let name = self.name()?;
             let ty = match self.ty()? {
@@ -431,8 +435,8 @@ impl Reader<'_> {
         let args = self.u32()?;
         let locals = self.u32()?;
         let n = self.count("instruction")?;
-        let mut code = Vec::with_capacity(n);
-        let mut lines = Vec::with_capacity(n);
+        let mut code = Vec::with_capacity(n.min(PREALLOC));
+        let mut lines = Vec::with_capacity(n.min(PREALLOC));
         for _ in 0..n {
             code.push(self.instr()?);
             lines.push(self.u32()?);

@@ -5,19 +5,21 @@
 //! 1. structural checks over the whole program (names unique, `main` present with no
 //!    arguments, every operand in range, message and thread targets of the right arity,
 //!    size limits), all reported together; nothing else runs if one fails;
-//! 2. one abstract interpretation per method ([`flow`]) over its control-flow graph,
+//! 2. one abstract interpretation per method (`flow`) over its control-flow graph,
 //!    visiting each reachable instruction once: stack underflow, depths and types that
 //!    differ where paths meet, code that can fall off the end;
-//! 3. whole-program type inference ([`unify`]): each local slot (arguments included), each
+//! 3. whole-program type inference (`unify`): each local slot (arguments included), each
 //!    return value and each `aload` result is a type variable; uses unify them with `int`
 //!    or `ref`. Values passed as arguments *flow* into the callee's argument type, so an
 //!    argument the callee never constrains (left `Any`) accepts either type.
 //!
 //! The output replaces every variable by its solution (`Any` when unconstrained), and
-//! rewrites `aload`/`astore` with the element type found. A slot that may hold a reference
-//! the program can dereference is always `Ref`. `Any` slots may still hold a reference in
-//! two cases the executor must keep in mind: an argument the callee never uses as a
-//! particular type, and an element moved by `aload` … `astore` without any other use.
+//! rewrites `aload`/`astore` with the element type found. Every value the program uses as
+//! a reference (dereferences, compares, stores in a ref field, passes to a ref argument,
+//! returns to such a use) sits in `Ref` slots all the way. `Any` slots may still hold a
+//! reference at run time in two cases the executor must keep in mind: an argument the
+//! callee never uses as either type, and an array element moved by `aload` … `astore`
+//! (possibly through locals and untyped arguments) without any other use.
 //!
 //! `halt` ends the app, so like `ret` it has no successor. Every step is linear in the
 //! program's size apart from the near-constant union-find factor, and bounded by
@@ -40,7 +42,7 @@ pub const MAX_LOCALS: u32 = 65_535;
 /// Deepest operand stack a method may use.
 pub const MAX_STACK: u32 = 65_535;
 /// Most stack-type entries (sum over all instructions of the stack depth) for a program.
-pub const MAX_STACK_CELLS: usize = 1 << 24;
+pub const MAX_STACK_CELLS: usize = 1 << 23;
 /// Most local slots over the whole program.
 pub const MAX_TOTAL_LOCALS: usize = 1 << 22;
 

@@ -7,6 +7,8 @@
 //! A flow `v -> a` (a value passed as an argument) does not merge: it forces `v` to `a`'s
 //! type once `a` has one, so an argument the callee never constrains accepts either type.
 
+use std::collections::HashMap;
+
 use crate::isa::Ty;
 
 /// A type variable.
@@ -43,8 +45,8 @@ pub(super) struct Unifier {
     rank: Vec<u8>,
     /// The concrete type of a class, kept at its root.
     solution: Vec<Option<Ty>>,
-    /// Flows into a class without a type yet, kept at its root.
-    pending: Vec<Vec<Flow>>,
+    /// Flows into a class without a type yet, kept at its root (few variables have any).
+    pending: HashMap<Var, Vec<Flow>>,
     /// Flows whose target class just got a type, still to apply.
     queue: Vec<(Flow, Ty)>,
     /// Flows that turned out to pass a value of the wrong type.
@@ -62,7 +64,7 @@ impl Unifier {
             parent: (0..total as Var).collect(),
             rank: vec![0; total],
             solution,
-            pending: vec![Vec::new(); total],
+            pending: HashMap::new(),
             queue: Vec::new(),
             flow_errors: Vec::new(),
         }
@@ -73,7 +75,6 @@ impl Unifier {
         self.parent.push(v);
         self.rank.push(0);
         self.solution.push(None);
-        self.pending.push(Vec::new());
         v
     }
 
@@ -105,7 +106,10 @@ impl Unifier {
         match self.solution[root as usize] {
             Some(ty) => self.unify(from, concrete(ty)),
             None => {
-                self.pending[root as usize].push(Flow { from, site });
+                self.pending
+                    .entry(root)
+                    .or_default()
+                    .push(Flow { from, site });
                 Ok(())
             }
         }
@@ -133,14 +137,15 @@ impl Unifier {
         self.parent[child as usize] = root;
         let solution = sa.or(sb);
         self.solution[root as usize] = solution;
-        let moved = std::mem::take(&mut self.pending[child as usize]);
+        let moved = self.pending.remove(&child).unwrap_or_default();
         match solution {
             Some(ty) => {
-                let rest = std::mem::take(&mut self.pending[root as usize]);
+                let rest = self.pending.remove(&root).unwrap_or_default();
                 self.queue
                     .extend(moved.into_iter().chain(rest).map(|f| (f, ty)));
             }
-            None => self.pending[root as usize].extend(moved),
+            None if !moved.is_empty() => self.pending.entry(root).or_default().extend(moved),
+            None => {}
         }
         Ok(())
     }
