@@ -86,9 +86,7 @@ pub fn frame_roots(app: &App, frames: &[Frame], stack: &ValueStack, out: &mut Ve
         let mi = &info[f.method as usize];
         let bp = f.bp as usize;
         for (k, t) in mi.local_types.iter().enumerate() {
-            if *t == Ty::Ref {
-                out.push(stack.get(bp + k));
-            }
+            root(*t, stack.get(bp + k), out);
         }
         let types = mi
             .stack_types
@@ -103,10 +101,21 @@ pub fn frame_roots(app: &App, frames: &[Frame], stack: &ValueStack, out: &mut Ve
         };
         let ob = bp + mi.local_types.len();
         for (k, t) in types[..depth].iter().enumerate() {
-            if *t == Ty::Ref {
-                out.push(stack.get(ob + k));
-            }
+            root(*t, stack.get(ob + k), out);
         }
+    }
+}
+
+/// Adds a slot's value to the roots: always for `ref` slots, and for slots of open type
+/// (`Any`: an array element copied with `aload`/`astore`, an unused argument) whenever
+/// the value is a live handle, so a reference held only there survives a collection
+/// (conservatively: an int that looks like a handle keeps that object alive a while).
+#[inline]
+fn root(t: Ty, v: u64, out: &mut Vec<u64>) {
+    match t {
+        Ty::Ref => out.push(v),
+        Ty::Any if v != 0 && v <= u32::MAX as u64 => out.push(v),
+        _ => {}
     }
 }
 
