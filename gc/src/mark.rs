@@ -2,7 +2,9 @@
 //!
 //! Bookmarking: when the trace reaches a stub it marks the stub and follows the stub's
 //! copies of the object's references, never the object itself, so a collection faults
-//! nothing in, whether the object is resident or not.
+//! nothing in, whether the object is resident or not. (A heap whose stub space does not
+//! bookmark, the page-swap baseline, faults each object in instead, as a collector over
+//! kernel-swapped pages must.)
 
 use std::sync::atomic::Ordering;
 
@@ -28,6 +30,11 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
                 continue;
             }
             marked += 1;
+            if let Some(space) = heap.stub_space().filter(|s| !s.bookmarking) {
+                // Without bookmarking the collector reads the object itself, faulting it
+                // in when it is out (counted as a GC fault).
+                let _ = space.fault(stub);
+            }
             for r in stub.refs.iter() {
                 let r = r.load(Ordering::Relaxed);
                 if table.is_live(r) {

@@ -45,6 +45,9 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
         // collector, which is not running concurrently with this walk.
         let stub = unsafe { heap.stub_of_entry(e) };
         let Some(space) = heap.stub_space() else { return };
+        if !space.bookmarking {
+            let _ = space.fault(stub);
+        }
         let entry = space.table.entry(stub.entry);
         let _g = entry.lock_shared();
         if entry.is_resident() {

@@ -110,17 +110,43 @@ pub struct StubSpace {
     pub counters: StubCounters,
     /// A collection is running (faults now would be GC faults).
     pub collecting: AtomicBool,
+    /// Whether the collector bookmarks stubs (Marvin) or reads objects, faulting them in
+    /// (page-granular swapping, as a kernel swap file gives).
+    pub bookmarking: bool,
+    /// Bytes of stubbed objects not resident now.
+    out_bytes: AtomicU64,
+    /// Stub every large object as it is allocated (page-granular swapping, where every
+    /// page run is a candidate from the start).
+    pub stub_on_alloc: AtomicBool,
 }
 
 impl StubSpace {
-    pub fn new(table: ReclaimTable, hooks: Arc<dyn StubHooks>) -> StubSpace {
+    pub fn new(table: ReclaimTable, hooks: Arc<dyn StubHooks>, bookmarking: bool) -> StubSpace {
         StubSpace {
             table,
             hooks,
             stubs: Mutex::new(HashMap::new()),
             counters: StubCounters::default(),
             collecting: AtomicBool::new(false),
+            bookmarking,
+            out_bytes: AtomicU64::new(0),
+            stub_on_alloc: AtomicBool::new(false),
         }
+    }
+
+    /// Bytes of stubbed objects whose pages are not in memory now.
+    pub fn out_bytes(&self) -> u64 {
+        self.out_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Books pages returned to the OS by a reclaim (or a swap-out).
+    pub fn went_out(&self, bytes: u64) {
+        self.out_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The stub of a handle, if it has one.
+    pub fn get(&self, h: Handle) -> Option<Arc<Stub>> {
+        self.stubs.lock().get(&h).cloned()
     }
 
     /// Every live stub (a snapshot).
@@ -157,6 +183,8 @@ impl StubSpace {
         // the state locked, so nothing else touches the object.
         unsafe { stub.restore_refs() };
         entry.lock().insert_flags(EntryFlags::RESIDENT);
+        self.out_bytes
+            .fetch_sub(crate::heap::large_space::page_round(stub.bytes) as u64, Ordering::Relaxed);
         let c = &self.counters;
         if fault {
             c.faults.fetch_add(1, Ordering::Relaxed);
@@ -166,6 +194,14 @@ impl StubSpace {
             c.gc_faults.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Faults `stub`'s object in as an object fault (a collector that does not bookmark
+    /// reads objects, as a kernel's page-granular swap would make it).
+    pub fn fault(&self, stub: &Stub) -> Result<(), AccessError> {
+        let entry = self.table.entry(stub.entry);
+        let _g = entry.lock_shared();
+        self.ensure_resident(stub, true)
     }
 
     /// Faults `stub`'s object in (an eager restore), holding its entry meanwhile.
@@ -243,11 +279,12 @@ impl Drop for StubAccess<'_> {
 
 impl Heap {
     /// Turns the object behind `h` into a stubbed object: registers a reclaim-table entry
-    /// and redirects the handle to the stub. Objects under the large-object size, ref
-    /// arrays and objects already stubbed are refused (returns `Ok(false)`).
+    /// and redirects the handle to the stub. Objects under the large-object size (not on
+    /// their own pages), objects marked NO_SWAP and objects already stubbed are refused
+    /// (returns `Ok(false)`); which kinds are candidates is the policy's call.
     ///
     /// # Safety
-    /// The app's mutators must be stopped.
+    /// The app's mutators must be stopped, or `h` not yet published to any thread.
     pub unsafe fn stub_object(&self, h: Handle) -> Result<bool, String> {
         let Some(space) = self.stub_space() else {
             return Err("swapping is not enabled for this heap".into());
@@ -256,8 +293,7 @@ impl Heap {
         let Some(obj) = (unsafe { self.raw_object(h) }) else {
             return Ok(false);
         };
-        if obj.kind() == ObjKind::RefArray
-            || obj.size() < crate::heap::LARGE_OBJECT_BYTES
+        if obj.size() < crate::heap::LARGE_OBJECT_BYTES
             || obj.header().bits().contains(HeaderBits::NO_SWAP)
         {
             return Ok(false);
@@ -333,6 +369,12 @@ impl Heap {
                 let mut st = stub.state.lock();
                 st.dead = true;
                 space.hooks.freed(&stub, &mut st);
+                if !entry.is_resident() {
+                    space.out_bytes.fetch_sub(
+                        crate::heap::large_space::page_round(stub.bytes) as u64,
+                        Ordering::Relaxed,
+                    );
+                }
                 entry.lock().remove_flags(EntryFlags::RESIDENT);
             }
             let _ = space.table.remove(stub.entry);

@@ -42,8 +42,11 @@ pub struct HeapConfig {
     pub handle_capacity: u32,
     /// `--heap-limit`: live bytes the heap may hold after a collection.
     pub limit: Option<usize>,
-    /// Bytes allocated since the last collection that trigger the next one.
-    pub gc_trigger_bytes: usize,
+    /// The next collection comes after allocating a third of the live bytes (a 75%
+    /// target utilisation, as ART), but at least `gc_min_free` and at most
+    /// `gc_max_free` bytes.
+    pub gc_min_free: usize,
+    pub gc_max_free: usize,
 }
 
 impl Default for HeapConfig {
@@ -51,7 +54,8 @@ impl Default for HeapConfig {
         HeapConfig {
             handle_capacity: 1 << 24,
             limit: None,
-            gc_trigger_bytes: 64 << 20,
+            gc_min_free: 4 << 20,
+            gc_max_free: 64 << 20,
         }
     }
 }
@@ -87,6 +91,18 @@ pub struct Heap {
     pub counters: HeapCounters,
     /// Stubs and the reclaim table, once swapping is enabled.
     stubs: std::sync::OnceLock<crate::stub::StubSpace>,
+    /// Bytes of allocation that trigger the next collection.
+    gc_trigger: AtomicUsize,
+    /// Called before every allocation when a memory budget is shared (the System).
+    pressure: std::sync::OnceLock<std::sync::Arc<dyn AllocPressure>>,
+}
+
+/// A memory budget shared by several heaps: asked to make room before each allocation,
+/// on the allocating thread (where a low-memory killer or a swap-out would run).
+pub trait AllocPressure: Send + Sync {
+    /// Makes room for `bytes` more (by killing, swapping or reclaiming) if the budget
+    /// would be exceeded. Must not allocate from `heap`.
+    fn before_alloc(&self, heap: &Heap, bytes: usize);
 }
 
 /// Bytes an object of this shape occupies (header included, large objects in pages).
@@ -104,15 +120,29 @@ impl Heap {
         Ok(Heap {
             table: HandleTable::new(config.handle_capacity)?,
             large: LargeSpace::new(),
-            config,
             counters: HeapCounters::default(),
             stubs: std::sync::OnceLock::new(),
+            pressure: std::sync::OnceLock::new(),
+            gc_trigger: AtomicUsize::new(config.gc_min_free),
+            config,
         })
     }
 
     /// Enables stubs for this heap (once; later calls are refused).
     pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), &'static str> {
         self.stubs.set(space).map_err(|_| "stubs are already enabled")
+    }
+
+    /// Installs the shared budget's hook (once).
+    pub fn set_pressure(&self, p: std::sync::Arc<dyn AllocPressure>) -> Result<(), &'static str> {
+        self.pressure.set(p).map_err(|_| "a memory budget is already set")
+    }
+
+    /// Bytes of this heap's objects that are in memory: live bytes less the bytes of
+    /// stubbed objects whose pages were returned to the OS.
+    pub fn resident_bytes(&self) -> usize {
+        let out = self.stub_space().map_or(0, |s| s.out_bytes());
+        self.in_use().saturating_sub(out as usize)
     }
 
     /// The stub space, when swapping is enabled.
@@ -137,7 +167,7 @@ impl Heap {
     #[inline]
     pub fn gc_need(&self, bytes: usize) -> GcNeed {
         let since = self.counters.since_gc.load(Ordering::Relaxed);
-        if since + bytes > self.config.gc_trigger_bytes {
+        if since + bytes > self.gc_trigger.load(Ordering::Relaxed) {
             return GcNeed::Collect;
         }
         match self.config.limit {
@@ -165,6 +195,9 @@ impl Heap {
         nrefs: u16,
     ) -> Result<Handle, AllocError> {
         let raw = HEADER_BYTES + kind.payload_bytes(len);
+        if let Some(p) = self.pressure.get() {
+            p.before_alloc(self, footprint(kind, len));
+        }
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
         } else {
@@ -192,6 +225,15 @@ impl Heap {
                 return Err(e.into());
             }
         };
+        if raw >= LARGE_OBJECT_BYTES
+            && self
+                .stubs
+                .get()
+                .is_some_and(|s| s.stub_on_alloc.load(Ordering::Relaxed))
+        {
+            // SAFETY: the handle is not published yet: no other thread can reach it.
+            unsafe { self.stub_object(h) }.map_err(|_| AllocError::OutOfMemory)?;
+        }
         let c = &self.counters;
         c.allocations.fetch_add(1, Ordering::Relaxed);
         c.bytes_allocated.fetch_add(size as u64, Ordering::Relaxed);
@@ -271,6 +313,9 @@ impl Heap {
     /// Resets the allocation-volume trigger after a collection.
     pub fn collected(&self) {
         self.counters.since_gc.store(0, Ordering::Relaxed);
+        let c = &self.config;
+        let next = (self.in_use() / 3).clamp(c.gc_min_free, c.gc_max_free.max(c.gc_min_free));
+        self.gc_trigger.store(next, Ordering::Relaxed);
     }
 
     /// Live bytes now.
