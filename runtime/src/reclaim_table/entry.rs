@@ -1,0 +1,242 @@
+//! One reclaim-table entry as it sits in shared memory, its id, and the two lock guards.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::lock::{EntryFlags, EntryLock};
+
+/// The index of an entry in its table. Stubs keep it to find their entry again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryId(u32);
+
+impl EntryId {
+    /// The id of the entry at `index` (the table checks it against its capacity).
+    pub const fn from_index(index: u32) -> EntryId {
+        EntryId(index)
+    }
+
+    /// The entry's index in its table.
+    pub const fn index(self) -> u32 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for EntryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// One entry: 32 bytes, `#[repr(C)]`, valid when all zero (a free entry).
+///
+/// Layout (little-endian, as another process reads it):
+///
+/// ```text
+/// offset 0   u32  flags (EntryFlags)
+/// offset 4   u32  runtime lock counter
+/// offset 8   u64  object address
+/// offset 16  u64  object size in bytes
+/// offset 24  u64  owner handle (the runtime's handle of the object or its stub)
+/// ```
+///
+/// The location and owner are written before `OCCUPIED` is set (published by its Release)
+/// and are changed afterwards only under the shared lock ([`SharedGuard::set_location`]);
+/// the reclaimer reads them under its exclusive lock ([`ReclaimerGuard`]).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Entry {
+    lock: EntryLock,
+    addr: AtomicU64,
+    size: AtomicU64,
+    owner: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+
+impl Entry {
+    /// The entry's lock word and counter.
+    pub fn lock(&self) -> &EntryLock {
+        &self.lock
+    }
+
+    /// Takes the runtime's shared lock for the length of one access.
+    pub fn lock_shared(&self) -> SharedGuard<'_> {
+        self.lock.lock_shared();
+        SharedGuard { entry: self }
+    }
+
+    /// Tries the reclaimer's exclusive lock; `None` at once on any contention.
+    pub fn try_lock_reclaimer(&self) -> Option<ReclaimerGuard<'_>> {
+        // Build the guard only on success: a guard dropped on failure would unlock.
+        if self.lock.try_lock_reclaimer() {
+            Some(ReclaimerGuard { entry: self })
+        } else {
+            None
+        }
+    }
+
+    /// All flags, the reclaimer's lock bit included.
+    pub fn flags(&self) -> EntryFlags {
+        self.lock.flags()
+    }
+
+    /// Object address.
+    pub fn addr(&self) -> u64 {
+        // Relaxed: published by the OCCUPIED flag or a lock (see the type's doc).
+        self.addr.load(Ordering::Relaxed)
+    }
+
+    /// Object size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Relaxed)
+    }
+
+    /// The owner handle given at insert.
+    pub fn owner(&self) -> u64 {
+        self.owner.load(Ordering::Relaxed)
+    }
+
+    /// Whether the entry describes an object.
+    pub fn is_occupied(&self) -> bool {
+        self.flags().contains(EntryFlags::OCCUPIED)
+    }
+
+    /// Whether the object's pages are in memory.
+    pub fn is_resident(&self) -> bool {
+        self.flags().contains(EntryFlags::RESIDENT)
+    }
+
+    /// Whether a checkpoint exists in the swap file.
+    pub fn is_saved(&self) -> bool {
+        self.flags().contains(EntryFlags::SAVED)
+    }
+
+    /// Whether the checkpoint is current.
+    pub fn is_clean(&self) -> bool {
+        self.flags().contains(EntryFlags::CLEAN)
+    }
+
+    /// Whether the object was judged cold.
+    pub fn is_cold(&self) -> bool {
+        self.flags().contains(EntryFlags::COLD)
+    }
+
+    /// Whether the reclaimer holds its lock.
+    pub fn is_reclaimer_locked(&self) -> bool {
+        self.lock.is_reclaimer_locked()
+    }
+
+    /// A snapshot for the reclaimer's scan: reclaimable flags, no lock held by anyone.
+    /// Only a hint: the reclaimer re-checks under its lock ([`ReclaimerGuard::is_reclaimable`]).
+    pub fn looks_reclaimable(&self) -> bool {
+        let flags = self.flags();
+        flags.contains(EntryFlags::RECLAIMABLE)
+            && !flags.contains(EntryFlags::RECLAIMER_LOCK)
+            && self.lock.shared_count() == 0
+    }
+
+    /// Sets or clears RESIDENT (the runtime sets it after reading the object back).
+    pub fn set_resident(&self, on: bool) {
+        self.set(EntryFlags::RESIDENT, on);
+    }
+
+    /// Sets or clears SAVED.
+    pub fn set_saved(&self, on: bool) {
+        self.set(EntryFlags::SAVED, on);
+    }
+
+    /// Sets or clears CLEAN. Clear it holding the shared lock on a write, so a reclaimer
+    /// holding its lock can trust a CLEAN it reads.
+    pub fn set_clean(&self, on: bool) {
+        self.set(EntryFlags::CLEAN, on);
+    }
+
+    /// Sets or clears COLD.
+    pub fn set_cold(&self, on: bool) {
+        self.set(EntryFlags::COLD, on);
+    }
+
+    fn set(&self, flag: EntryFlags, on: bool) {
+        if on {
+            self.lock.insert_flags(flag);
+        } else {
+            self.lock.remove_flags(flag);
+        }
+    }
+
+    /// Fills a free entry and publishes it (OCCUPIED | RESIDENT). Only the table calls this,
+    /// on an entry it took off its free list.
+    pub(super) fn occupy(&self, addr: u64, size: u64, owner: u64) {
+        // Relaxed stores: published by the AcqRel flag update that follows.
+        self.addr.store(addr, Ordering::Relaxed);
+        self.size.store(size, Ordering::Relaxed);
+        self.owner.store(owner, Ordering::Relaxed);
+        self.lock
+            .insert_flags(EntryFlags::OCCUPIED | EntryFlags::RESIDENT);
+    }
+
+    /// Empties an occupied entry, waiting out a reclaimer that holds it. Only the table calls
+    /// this, before putting the entry back on its free list.
+    pub(super) fn vacate(&self) {
+        let _guard = self.lock_shared();
+        self.lock
+            .remove_flags(EntryFlags::all().difference(EntryFlags::RECLAIMER_LOCK));
+    }
+}
+
+/// The runtime's shared hold on an entry; released on drop.
+#[derive(Debug)]
+pub struct SharedGuard<'a> {
+    entry: &'a Entry,
+}
+
+impl<'a> SharedGuard<'a> {
+    /// The locked entry.
+    pub fn entry(&self) -> &'a Entry {
+        self.entry
+    }
+
+    /// Records that the object now lives at `addr` with `size` bytes. The reclaimer cannot
+    /// hold the entry meanwhile, so it never sees a half-updated location.
+    pub fn set_location(&self, addr: u64, size: u64) {
+        // Relaxed: the reclaimer reads these only after taking its lock, which synchronizes
+        // with the Release of our unlock.
+        self.entry.addr.store(addr, Ordering::Relaxed);
+        self.entry.size.store(size, Ordering::Relaxed);
+    }
+}
+
+impl Drop for SharedGuard<'_> {
+    fn drop(&mut self) {
+        self.entry.lock.unlock_shared();
+    }
+}
+
+/// The reclaimer's exclusive hold on an entry; released on drop.
+#[derive(Debug)]
+pub struct ReclaimerGuard<'a> {
+    entry: &'a Entry,
+}
+
+impl<'a> ReclaimerGuard<'a> {
+    /// The locked entry.
+    pub fn entry(&self) -> &'a Entry {
+        self.entry
+    }
+
+    /// Whether the entry may be reclaimed now: occupied, resident, saved, clean and cold.
+    /// No runtime thread can change that while the guard is held.
+    pub fn is_reclaimable(&self) -> bool {
+        self.entry.flags().contains(EntryFlags::RECLAIMABLE)
+    }
+
+    /// Records that the object's pages were dropped (clears RESIDENT).
+    pub fn mark_reclaimed(&self) {
+        self.entry.lock.remove_flags(EntryFlags::RESIDENT);
+    }
+}
+
+impl Drop for ReclaimerGuard<'_> {
+    fn drop(&mut self) {
+        self.entry.lock.unlock_reclaimer();
+    }
+}
