@@ -105,6 +105,12 @@ pub struct App {
     /// The first halt or runtime error, which ends the app.
     pub outcome: Mutex<Option<Trap>>,
     sleepers: (Mutex<()>, Condvar),
+    /// The swap side, once swapping is enabled.
+    pub(crate) swap: std::sync::OnceLock<Arc<marvin_swap::AppSwap>>,
+    /// Memory transitions so far (background, save, reclaim, foreground).
+    pub transitions: Mutex<Vec<super::memory::Transition>>,
+    /// Latency of every reclaim request served by this app, in ns.
+    pub reclaim_latencies: Mutex<Vec<u64>>,
 }
 
 impl App {
@@ -130,6 +136,9 @@ impl App {
             handles: Mutex::new(Vec::new()),
             outcome: Mutex::new(None),
             sleepers: (Mutex::new(()), Condvar::new()),
+            swap: std::sync::OnceLock::new(),
+            transitions: Mutex::new(Vec::new()),
+            reclaim_latencies: Mutex::new(Vec::new()),
         })
     }
 
@@ -157,6 +166,19 @@ impl App {
         if let Some(c) = self.marks.get(s as usize) {
             c.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// How many times `mark NAME` ran (0 if the program never marks that name).
+    pub fn mark_count(&self, name: &str) -> u64 {
+        self.loaded
+            .vp
+            .program
+            .strings
+            .iter()
+            .zip(&self.marks)
+            .filter(|(s, _)| s.as_str() == name)
+            .map(|(_, c)| c.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// `mark` counts by name.

@@ -30,9 +30,17 @@ pub struct Transition {
 
 impl App {
     /// Turns swapping on: a swap file and reclaim table in `dir`, stubs on the heap.
-    pub fn enable_swap(&self, dir: &Path, name: &str, policy: Arc<dyn SwapPolicy>) -> Result<(), String> {
+    /// `bookmarking` is Marvin's collector; without it (the page-swap baseline) the
+    /// collector faults swapped objects in.
+    pub fn enable_swap(
+        &self,
+        dir: &Path,
+        name: &str,
+        policy: Arc<dyn SwapPolicy>,
+        bookmarking: bool,
+    ) -> Result<(), String> {
         let capacity = self.heap.config().handle_capacity.min(1 << 22);
-        let swap = AppSwap::attach(&self.heap, dir, name, policy, capacity)?;
+        let swap = AppSwap::attach(&self.heap, dir, name, policy, capacity, bookmarking)?;
         if let Some(space) = self.heap.stub_space() {
             space.table.set_foreground(true);
         }
@@ -100,12 +108,19 @@ impl App {
 
     /// Reclaims up to `want` bytes of this app's saved, clean, cold objects.
     pub fn reclaim_now(&self, want: u64) -> Result<(Transition, reclaimer::ReclaimReport), String> {
-        let swap = self.swap().ok_or("swapping is not enabled")?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
+        let r = self.reclaim(want)?;
+        Ok((self.record("reclaim", t0, rss, r.objects, r.bytes), r))
+    }
+
+    /// Reclaims up to `want` bytes without recording a transition (the pressure path).
+    pub fn reclaim(&self, want: u64) -> Result<reclaimer::ReclaimReport, String> {
+        let swap = self.swap().ok_or("swapping is not enabled")?;
         let r = reclaimer::reclaim_from(&self.heap, want);
         swap.counters.reclaimed_objects.fetch_add(r.objects, Ordering::Relaxed);
         swap.counters.reclaimed_bytes.fetch_add(r.bytes, Ordering::Relaxed);
-        Ok((self.record("reclaim", t0, rss, r.objects, r.bytes), r))
+        self.reclaim_latencies.lock().push(r.latency.as_nanos() as u64);
+        Ok(r)
     }
 
     /// Comes back to the foreground: with eager restore, every reclaimed object is read

@@ -5,6 +5,8 @@
 pub mod app;
 pub mod fuse;
 pub mod interp;
+pub mod lifecycle;
+pub mod memory;
 
 
 pub mod messages;

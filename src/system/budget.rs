@@ -1,0 +1,193 @@
+//! The shared memory budget and the three ways of handling pressure.
+//!
+//! Every app's heap asks [`Budget::before_alloc`] before each allocation, on the
+//! allocating thread. When the resident app memory plus the allocation would pass the
+//! budget, the pressure policy makes room there and then, as the kernel would:
+//! - `kill` kills the least recently used background app (Android's low-memory killer);
+//! - `page-swap` writes the least recently used page runs (cold first, the foreground
+//!   app's too) to their app's swap file synchronously and drops them (a Linux swap file);
+//! - `marvin` asks the reclaimer for saved, clean, cold objects of background apps, least
+//!   recently used first; if that is not enough it falls back to a kill, as Android's
+//!   killer still stands behind Marvin.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use marvin_interpreter::exec::App;
+use marvin_runtime::heap::{AllocPressure, Heap};
+use marvin_swap::pageout;
+use parking_lot::Mutex;
+
+use super::Pressure;
+
+/// One app as the budget sees it.
+pub struct Member {
+    pub id: usize,
+    pub app: Weak<App>,
+    pub foreground: AtomicBool,
+    /// When the app last left (or was in) the foreground, in ns since the run began.
+    pub last_foreground_ns: AtomicU64,
+    pub alive: AtomicBool,
+}
+
+/// Latency samples and counters of the pressure path.
+#[derive(Default)]
+pub struct PressureStats {
+    pub reclaim_latency_ns: Vec<u64>,
+    pub reclaimed_bytes: u64,
+    pub over_budget_events: u64,
+    pub max_over_budget: u64,
+}
+
+/// The budget shared by every app of a run.
+pub struct Budget {
+    pub limit: u64,
+    pub pressure: Pressure,
+    pub members: Mutex<Vec<Arc<Member>>>,
+    /// Serialises make-room work, as a kernel's reclaim path is.
+    room: Mutex<()>,
+    pub stats: Mutex<PressureStats>,
+    /// Asks the System to kill an app (it does the bookkeeping and the reaping).
+    pub kill: Box<dyn Fn(usize) + Send + Sync>,
+    pub start: Instant,
+}
+
+impl Budget {
+    pub fn new(limit: u64, pressure: Pressure, kill: Box<dyn Fn(usize) + Send + Sync>) -> Budget {
+        Budget {
+            limit,
+            pressure,
+            members: Mutex::new(Vec::new()),
+            room: Mutex::new(()),
+            stats: Mutex::new(PressureStats::default()),
+            kill,
+            start: Instant::now(),
+        }
+    }
+
+    /// Alive members with their apps.
+    fn alive(&self) -> Vec<(Arc<Member>, Arc<App>)> {
+        self.members
+            .lock()
+            .iter()
+            .filter(|m| m.alive.load(Ordering::Relaxed))
+            .filter_map(|m| m.app.upgrade().map(|a| (m.clone(), a)))
+            .collect()
+    }
+
+    /// Resident app memory as accounted: each alive app's heap, less what is out.
+    pub fn resident(&self) -> u64 {
+        self.alive()
+            .iter()
+            .map(|(_, a)| a.heap.resident_bytes() as u64)
+            .sum()
+    }
+
+    /// Background members, least recently in the foreground first (never `except`).
+    fn lru_background(&self, except: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
+        let mut v: Vec<_> = self
+            .alive()
+            .into_iter()
+            .filter(|(m, _)| !m.foreground.load(Ordering::Relaxed) && Some(m.id) != except)
+            .collect();
+        v.sort_by_key(|(m, _)| (m.last_foreground_ns.load(Ordering::Relaxed), m.id));
+        v
+    }
+
+    fn member_of(&self, heap: &Heap) -> Option<usize> {
+        self.alive()
+            .iter()
+            .find(|(_, a)| std::ptr::eq(&a.heap, heap))
+            .map(|(m, _)| m.id)
+    }
+
+    fn kill_one(&self, requester: Option<usize>) -> bool {
+        match self.lru_background(requester).first() {
+            Some((m, _)) => {
+                m.alive.store(false, Ordering::SeqCst);
+                (self.kill)(m.id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn make_room(&self, heap: &Heap, bytes: u64) {
+        let _room = self.room.lock();
+        let need = |s: &Self| (s.resident() + bytes).saturating_sub(s.limit);
+        let mut short = need(self);
+        if short == 0 {
+            return;
+        }
+        let requester = self.member_of(heap);
+        match self.pressure {
+            Pressure::Kill => {}
+            Pressure::Marvin => {
+                let t0 = Instant::now();
+                let mut got = 0;
+                for (_, a) in self.lru_background(requester) {
+                    if got >= short {
+                        break;
+                    }
+                    if let Ok(r) = a.reclaim(short - got) {
+                        got += r.bytes;
+                    }
+                }
+                let mut st = self.stats.lock();
+                st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
+                st.reclaimed_bytes += got;
+                drop(st);
+                short = need(self);
+            }
+            Pressure::PageSwap => {
+                let t0 = Instant::now();
+                let mut order = self.lru_background(requester);
+                // Then the foreground apps (the requester last): a kernel's LRU spans
+                // every process.
+                order.extend(
+                    self.alive()
+                        .into_iter()
+                        .filter(|(m, _)| m.foreground.load(Ordering::Relaxed) && Some(m.id) != requester),
+                );
+                order.extend(self.alive().into_iter().filter(|(m, _)| Some(m.id) == requester));
+                let mut got = 0;
+                for (_, a) in &order {
+                    if got >= short {
+                        break;
+                    }
+                    if let Some(s) = a.swap() {
+                        got += pageout::page_out(&a.heap, s, short - got).bytes;
+                    }
+                }
+                let mut st = self.stats.lock();
+                st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
+                st.reclaimed_bytes += got;
+                drop(st);
+                short = need(self);
+            }
+        }
+        // Kill (the policy itself, or the fallback) until it fits or nobody is left.
+        while short > 0 && self.pressure != Pressure::PageSwap && self.kill_one(requester) {
+            short = need(self);
+        }
+        if short > 0 {
+            let mut st = self.stats.lock();
+            st.over_budget_events += 1;
+            st.max_over_budget = st.max_over_budget.max(short);
+        }
+    }
+}
+
+/// The hook a heap calls; holds the budget weakly so apps do not keep it alive.
+pub struct BudgetHook(pub Weak<Budget>);
+
+impl AllocPressure for BudgetHook {
+    fn before_alloc(&self, heap: &Heap, bytes: usize) {
+        if let Some(b) = self.0.upgrade() {
+            if b.resident() + bytes as u64 > b.limit {
+                b.make_room(heap, bytes as u64);
+            }
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! One run of the System under one pressure policy: N app instances in this process,
+//! each with its own heap, main looper, threads, reclaim table and swap file, sharing
+//! one budget of resident app memory; an activity manager that launches a new app every
+//! interval (the new one comes to the foreground, the previous one goes to the
+//! background) and can switch the foreground among apps on a schedule; a sampler that
+//! records the time series.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use marvin_interpreter::exec::messages::run_looper;
+use marvin_interpreter::exec::{memory, App, Loaded, RunConfig, Trap};
+use marvin_runtime::heap::HeapConfig;
+use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use parking_lot::Mutex;
+
+use super::activity::{Activity, Thresholds};
+use super::budget::{Budget, BudgetHook, Member};
+use super::series::{PolicySeries, SeriesPoint};
+use super::summary::Summary;
+use super::{Pressure, SystemConfig};
+
+/// An app instance slot: the app while it lives, and what is known of it after.
+struct Slot {
+    member: Arc<Member>,
+    app: Option<Arc<App>>,
+    looper: Option<std::thread::JoinHandle<Option<Trap>>>,
+    heap_task: Option<std::thread::JoinHandle<()>>,
+    activity: Activity,
+    dir: PathBuf,
+}
+
+/// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
+#[derive(Default)]
+struct Retired {
+    swap_written: u64,
+    swap_read: u64,
+    gc_faults: u64,
+    object_faults: u64,
+    failed_verifications: u64,
+    reclaim_latency_ns: Vec<u64>,
+}
+
+/// Everything one policy run shares between the activity manager, the budget's kill
+/// callback and the sampler.
+struct Run {
+    cfg: SystemConfig,
+    pressure: Pressure,
+    loaded: Arc<Loaded>,
+    policy: Arc<PolicyConfig>,
+    slots: Mutex<Vec<Slot>>,
+    budget: Arc<Budget>,
+    kills: AtomicU64,
+    restarts: AtomicU64,
+    retired: Mutex<Retired>,
+    /// Apps killed whose threads are being reaped.
+    dying: Mutex<Vec<(Arc<App>, Option<std::thread::JoinHandle<Option<Trap>>>, Option<std::thread::JoinHandle<()>>)>>,
+    start: Instant,
+    dir: tempfile::TempDir,
+    stop: AtomicBool,
+}
+
+/// Progress callback: (elapsed, alive, active, kills, accounted bytes).
+pub type Progress<'a> = &'a (dyn Fn(Duration, u32, u32, u64, u64) + Sync);
+
+/// Runs one policy and returns its summary and time series.
+pub fn run_policy(
+    cfg: &SystemConfig,
+    pressure: Pressure,
+    loaded: Arc<Loaded>,
+    policy: Arc<PolicyConfig>,
+    progress: Progress<'_>,
+) -> anyhow::Result<(Summary, PolicySeries)> {
+    let dir = match &cfg.swap_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::Builder::new().prefix(pressure.name()).tempdir_in(d)?
+        }
+        None => tempfile::Builder::new().prefix("marvin-pressure-").tempdir()?,
+    };
+    let run = Arc::new_cyclic(|weak: &Weak<Run>| {
+        let w = weak.clone();
+        let kill = Box::new(move |id: usize| {
+            if let Some(r) = w.upgrade() {
+                r.kill(id);
+            }
+        });
+        Run {
+            cfg: cfg.clone(),
+            pressure,
+            loaded,
+            policy,
+            slots: Mutex::new(Vec::new()),
+            budget: Arc::new(Budget::new(cfg.budget as u64, pressure, kill)),
+            kills: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+            retired: Mutex::new(Retired::default()),
+            dying: Mutex::new(Vec::new()),
+            start: Instant::now(),
+            dir,
+            stop: AtomicBool::new(false),
+        }
+    });
+    let th = Thresholds::scaled(cfg.time_scale);
+    let mut series = PolicySeries { policy: pressure.name().to_string(), points: Vec::new() };
+    let mut summary = Summary::new(pressure.name());
+    let mut next_launch = Duration::ZERO;
+    let mut next_switch = cfg.switch_every;
+    let mut launched = 0usize;
+    let mut fg: Option<usize> = None;
+    loop {
+        let now = run.start.elapsed();
+        if now >= cfg.duration {
+            break;
+        }
+        if launched < cfg.apps && now >= next_launch {
+            run.launch_new(launched, &mut fg)?;
+            launched += 1;
+            next_launch += cfg.launch_every;
+        } else if let Some(every) = cfg.switch_every {
+            if launched == cfg.apps && now >= next_switch.unwrap_or(Duration::MAX) {
+                run.switch_next(&mut fg)?;
+                next_switch = Some(now + every);
+            }
+        }
+        run.reap();
+        let p = run.sample(th);
+        summary.observe(&p);
+        progress(now, p.alive, p.active, p.kills, p.accounted_bytes);
+        series.points.push(p);
+        std::thread::sleep(cfg.sample_every);
+    }
+    run.stop.store(true, Ordering::SeqCst);
+    let final_point = run.sample(th);
+    summary.observe(&final_point);
+    summary.final_alive = final_point.alive;
+    summary.final_active = final_point.active;
+    series.points.push(final_point);
+    run.shutdown();
+    run.finish(&mut summary);
+    Ok((summary, series))
+}
+
+impl Run {
+    fn app_config(&self) -> RunConfig {
+        RunConfig {
+            heap: HeapConfig {
+                gc_min_free: self.cfg.gc_max_free.min(1 << 20),
+                gc_max_free: self.cfg.gc_max_free,
+                ..HeapConfig::default()
+            },
+            out: Box::new(std::io::sink()),
+            ..RunConfig::default()
+        }
+    }
+
+    /// Starts app `id` (a launch or a cold restart) in the foreground.
+    fn start_app(&self, id: usize) -> anyhow::Result<Slot> {
+        let app = Arc::new(App::new(self.loaded.clone(), self.app_config())?);
+        let dir = self.dir.path().join(format!("app{id}"));
+        let member = Arc::new(Member {
+            id,
+            app: Arc::downgrade(&app),
+            foreground: AtomicBool::new(true),
+            last_foreground_ns: AtomicU64::new(self.start.elapsed().as_nanos() as u64),
+            alive: AtomicBool::new(true),
+        });
+        match self.pressure {
+            Pressure::Kill => {}
+            Pressure::Marvin => {
+                app.enable_swap(&dir, "swap", self.policy.clone() as Arc<dyn SwapPolicy>, true)
+                    .map_err(anyhow::Error::msg)?;
+            }
+            Pressure::PageSwap => {
+                app.enable_swap(&dir, "swap", self.policy.clone() as Arc<dyn SwapPolicy>, false)
+                    .map_err(anyhow::Error::msg)?;
+                if let Some(s) = app.heap.stub_space() {
+                    s.stub_on_alloc.store(true, Ordering::SeqCst);
+                    // Every page run may go, the foreground's too.
+                    s.table.set_foreground(false);
+                }
+            }
+        }
+        app.heap
+            .set_pressure(Arc::new(BudgetHook(Arc::downgrade(&self.budget))))
+            .map_err(anyhow::Error::msg)?;
+        self.budget.members.lock().push(member.clone());
+        let heap_task = match self.pressure {
+            Pressure::Marvin => memory::start_heap_task(&app),
+            _ => None,
+        };
+        let a = app.clone();
+        let looper = std::thread::Builder::new()
+            .name(format!("app{id}-main"))
+            .spawn(move || {
+                let r = run_looper(&a);
+                a.flush();
+                r
+            })?;
+        Ok(Slot { member, app: Some(app), looper: Some(looper), heap_task, activity: Activity::default(), dir })
+    }
+
+    fn launch_new(&self, id: usize, fg: &mut Option<usize>) -> anyhow::Result<()> {
+        if let Some(prev) = fg.take() {
+            self.to_background(prev);
+        }
+        let slot = self.start_app(id)?;
+        self.slots.lock().push(slot);
+        *fg = Some(id);
+        Ok(())
+    }
+
+    /// Brings the next app (round robin) to the foreground, restarting it if it was
+    /// killed.
+    fn switch_next(&self, fg: &mut Option<usize>) -> anyhow::Result<()> {
+        let n = self.slots.lock().len();
+        if n == 0 {
+            return Ok(());
+        }
+        let next = fg.map_or(0, |f| (f + 1) % n);
+        if let Some(prev) = fg.take() {
+            self.to_background(prev);
+        }
+        let alive = self.slots.lock()[next].member.alive.load(Ordering::SeqCst);
+        if alive {
+            let app = self.slots.lock()[next].app.clone();
+            let m = self.slots.lock()[next].member.clone();
+            m.foreground.store(true, Ordering::SeqCst);
+            if let Some(app) = app {
+                if self.pressure == Pressure::Marvin {
+                    let _ = app.enter_foreground();
+                }
+            }
+        } else {
+            let slot = self.start_app(next)?;
+            self.slots.lock()[next] = slot;
+            self.restarts.fetch_add(1, Ordering::SeqCst);
+        }
+        *fg = Some(next);
+        Ok(())
+    }
+
+    fn to_background(&self, id: usize) {
+        let (member, app) = {
+            let slots = self.slots.lock();
+            (slots[id].member.clone(), slots[id].app.clone())
+        };
+        member.foreground.store(false, Ordering::SeqCst);
+        member
+            .last_foreground_ns
+            .store(self.start.elapsed().as_nanos() as u64, Ordering::SeqCst);
+        if let (Some(app), Pressure::Marvin) = (app, self.pressure) {
+            if member.alive.load(Ordering::SeqCst) {
+                let _ = app.enter_background();
+            }
+        }
+    }
+
+    /// Kills app `id` (the budget already marked it dead): its threads unwind and its
+    /// memory goes back when the reaper drops it.
+    fn kill(&self, id: usize) {
+        self.kills.fetch_add(1, Ordering::SeqCst);
+        let mut slots = self.slots.lock();
+        let Some(slot) = slots.get_mut(id) else { return };
+        if let Some(app) = slot.app.take() {
+            app.end_with(Trap::Terminated);
+            self.dying.lock().push((app, slot.looper.take(), slot.heap_task.take()));
+        }
+    }
+
+    /// Joins killed apps' threads and frees them, booking their totals.
+    fn reap(&self) {
+        let done: Vec<_> = {
+            let mut d = self.dying.lock();
+            let (finished, rest): (Vec<_>, Vec<_>) = d.drain(..).partition(|(_, l, h)| {
+                l.as_ref().is_none_or(|l| l.is_finished()) && h.as_ref().is_none_or(|h| h.is_finished())
+            });
+            *d = rest;
+            finished
+        };
+        for (app, looper, task) in done {
+            if let Some(l) = looper {
+                let _ = l.join();
+            }
+            if let Some(t) = task {
+                let _ = t.join();
+            }
+            self.retire(&app);
+        }
+    }
+
+    fn retire(&self, app: &App) {
+        let mut r = self.retired.lock();
+        r.failed_verifications += app.mark_count("verify_failed");
+        if let Some(s) = app.swap() {
+            r.swap_written += s.counters.bytes_written.load(Ordering::Relaxed);
+            r.swap_read += s.counters.bytes_read.load(Ordering::Relaxed);
+        }
+        if let Some(space) = app.heap.stub_space() {
+            r.gc_faults += space.counters.gc_faults.load(Ordering::Relaxed);
+            r.object_faults += space.counters.faults.load(Ordering::Relaxed);
+        }
+        r.reclaim_latency_ns.extend(app.reclaim_latencies.lock().iter().copied());
+    }
+
+    fn sample(&self, th: Thresholds) -> SeriesPoint {
+        let now = Instant::now();
+        let mut slots = self.slots.lock();
+        let (mut alive, mut active, mut written, mut read) = (0u32, 0u32, 0u64, 0u64);
+        for s in slots.iter_mut() {
+            let Some(app) = &s.app else { continue };
+            if !s.member.alive.load(Ordering::Relaxed) {
+                continue;
+            }
+            if s.looper.as_ref().is_some_and(|l| l.is_finished()) {
+                // The app ended by itself (a failed verification, or a finite workload).
+                continue;
+            }
+            alive += 1;
+            s.activity.observe(app.mark_count("round"), now, th);
+            if s.activity.is_active() {
+                active += 1;
+            }
+            if let Some(sw) = app.swap() {
+                written += sw.counters.bytes_written.load(Ordering::Relaxed);
+                read += sw.counters.bytes_read.load(Ordering::Relaxed);
+            }
+        }
+        drop(slots);
+        let r = self.retired.lock();
+        SeriesPoint {
+            t_s: self.start.elapsed().as_secs_f64(),
+            alive,
+            active,
+            kills: self.kills.load(Ordering::Relaxed),
+            restarts: self.restarts.load(Ordering::Relaxed),
+            accounted_bytes: self.budget.resident(),
+            rss_bytes: marvin_runtime::procfs::resident_bytes().unwrap_or(0),
+            swap_written: written + r.swap_written,
+            swap_read: read + r.swap_read,
+        }
+    }
+
+    /// Ends every app and waits for all threads.
+    fn shutdown(&self) {
+        let slots: Vec<_> = self.slots.lock().iter_mut().map(|s| {
+            (s.app.take(), s.looper.take(), s.heap_task.take())
+        }).collect();
+        for (app, looper, task) in slots {
+            if let Some(app) = app {
+                app.end_with(Trap::Terminated);
+                if let Some(l) = looper {
+                    let _ = l.join();
+                }
+                if let Some(t) = task {
+                    let _ = t.join();
+                }
+                self.retire(&app);
+            }
+        }
+        loop {
+            self.reap();
+            if self.dying.lock().is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn finish(&self, summary: &mut Summary) {
+        let r = self.retired.lock();
+        summary.kills = self.kills.load(Ordering::SeqCst);
+        summary.restarts = self.restarts.load(Ordering::SeqCst);
+        summary.failed_verifications = r.failed_verifications;
+        summary.swap_bytes_written = r.swap_written;
+        summary.swap_bytes_read = r.swap_read;
+        summary.gc_faults = r.gc_faults;
+        summary.object_faults = r.object_faults;
+        let st = self.budget.stats.lock();
+        let mut lat: Vec<u64> = st.reclaim_latency_ns.clone();
+        lat.extend(r.reclaim_latency_ns.iter().copied());
+        summary.set_latencies(&mut lat);
+        summary.over_budget_events = st.over_budget_events;
+        summary.max_over_budget_bytes = st.max_over_budget;
+        summary.budget_bytes = self.cfg.budget as u64;
+        let _ = &self.dir;
+        let _ = self.stop.load(Ordering::Relaxed);
+        let _ = self.slots.lock().iter().map(|s| &s.dir).count();
+    }
+}
