@@ -1,0 +1,731 @@
+//! The app's swap file: checkpoints of objects in slots of one memory-mapped file.
+//!
+//! Each slot is a checked header (object key, payload length, generation, CRC-32 of the
+//! payload and of the header itself; see [`layout`]) followed by the payload. Saving the
+//! same object again rewrites its slot in place when the new checkpoint fits; otherwise it
+//! takes a free slot (best fit) or appends one, growing the file (`posix_fallocate`, so a
+//! full disk is an error, never a `SIGBUS` on a later store, then a fresh map). Freed slots
+//! merge with free neighbours, and a free tail shrinks the used region. When dead bytes
+//! (free slots and slack in live ones) exceed a fraction of the used region,
+//! [`SwapFile::compact_if_needed`] copies the live slots to a new file that atomically
+//! replaces the old one (rename) and reports where each slot went.
+//!
+//! Reads check everything before trusting it: that the file still exists and has not been
+//! truncated (an access past the end of a shared map would be a `SIGBUS`), that the header
+//! lies inside the map, its magic and checksum, the key, the length, and the payload's
+//! checksum. A corrupt file is an error naming the object, never a panic.
+//!
+//! The in-memory index (which slots exist, which are live and whose) is the source of truth
+//! for allocation; the on-disk headers make each checkpoint self-checking.
+
+mod crc32;
+mod error;
+pub mod layout;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use memmap2::MmapMut;
+
+pub use crc32::crc32;
+pub use error::{CorruptKind, SwapError};
+use layout::{
+    capacity_for, write_file_header, HeaderError, SlotHeader, SlotState, FILE_HEADER_BYTES,
+    MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
+};
+
+/// The data region a new file starts with.
+const INITIAL_DATA_BYTES: u64 = 64 * 1024;
+/// Growth is rounded up to this.
+const GROWTH_GRANULE: u64 = 64 * 1024;
+/// A free slot is reused only when it wastes at most this factor of the space needed.
+const BEST_FIT_SLACK: u64 = 2;
+
+/// Where a checkpoint lives: the byte offset of its slot in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SlotId(u64);
+
+impl SlotId {
+    /// The slot at byte `offset` (for stubs that store it as an integer).
+    pub const fn from_offset(offset: u64) -> SlotId {
+        SlotId(offset)
+    }
+
+    /// The byte offset of the slot's header; the payload follows
+    /// [`layout::SLOT_HEADER_BYTES`] later.
+    pub const fn offset(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for SlotId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "slot@{}", self.0)
+    }
+}
+
+/// What [`SwapFile::compact_if_needed`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionReport {
+    /// Every live slot's old and new id, sorted by old id.
+    pub remap: Vec<(SlotId, SlotId)>,
+    /// The file's size before.
+    pub bytes_before: u64,
+    /// The file's size after.
+    pub bytes_after: u64,
+    /// Dead bytes dropped.
+    pub dead_bytes_dropped: u64,
+}
+
+impl CompactionReport {
+    /// Where the slot that was `old` lives now.
+    pub fn new_slot(&self, old: SlotId) -> Option<SlotId> {
+        self.remap
+            .binary_search_by_key(&old, |&(o, _)| o)
+            .ok()
+            .map(|i| self.remap[i].1)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Live {
+    key: u64,
+    len: u32,
+    generation: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SlotInfo {
+    capacity: u32,
+    live: Option<Live>,
+}
+
+impl SlotInfo {
+    fn end(&self, offset: u64) -> u64 {
+        offset + SLOT_HEADER_BYTES + self.capacity as u64
+    }
+}
+
+/// One app's swap file.
+pub struct SwapFile {
+    path: PathBuf,
+    file: File,
+    map: MmapMut,
+    limit: Option<u64>,
+    /// Every slot, by offset; together they tile `[FILE_HEADER_BYTES, end)`.
+    slots: BTreeMap<u64, SlotInfo>,
+    /// Free slots as (capacity, offset), for best fit.
+    free: BTreeSet<(u32, u64)>,
+    /// The end of the last slot.
+    end: u64,
+    live_payload: u64,
+    live_slots: u64,
+}
+
+impl std::fmt::Debug for SwapFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapFile")
+            .field("path", &self.path)
+            .field("file_bytes", &self.file_bytes())
+            .field("live_slots", &self.live_slots)
+            .field("live_bytes", &self.live_payload)
+            .field("dead_bytes", &self.dead_bytes())
+            .finish()
+    }
+}
+
+impl SwapFile {
+    /// Creates (or truncates) the swap file `dir/name`, with no size limit.
+    pub fn create(dir: &Path, name: &str) -> Result<SwapFile, SwapError> {
+        SwapFile::open_new(dir, name, None)
+    }
+
+    /// Creates (or truncates) the swap file `dir/name`, which will never grow past `limit`
+    /// bytes: a write that would need more fails with [`SwapError::LimitReached`].
+    pub fn with_limit(dir: &Path, name: &str, limit: u64) -> Result<SwapFile, SwapError> {
+        SwapFile::open_new(dir, name, Some(limit))
+    }
+
+    fn open_new(dir: &Path, name: &str, limit: Option<u64>) -> Result<SwapFile, SwapError> {
+        let plain = Path::new(name).file_name().is_some_and(|n| n == name);
+        if !plain {
+            return Err(SwapError::BadName {
+                name: name.to_string(),
+            });
+        }
+        let path = dir.join(name);
+        let mut size = FILE_HEADER_BYTES + INITIAL_DATA_BYTES;
+        if let Some(limit) = limit {
+            if limit < FILE_HEADER_BYTES + SLOT_HEADER_BYTES {
+                let wanted = FILE_HEADER_BYTES + SLOT_HEADER_BYTES;
+                return Err(SwapError::LimitReached {
+                    path,
+                    limit,
+                    wanted,
+                });
+            }
+            size = size.min(limit);
+        }
+        let (file, map) = new_mapped_file(&path, size)?;
+        Ok(SwapFile {
+            path,
+            file,
+            map,
+            limit,
+            slots: BTreeMap::new(),
+            free: BTreeSet::new(),
+            end: FILE_HEADER_BYTES,
+            live_payload: 0,
+            live_slots: 0,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Saves `bytes` as the checkpoint of object `key`. With `existing` (the object's
+    /// current slot), the slot is rewritten in place when the checkpoint fits; otherwise the
+    /// checkpoint goes to another slot and `existing` is freed once it is written. Returns
+    /// the slot now holding the checkpoint.
+    pub fn write(
+        &mut self,
+        key: u64,
+        bytes: &[u8],
+        existing: Option<SlotId>,
+    ) -> Result<SlotId, SwapError> {
+        if bytes.len() > MAX_PAYLOAD {
+            return Err(SwapError::TooLarge {
+                key,
+                len: bytes.len(),
+                max: MAX_PAYLOAD,
+            });
+        }
+        self.check_file()?;
+        let mut generation = 1;
+        if let Some(slot) = existing {
+            let info = self.live_info(slot)?;
+            let live = info.live.expect("live_info returns live slots");
+            if live.key != key {
+                return Err(SwapError::WrongObject {
+                    path: self.path.clone(),
+                    slot,
+                    key,
+                    owner: live.key,
+                });
+            }
+            generation = live.generation.wrapping_add(1);
+            if bytes.len() as u64 <= info.capacity as u64 {
+                self.put(slot.0, info.capacity, key, bytes, generation);
+                self.live_payload = self.live_payload - live.len as u64 + bytes.len() as u64;
+                return Ok(slot);
+            }
+        }
+        let offset = self.allocate(capacity_for(bytes.len()))?;
+        let capacity = self.slots[&offset].capacity;
+        self.put(offset, capacity, key, bytes, generation);
+        self.live_payload += bytes.len() as u64;
+        self.live_slots += 1;
+        if let Some(old) = existing {
+            self.release(old.0);
+        }
+        Ok(SlotId(offset))
+    }
+
+    /// Reads the checkpoint of object `key` from `slot` into `out`, whose length must be the
+    /// checkpoint's. Checks the file, the header, the key, the length and the checksum.
+    pub fn read(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
+        self.check_file()?;
+        let info = self.live_info(slot)?;
+        let corrupt = |kind| SwapError::Corrupt {
+            path: self.path.clone(),
+            key,
+            slot,
+            kind,
+        };
+        let header = self.header_at(slot.0).map_err(corrupt)?;
+        if header.state != SlotState::Live {
+            return Err(corrupt(CorruptKind::NotLive));
+        }
+        if header.key != key {
+            return Err(corrupt(CorruptKind::KeyMismatch { found: header.key }));
+        }
+        if header.capacity != info.capacity {
+            let kind = CorruptKind::LengthMismatch {
+                stored: header.capacity as u64,
+                expected: info.capacity as u64,
+            };
+            return Err(corrupt(kind));
+        }
+        if header.len as usize != out.len() || header.len > header.capacity {
+            let kind = CorruptKind::LengthMismatch {
+                stored: header.len as u64,
+                expected: out.len() as u64,
+            };
+            return Err(corrupt(kind));
+        }
+        let start = slot.0 + SLOT_HEADER_BYTES;
+        let payload = self
+            .map
+            .get(start as usize..start as usize + out.len())
+            .ok_or_else(|| {
+                corrupt(CorruptKind::OutOfBounds {
+                    offset: slot.0,
+                    file_len: self.map.len() as u64,
+                })
+            })?;
+        let computed = crc32(payload);
+        if computed != header.payload_crc {
+            return Err(corrupt(CorruptKind::BadPayloadChecksum {
+                stored: header.payload_crc,
+                computed,
+            }));
+        }
+        out.copy_from_slice(payload);
+        Ok(())
+    }
+
+    /// The length of the checkpoint in `slot`, per the in-memory index.
+    pub fn payload_len(&self, slot: SlotId) -> Option<usize> {
+        self.slots.get(&slot.0)?.live.map(|l| l.len as usize)
+    }
+
+    /// How many times `slot` was written since it was allocated (or since compaction copied it).
+    pub fn generation(&self, slot: SlotId) -> Option<u32> {
+        self.slots.get(&slot.0)?.live.map(|l| l.generation)
+    }
+
+    /// Marks the checkpoint in `slot` dead; its space is reused or compacted away.
+    pub fn free(&mut self, slot: SlotId) -> Result<(), SwapError> {
+        self.live_info(slot)?;
+        self.release(slot.0);
+        Ok(())
+    }
+
+    /// Payload bytes of all live checkpoints.
+    pub fn live_bytes(&self) -> u64 {
+        self.live_payload
+    }
+
+    /// The number of live checkpoints.
+    pub fn live_slots(&self) -> u64 {
+        self.live_slots
+    }
+
+    /// Bytes of the used region holding no live header or payload: free slots and the slack
+    /// at the end of live ones.
+    pub fn dead_bytes(&self) -> u64 {
+        self.used_bytes() - self.live_slots * SLOT_HEADER_BYTES - self.live_payload
+    }
+
+    /// Bytes from the first slot to the end of the last one.
+    pub fn used_bytes(&self) -> u64 {
+        self.end - FILE_HEADER_BYTES
+    }
+
+    /// The file's size (the used region plus room to grow into).
+    pub fn file_bytes(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// Dead bytes as a fraction of the used region (0 when it is empty).
+    pub fn dead_fraction(&self) -> f64 {
+        match self.used_bytes() {
+            0 => 0.0,
+            used => self.dead_bytes() as f64 / used as f64,
+        }
+    }
+
+    /// Compacts when [`SwapFile::dead_fraction`] exceeds `threshold`: the live checkpoints are
+    /// copied to a new file, which replaces this one by an atomic rename. Returns where each
+    /// slot went, or `None` when no compaction was needed. On error the old file stays in
+    /// use, unchanged. A live slot with a corrupt header stops the compaction with
+    /// [`SwapError::Corrupt`] naming its object: free it (and save the object again), then retry.
+    pub fn compact_if_needed(
+        &mut self,
+        threshold: f64,
+    ) -> Result<Option<CompactionReport>, SwapError> {
+        if self.dead_fraction() > threshold {
+            self.compact().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Compacts now, whatever the dead fraction (see [`SwapFile::compact_if_needed`]).
+    pub fn compact(&mut self) -> Result<CompactionReport, SwapError> {
+        self.check_file()?;
+        let mut new_slots = BTreeMap::new();
+        let mut remap = Vec::with_capacity(self.live_slots as usize);
+        let mut at = FILE_HEADER_BYTES;
+        for (&offset, info) in &self.slots {
+            if let Some(live) = info.live {
+                let capacity = capacity_for(live.len as usize) as u32;
+                new_slots.insert(
+                    at,
+                    SlotInfo {
+                        capacity,
+                        live: Some(live),
+                    },
+                );
+                remap.push((SlotId(offset), SlotId(at)));
+                at += SLOT_HEADER_BYTES + capacity as u64;
+            }
+        }
+        let new_end = at;
+        let mut size = (new_end + GROWTH_GRANULE).next_multiple_of(GROWTH_GRANULE);
+        if let Some(limit) = self.limit {
+            size = size.min(limit).max(new_end);
+        }
+        let tmp = self.path.with_file_name(format!(
+            "{}.compacting",
+            self.path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        ));
+        let result = self.copy_live_slots(&tmp, size, &remap, &new_slots);
+        let (file, map) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        if let Err(source) = std::fs::rename(&tmp, &self.path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(SwapError::Io {
+                op: "replace the file with its compacted copy",
+                path: self.path.clone(),
+                source,
+            });
+        }
+        let (bytes_before, dead_before) = (self.file_bytes(), self.dead_bytes());
+        self.file = file;
+        self.map = map;
+        self.slots = new_slots;
+        self.free.clear();
+        self.end = new_end;
+        let report = CompactionReport {
+            remap,
+            bytes_before,
+            bytes_after: self.file_bytes(),
+            dead_bytes_dropped: dead_before - self.dead_bytes(),
+        };
+        Ok(report)
+    }
+
+    /// Writes the map back to the file (`msync`).
+    pub fn flush(&self) -> Result<(), SwapError> {
+        self.check_file()?;
+        self.map.flush().map_err(|source| SwapError::Io {
+            op: "flush",
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Creates `tmp`, sized `size`, and copies every live slot to its new place.
+    fn copy_live_slots(
+        &self,
+        tmp: &Path,
+        size: u64,
+        remap: &[(SlotId, SlotId)],
+        new_slots: &BTreeMap<u64, SlotInfo>,
+    ) -> Result<(File, MmapMut), SwapError> {
+        let (file, mut map) = new_mapped_file(tmp, size)?;
+        for &(old, new) in remap {
+            let info = new_slots[&new.0];
+            let live = info.live.expect("only live slots are remapped");
+            let corrupt = |kind| SwapError::Corrupt {
+                path: self.path.clone(),
+                key: live.key,
+                slot: old,
+                kind,
+            };
+            let header = self.header_at(old.0).map_err(corrupt)?;
+            if header.state != SlotState::Live || header.key != live.key || header.len != live.len {
+                return Err(corrupt(CorruptKind::KeyMismatch { found: header.key }));
+            }
+            let len = live.len as usize;
+            let from = (old.0 + SLOT_HEADER_BYTES) as usize;
+            let to = (new.0 + SLOT_HEADER_BYTES) as usize;
+            let payload = self.map.get(from..from + len).ok_or_else(|| {
+                corrupt(CorruptKind::OutOfBounds {
+                    offset: old.0,
+                    file_len: self.map.len() as u64,
+                })
+            })?;
+            map[to..to + len].copy_from_slice(payload);
+            // The payload's checksum is carried over, not recomputed: a payload corrupted
+            // before compaction stays detectable after it.
+            let moved = SlotHeader {
+                capacity: info.capacity,
+                ..header
+            };
+            moved.encode(&mut map[new.0 as usize..]);
+        }
+        map.flush().map_err(|source| SwapError::Io {
+            op: "flush the compacted copy",
+            path: tmp.to_owned(),
+            source,
+        })?;
+        Ok((file, map))
+    }
+
+    /// The in-memory record of a live slot, or `NoSuchSlot`.
+    fn live_info(&self, slot: SlotId) -> Result<SlotInfo, SwapError> {
+        match self.slots.get(&slot.0) {
+            Some(info) if info.live.is_some() => Ok(*info),
+            _ => Err(SwapError::NoSuchSlot {
+                path: self.path.clone(),
+                slot,
+            }),
+        }
+    }
+
+    /// Decodes the header at `offset`, bounds-checked against the map.
+    fn header_at(&self, offset: u64) -> Result<SlotHeader, CorruptKind> {
+        let file_len = self.map.len() as u64;
+        let bytes = offset
+            .checked_add(SLOT_HEADER_BYTES)
+            .filter(|&end| end <= file_len)
+            .and_then(|end| self.map.get(offset as usize..end as usize))
+            .ok_or(CorruptKind::OutOfBounds { offset, file_len })?;
+        let header = SlotHeader::decode(bytes).map_err(|e| match e {
+            HeaderError::BadMagic(found) => CorruptKind::BadMagic { found },
+            HeaderError::BadChecksum { stored, computed } => {
+                CorruptKind::BadHeaderChecksum { stored, computed }
+            }
+            HeaderError::BadState(_) => CorruptKind::NotLive,
+        })?;
+        if offset + SLOT_HEADER_BYTES + header.capacity as u64 > file_len {
+            return Err(CorruptKind::OutOfBounds { offset, file_len });
+        }
+        Ok(header)
+    }
+
+    /// Writes a live slot: payload first, then the header that vouches for it.
+    fn put(&mut self, offset: u64, capacity: u32, key: u64, bytes: &[u8], generation: u32) {
+        let start = (offset + SLOT_HEADER_BYTES) as usize;
+        self.map[start..start + bytes.len()].copy_from_slice(bytes);
+        let len = bytes.len() as u32;
+        let header = SlotHeader {
+            state: SlotState::Live,
+            key,
+            capacity,
+            len,
+            generation,
+            payload_crc: crc32(bytes),
+        };
+        header.encode(&mut self.map[offset as usize..]);
+        self.slots.insert(
+            offset,
+            SlotInfo {
+                capacity,
+                live: Some(Live {
+                    key,
+                    len,
+                    generation,
+                }),
+            },
+        );
+    }
+
+    /// Writes a free slot's header and records it as free.
+    fn put_free(&mut self, offset: u64, capacity: u32) {
+        let header = SlotHeader {
+            state: SlotState::Free,
+            key: 0,
+            capacity,
+            len: 0,
+            generation: 0,
+            payload_crc: 0,
+        };
+        header.encode(&mut self.map[offset as usize..]);
+        self.slots.insert(
+            offset,
+            SlotInfo {
+                capacity,
+                live: None,
+            },
+        );
+        self.free.insert((capacity, offset));
+    }
+
+    /// Finds room for a slot of `capacity` payload bytes: a free slot that fits without
+    /// wasting more than [`BEST_FIT_SLACK`] times the need, else a new slot at the end.
+    /// Returns its offset; the slot is recorded (not yet live).
+    fn allocate(&mut self, capacity: u64) -> Result<u64, SwapError> {
+        let fit = self.free.range((capacity as u32, 0)..).next().copied();
+        if let Some((cap, offset)) = fit {
+            if (cap as u64) <= capacity.max(SLOT_ALIGN) * BEST_FIT_SLACK {
+                self.free.remove(&(cap, offset));
+                return Ok(offset);
+            }
+        }
+        let offset = self.end;
+        let end = offset + SLOT_HEADER_BYTES + capacity;
+        self.ensure_len(end)?;
+        self.end = end;
+        self.slots.insert(
+            offset,
+            SlotInfo {
+                capacity: capacity as u32,
+                live: None,
+            },
+        );
+        Ok(offset)
+    }
+
+    /// Frees the live slot at `offset`, merging it with free neighbours; a free slot at the
+    /// end of the used region is dropped from it.
+    fn release(&mut self, offset: u64) {
+        let info = self.slots[&offset];
+        let live = info.live.expect("release takes a live slot");
+        self.live_payload -= live.len as u64;
+        self.live_slots -= 1;
+        let (mut start, mut end) = (offset, info.end(offset));
+        if let Some((&next, next_info)) = self.slots.range(end..).next() {
+            if next_info.live.is_none() && next == end {
+                let merged = next_info.end(next);
+                if merged - start - SLOT_HEADER_BYTES <= MAX_PAYLOAD as u64 {
+                    self.free.remove(&(next_info.capacity, next));
+                    self.slots.remove(&next);
+                    end = merged;
+                }
+            }
+        }
+        if let Some((&prev, prev_info)) = self.slots.range(..start).next_back() {
+            if prev_info.live.is_none()
+                && prev_info.end(prev) == start
+                && end - prev - SLOT_HEADER_BYTES <= MAX_PAYLOAD as u64
+            {
+                self.free.remove(&(prev_info.capacity, prev));
+                self.slots.remove(&start);
+                start = prev;
+            }
+        }
+        if end == self.end {
+            self.slots.remove(&start);
+            self.end = start;
+        } else {
+            self.put_free(start, (end - start - SLOT_HEADER_BYTES) as u32);
+        }
+    }
+
+    /// Grows the file to hold at least `needed` bytes, within the limit.
+    fn ensure_len(&mut self, needed: u64) -> Result<(), SwapError> {
+        let current = self.map.len() as u64;
+        if needed <= current {
+            return Ok(());
+        }
+        let mut wanted = needed
+            .max(current + current / 2)
+            .next_multiple_of(GROWTH_GRANULE);
+        if let Some(limit) = self.limit {
+            if needed > limit {
+                return Err(SwapError::LimitReached {
+                    path: self.path.clone(),
+                    limit,
+                    wanted: needed,
+                });
+            }
+            wanted = wanted.min(limit);
+        }
+        self.check_file()?;
+        reserve(&self.file, &self.path, current, wanted)?;
+        self.map = map_file(&self.file, &self.path)?;
+        Ok(())
+    }
+
+    /// Fails when the file was deleted or truncated behind our back.
+    fn check_file(&self) -> Result<(), SwapError> {
+        let meta = self.file.metadata().map_err(|source| SwapError::Io {
+            op: "stat",
+            path: self.path.clone(),
+            source,
+        })?;
+        if meta.nlink() == 0 {
+            return Err(SwapError::Deleted {
+                path: self.path.clone(),
+            });
+        }
+        let expected = self.map.len() as u64;
+        if meta.len() < expected {
+            return Err(SwapError::Truncated {
+                path: self.path.clone(),
+                actual: meta.len(),
+                expected,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Creates (or truncates) `path` with `size` bytes reserved on disk, writes the file header
+/// and maps it.
+fn new_mapped_file(path: &Path, size: u64) -> Result<(File, MmapMut), SwapError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|source| SwapError::Io {
+            op: "create",
+            path: path.to_owned(),
+            source,
+        })?;
+    reserve(&file, path, 0, size)?;
+    let mut map = map_file(&file, path)?;
+    write_file_header(&mut map);
+    Ok((file, map))
+}
+
+/// Allocates disk blocks for `[from, to)`, extending the file: a full disk fails here, as
+/// [`SwapError::DiskFull`], instead of as a `SIGBUS` on a later store into the map.
+fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), SwapError> {
+    let too_big = |_| SwapError::Io {
+        op: "grow",
+        path: path.to_owned(),
+        source: std::io::Error::from_raw_os_error(libc::EFBIG),
+    };
+    let offset = libc::off_t::try_from(from).map_err(too_big)?;
+    let len = libc::off_t::try_from(to - from).map_err(too_big)?;
+    // SAFETY: posix_fallocate only reads its integer arguments; the descriptor is owned by
+    // `file`, open for writing, and outlives the call.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), offset, len) };
+    match rc {
+        0 => Ok(()),
+        libc::ENOSPC => Err(SwapError::DiskFull {
+            path: path.to_owned(),
+            wanted: to,
+        }),
+        errno => Err(SwapError::Io {
+            op: "grow",
+            path: path.to_owned(),
+            source: std::io::Error::from_raw_os_error(errno),
+        }),
+    }
+}
+
+fn map_file(file: &File, path: &Path) -> Result<MmapMut, SwapError> {
+    // SAFETY: a shared mapping of this app's own swap file, created by this process in the
+    // swap directory and sized by `reserve`. No other process is meant to write or shrink
+    // it; one that does is caught as corruption (checksums) or truncation (the size check
+    // before every access), short of a race inside one access, which the file's owner-only
+    // directory is there to prevent.
+    unsafe { MmapMut::map_mut(file) }.map_err(|source| SwapError::Io {
+        op: "map",
+        path: path.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests;

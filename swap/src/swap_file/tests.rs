@@ -1,0 +1,401 @@
+//! Tests of the swap file through its public API, plus byte-level damage done with plain
+//! file writes (the map is shared, so they are visible at once).
+
+use std::io::{Seek, SeekFrom, Write};
+
+use super::layout::{FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
+use super::*;
+
+fn object(key: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (key as usize * 31 + i * 7 + (i >> 8)) as u8)
+        .collect()
+}
+
+fn read_back(f: &SwapFile, slot: SlotId, key: u64) -> Result<Vec<u8>, SwapError> {
+    let mut out = vec![0; f.payload_len(slot).expect("live slot")];
+    f.read(slot, key, &mut out).map(|()| out)
+}
+
+fn damage(f: &SwapFile, at: u64, bytes: &[u8]) {
+    let mut file = OpenOptions::new().write(true).open(f.path()).unwrap();
+    file.seek(SeekFrom::Start(at)).unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+fn new_file() -> (tempfile::TempDir, SwapFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = SwapFile::create(dir.path(), "app.swap").unwrap();
+    (dir, f)
+}
+
+#[test]
+fn many_objects_round_trip_and_the_file_grows() {
+    let (_dir, mut f) = new_file();
+    let initial = f.file_bytes();
+    let mut saved = Vec::new();
+    let mut total = 0;
+    for key in 0..600u64 {
+        let len = [0, 1, 15, 16, 17, 2048, 4076, 9000][key as usize % 8];
+        let bytes = object(key, len);
+        total += len as u64;
+        saved.push((key, f.write(key, &bytes, None).unwrap(), bytes));
+    }
+    assert!(
+        f.file_bytes() > initial,
+        "600 objects do not fit the initial file"
+    );
+    assert_eq!(f.live_bytes(), total);
+    assert_eq!(f.live_slots(), 600);
+    for (key, slot, bytes) in &saved {
+        assert_eq!(&read_back(&f, *slot, *key).unwrap(), bytes, "object {key}");
+    }
+    f.flush().unwrap();
+    assert_eq!(std::fs::metadata(f.path()).unwrap().len(), f.file_bytes());
+}
+
+#[test]
+fn rewrite_in_place_when_it_fits_else_move() {
+    let (_dir, mut f) = new_file();
+    let slot = f.write(7, &object(7, 4000), None).unwrap();
+    let other = f.write(8, &object(8, 100), None).unwrap();
+    assert_eq!(f.generation(slot), Some(1));
+
+    let smaller = object(70, 3000);
+    assert_eq!(
+        f.write(7, &smaller, Some(slot)).unwrap(),
+        slot,
+        "same slot when it fits"
+    );
+    assert_eq!(f.generation(slot), Some(2));
+    assert_eq!(read_back(&f, slot, 7).unwrap(), smaller);
+    assert_eq!(f.live_bytes(), 3100);
+    let again = object(71, 4000);
+    assert_eq!(
+        f.write(7, &again, Some(slot)).unwrap(),
+        slot,
+        "back up to the slot's capacity"
+    );
+    assert_eq!(read_back(&f, slot, 7).unwrap(), again);
+
+    let bigger = object(72, 5000);
+    let moved = f.write(7, &bigger, Some(slot)).unwrap();
+    assert_ne!(moved, slot);
+    assert_eq!(
+        f.generation(moved),
+        Some(4),
+        "the generation follows the object"
+    );
+    assert_eq!(read_back(&f, moved, 7).unwrap(), bigger);
+    assert!(matches!(
+        f.read(slot, 7, &mut [0; 4000]),
+        Err(SwapError::NoSuchSlot { .. })
+    ));
+    assert_eq!(read_back(&f, other, 8).unwrap(), object(8, 100));
+    assert_eq!(f.live_bytes(), 5100);
+    assert_eq!(f.live_slots(), 2);
+}
+
+#[test]
+fn a_slot_belongs_to_one_object() {
+    let (_dir, mut f) = new_file();
+    let slot = f.write(1, &object(1, 64), None).unwrap();
+    let err = f.write(2, &object(2, 64), Some(slot)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SwapError::WrongObject {
+                key: 2,
+                owner: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(read_back(&f, slot, 1).unwrap(), object(1, 64), "untouched");
+}
+
+#[test]
+fn freed_space_is_merged_reused_and_a_free_tail_shrinks_the_used_region() {
+    let (_dir, mut f) = new_file();
+    let a = f.write(1, &object(1, 1000), None).unwrap();
+    let b = f.write(2, &object(2, 1000), None).unwrap();
+    let c = f.write(3, &object(3, 1000), None).unwrap();
+    let d = f.write(4, &object(4, 1000), None).unwrap();
+    let per_slot = SLOT_HEADER_BYTES + 1008;
+    assert_eq!(f.used_bytes(), 4 * per_slot);
+    f.free(b).unwrap();
+    f.free(c).unwrap();
+    assert_eq!(
+        f.dead_bytes(),
+        2 * per_slot + 2 * 8,
+        "two slots and the slack of the others"
+    );
+    // b and c merged into one free slot big enough for 2000 bytes, which reuses it.
+    let e = f.write(5, &object(5, 2000), None).unwrap();
+    assert_eq!(e, b);
+    assert_eq!(f.used_bytes(), 4 * per_slot);
+    f.free(d).unwrap();
+    assert_eq!(
+        f.used_bytes(),
+        3 * per_slot,
+        "the freed tail leaves the used region"
+    );
+    f.free(e).unwrap();
+    f.free(a).unwrap();
+    assert_eq!((f.used_bytes(), f.dead_bytes(), f.live_bytes()), (0, 0, 0));
+    assert!(matches!(f.free(a), Err(SwapError::NoSuchSlot { .. })));
+}
+
+#[test]
+fn compaction_past_the_threshold_keeps_live_data_and_shrinks_the_file() {
+    let (_dir, mut f) = new_file();
+    let mut live: Vec<(u64, SlotId)> = Vec::new();
+    for key in 0..400u64 {
+        live.push((key, f.write(key, &object(key, 4076), None).unwrap()));
+    }
+    assert_eq!(f.compact_if_needed(0.25).unwrap(), None, "nothing dead yet");
+    // Free every third object: about a third of the used region goes dead, not at the tail.
+    let mut kept = Vec::new();
+    for (i, (key, slot)) in live.into_iter().enumerate() {
+        if i % 3 == 1 {
+            f.free(slot).unwrap();
+        } else {
+            kept.push((key, slot));
+        }
+    }
+    assert!(f.dead_fraction() > 0.25, "{}", f.dead_fraction());
+    let before = f.file_bytes();
+    let on_disk_before = std::fs::metadata(f.path()).unwrap().len();
+    assert_eq!(on_disk_before, before);
+    let report = f
+        .compact_if_needed(0.25)
+        .unwrap()
+        .expect("past the threshold");
+    assert_eq!(report.bytes_before, before);
+    assert!(
+        report.bytes_after < before,
+        "{} !< {before}",
+        report.bytes_after
+    );
+    assert_eq!(
+        std::fs::metadata(f.path()).unwrap().len(),
+        report.bytes_after
+    );
+    assert_eq!(report.remap.len(), kept.len());
+    assert!(report.dead_bytes_dropped > 0);
+    assert!(f.dead_fraction() < 0.01, "only alignment slack is left");
+    for (key, old) in kept {
+        let new = report.new_slot(old).expect("every live slot is remapped");
+        assert_eq!(
+            read_back(&f, new, key).unwrap(),
+            object(key, 4076),
+            "object {key}"
+        );
+    }
+    assert_eq!(
+        f.compact_if_needed(0.25).unwrap(),
+        None,
+        "nothing dead any more"
+    );
+    assert!(!f.path().with_file_name("app.swap.compacting").exists());
+    // The compacted file keeps working.
+    let slot = f.write(1000, &object(1000, 50), None).unwrap();
+    assert_eq!(read_back(&f, slot, 1000).unwrap(), object(1000, 50));
+}
+
+#[test]
+fn a_damaged_payload_is_reported_naming_the_object() {
+    let (_dir, mut f) = new_file();
+    let slot = f.write(424_242, &object(1, 256), None).unwrap();
+    damage(&f, slot.offset() + SLOT_HEADER_BYTES + 100, &[0x5a]);
+    let err = read_back(&f, slot, 424_242).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SwapError::Corrupt {
+                kind: CorruptKind::BadPayloadChecksum { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("object 424242"), "{err}");
+    assert!(err.to_string().contains(&slot.to_string()), "{err}");
+}
+
+#[test]
+fn a_damaged_header_is_reported_clearly() {
+    let (_dir, mut f) = new_file();
+    let a = f.write(11, &object(11, 64), None).unwrap();
+    let b = f.write(12, &object(12, 64), None).unwrap();
+    damage(&f, a.offset() + 8, &[0xff]); // the key
+    let err = read_back(&f, a, 11).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SwapError::Corrupt {
+                key: 11,
+                kind: CorruptKind::BadHeaderChecksum { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("object 11"), "{err}");
+    damage(&f, b.offset(), b"XXXX"); // the magic
+    let err = read_back(&f, b, 12).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SwapError::Corrupt {
+                kind: CorruptKind::BadMagic { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Compaction refuses to carry a damaged slot over, and leaves the file as it was.
+    let err = f.compact().unwrap_err();
+    assert!(matches!(err, SwapError::Corrupt { key: 11, .. }), "{err}");
+    f.free(a).unwrap();
+    f.free(b).unwrap();
+    let c = f.write(13, &object(13, 64), None).unwrap();
+    assert_eq!(read_back(&f, c, 13).unwrap(), object(13, 64));
+}
+
+#[test]
+fn asking_for_the_wrong_object_or_length_is_an_error() {
+    let (_dir, mut f) = new_file();
+    let slot = f.write(5, &object(5, 100), None).unwrap();
+    let err = f.read(slot, 6, &mut [0; 100]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SwapError::Corrupt {
+                key: 6,
+                kind: CorruptKind::KeyMismatch { found: 5 },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = f.read(slot, 5, &mut [0; 99]).unwrap_err();
+    assert!(matches!(
+        err,
+        SwapError::Corrupt {
+            kind: CorruptKind::LengthMismatch {
+                stored: 100,
+                expected: 99
+            },
+            ..
+        }
+    ));
+    let err = f
+        .read(SlotId::from_offset(3), 5, &mut [0; 100])
+        .unwrap_err();
+    assert!(matches!(err, SwapError::NoSuchSlot { .. }), "{err}");
+}
+
+#[test]
+fn a_truncated_file_is_an_error_not_a_crash() {
+    let (_dir, mut f) = new_file();
+    let slot = f.write(9, &object(9, 4096), None).unwrap();
+    let file = OpenOptions::new().write(true).open(f.path()).unwrap();
+    file.set_len(FILE_HEADER_BYTES + 10).unwrap();
+    let err = read_back(&f, slot, 9).unwrap_err();
+    assert!(matches!(err, SwapError::Truncated { .. }), "{err}");
+    assert!(err.to_string().contains("truncated"), "{err}");
+    assert!(matches!(
+        f.write(10, &object(10, 10), None),
+        Err(SwapError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn a_deleted_file_is_reported() {
+    let (_dir, mut f) = new_file();
+    let slot = f.write(9, &object(9, 100), None).unwrap();
+    std::fs::remove_file(f.path()).unwrap();
+    let err = read_back(&f, slot, 9).unwrap_err();
+    assert!(matches!(err, SwapError::Deleted { .. }), "{err}");
+    assert!(err.to_string().contains("deleted"), "{err}");
+    assert!(matches!(
+        f.write(1, &[1], None),
+        Err(SwapError::Deleted { .. })
+    ));
+    assert!(matches!(f.compact(), Err(SwapError::Deleted { .. })));
+}
+
+#[test]
+fn an_unwritable_place_fails_to_create() {
+    let dir = tempfile::tempdir().unwrap();
+    // Under a regular file: fails for everyone, root included.
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, b"x").unwrap();
+    let err = SwapFile::create(&plain, "app.swap").unwrap_err();
+    assert!(matches!(err, SwapError::Io { op: "create", .. }), "{err}");
+    assert!(err.to_string().contains("plain"), "{err}");
+
+    // A read-only directory: root bypasses permissions, so only check as another user.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = dir.path().join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let err = SwapFile::create(&ro, "app.swap").unwrap_err();
+        assert!(matches!(err, SwapError::Io { .. }), "{err}");
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+}
+
+#[test]
+fn names_must_be_plain() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["", "a/b", "..", "/abs"] {
+        assert!(
+            matches!(
+                SwapFile::create(dir.path(), bad),
+                Err(SwapError::BadName { .. })
+            ),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn the_size_limit_is_an_error_and_space_can_be_reused_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 100 * 1024;
+    let mut f = SwapFile::with_limit(dir.path(), "small.swap", limit).unwrap();
+    let mut slots = Vec::new();
+    let err = loop {
+        let key = slots.len() as u64;
+        match f.write(key, &object(key, 4000), None) {
+            Ok(slot) => slots.push((key, slot)),
+            Err(e) => break e,
+        }
+        assert!(slots.len() < 1000, "the limit was never reached");
+    };
+    assert!(
+        matches!(err, SwapError::LimitReached { limit: 102_400, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("limit"), "{err}");
+    assert!(f.file_bytes() <= limit);
+    let per_slot = SLOT_HEADER_BYTES + layout::capacity_for(4000);
+    assert_eq!(
+        slots.len() as u64,
+        (limit - FILE_HEADER_BYTES) / per_slot,
+        "as many as fit"
+    );
+    for &(key, slot) in &slots {
+        assert_eq!(read_back(&f, slot, key).unwrap(), object(key, 4000));
+    }
+    let (key, slot) = slots[3];
+    f.free(slot).unwrap();
+    let again = f.write(key, &object(key, 4000), None).unwrap();
+    assert_eq!(again, slot);
+    assert!(SwapFile::with_limit(dir.path(), "tiny.swap", 10).is_err());
+}
