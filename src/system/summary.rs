@@ -1,0 +1,99 @@
+//! The per-policy summary of a pressure run: what `summary.json` holds and the
+//! side-by-side table prints.
+
+use serde::Serialize;
+
+use super::series::SeriesPoint;
+
+/// One policy's results.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub policy: String,
+    pub peak_alive: u32,
+    pub peak_active: u32,
+    pub final_alive: u32,
+    pub final_active: u32,
+    pub kills: u64,
+    pub restarts: u64,
+    pub failed_verifications: u64,
+    pub swap_bytes_written: u64,
+    pub swap_bytes_read: u64,
+    pub reclaim_requests: u64,
+    pub reclaim_p50_ns: u64,
+    pub reclaim_p99_ns: u64,
+    pub gc_faults: u64,
+    pub object_faults: u64,
+    pub budget_bytes: u64,
+    pub peak_accounted_bytes: u64,
+    pub peak_rss_bytes: u64,
+    /// Allocations that could not be fitted under the budget (nothing left to take).
+    pub over_budget_events: u64,
+    pub max_over_budget_bytes: u64,
+}
+
+impl Summary {
+    pub fn new(policy: &str) -> Summary {
+        Summary { policy: policy.to_string(), ..Summary::default() }
+    }
+
+    /// Folds one sample into the peaks.
+    pub fn observe(&mut self, p: &SeriesPoint) {
+        self.peak_alive = self.peak_alive.max(p.alive);
+        self.peak_active = self.peak_active.max(p.active);
+        self.peak_accounted_bytes = self.peak_accounted_bytes.max(p.accounted_bytes);
+        self.peak_rss_bytes = self.peak_rss_bytes.max(p.rss_bytes);
+    }
+
+    /// Sets the reclaim latency percentiles from the samples (ns).
+    pub fn set_latencies(&mut self, lat: &mut [u64]) {
+        lat.sort_unstable();
+        self.reclaim_requests = lat.len() as u64;
+        let pct = |p: f64| -> u64 {
+            if lat.is_empty() {
+                return 0;
+            }
+            let rank = ((p / 100.0) * lat.len() as f64).ceil() as usize;
+            lat[rank.clamp(1, lat.len()) - 1]
+        };
+        self.reclaim_p50_ns = pct(50.0);
+        self.reclaim_p99_ns = pct(99.0);
+    }
+}
+
+/// The side-by-side table, one column per policy.
+pub fn table(summaries: &[Summary]) -> String {
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
+    let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
+    let rows: Vec<(&str, Box<dyn Fn(&Summary) -> String>)> = vec![
+        ("apps alive (peak)", Box::new(|s| s.peak_alive.to_string())),
+        ("apps alive (final)", Box::new(|s| s.final_alive.to_string())),
+        ("apps active (peak)", Box::new(|s| s.peak_active.to_string())),
+        ("apps active (final)", Box::new(|s| s.final_active.to_string())),
+        ("kills", Box::new(|s| s.kills.to_string())),
+        ("restarts", Box::new(|s| s.restarts.to_string())),
+        ("failed verifications", Box::new(|s| s.failed_verifications.to_string())),
+        ("swap written", Box::new(move |s| mib(s.swap_bytes_written))),
+        ("swap read", Box::new(move |s| mib(s.swap_bytes_read))),
+        ("reclaim requests", Box::new(|s| s.reclaim_requests.to_string())),
+        ("reclaim latency p50", Box::new(move |s| ms(s.reclaim_p50_ns))),
+        ("reclaim latency p99", Box::new(move |s| ms(s.reclaim_p99_ns))),
+        ("GC faults", Box::new(|s| s.gc_faults.to_string())),
+        ("object faults", Box::new(|s| s.object_faults.to_string())),
+        ("peak accounted memory", Box::new(move |s| mib(s.peak_accounted_bytes))),
+        ("peak process RSS", Box::new(move |s| mib(s.peak_rss_bytes))),
+        ("over-budget allocations", Box::new(|s| s.over_budget_events.to_string())),
+    ];
+    let mut out = format!("{:<26}", "");
+    for s in summaries {
+        out.push_str(&format!("{:>16}", s.policy));
+    }
+    out.push('\n');
+    for (name, f) in rows {
+        out.push_str(&format!("{name:<26}"));
+        for s in summaries {
+            out.push_str(&format!("{:>16}", f(s)));
+        }
+        out.push('\n');
+    }
+    out
+}

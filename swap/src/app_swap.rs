@@ -1,0 +1,114 @@
+//! One app's swap state: its swap file, its policy and its counters, and the
+//! [`StubHooks`] the runtime calls to fault objects in and to free their slots.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use marvin_runtime::header::{HeaderBits, ObjHeader};
+use marvin_runtime::heap::Heap;
+use marvin_runtime::object::Obj;
+use marvin_runtime::reclaim_table::ReclaimTable;
+use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
+use parking_lot::Mutex;
+
+use crate::policy::SwapPolicy;
+use crate::swap_file::{SlotId, SwapError, SwapFile};
+
+/// Counters of one app's swap activity.
+#[derive(Debug, Default)]
+pub struct SwapCounters {
+    pub saved_objects: AtomicU64,
+    pub saved_bytes: AtomicU64,
+    /// Saves abandoned because a write raced the copy.
+    pub save_races: AtomicU64,
+    pub save_errors: AtomicU64,
+    pub reclaimed_objects: AtomicU64,
+    pub reclaimed_bytes: AtomicU64,
+    pub restored_eager_objects: AtomicU64,
+    pub restored_eager_bytes: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub compactions: AtomicU64,
+}
+
+/// The swap side of one app.
+pub struct AppSwap {
+    pub policy: Arc<dyn SwapPolicy>,
+    pub file: Mutex<SwapFile>,
+    pub counters: SwapCounters,
+    /// The last swap error, for reports.
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl AppSwap {
+    /// Creates the app's swap file and reclaim table in `dir` and enables stubs on
+    /// `heap`.
+    pub fn attach(
+        heap: &Heap,
+        dir: &Path,
+        name: &str,
+        policy: Arc<dyn SwapPolicy>,
+        table_capacity: u32,
+        bookmarking: bool,
+    ) -> Result<Arc<AppSwap>, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let file = SwapFile::create(dir, name).map_err(|e| e.to_string())?;
+        let table = ReclaimTable::create(&dir.join(format!("{name}.table")), table_capacity)
+            .map_err(|e| e.to_string())?;
+        let swap = Arc::new(AppSwap {
+            policy,
+            file: Mutex::new(file),
+            counters: SwapCounters::default(),
+            last_error: Mutex::new(None),
+        });
+        heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
+            .map_err(|e| e.to_string())?;
+        Ok(swap)
+    }
+
+    pub(crate) fn record_error(&self, e: &SwapError) {
+        *self.last_error.lock() = Some(e.to_string());
+    }
+}
+
+impl StubHooks for AppSwap {
+    fn fault_in(&self, stub: &Stub, state: &mut StubState) -> Result<(), String> {
+        let Some(slot) = state.slot else {
+            return Err(format!("object {} has no checkpoint", stub.handle.value()));
+        };
+        let payload_len = stub.kind.payload_bytes(stub.len);
+        let mut buf = vec![0u8; payload_len];
+        self.file
+            .lock()
+            .read(SlotId::from_offset(slot), stub.handle.value(), &mut buf)
+            .map_err(|e| {
+                self.record_error(&e);
+                e.to_string()
+            })?;
+        let header = ObjHeader::new(stub.kind, stub.class, stub.len, stub.nrefs);
+        // SAFETY: the object is not resident (its pages were dropped), the entry is
+        // locked shared (no reclaimer) and the stub state locked (no saver, no other
+        // fault): nothing else touches this memory, which is the object's own
+        // page-aligned allocation of `stub.bytes` bytes.
+        unsafe { Obj::write_at(stub.addr, header, &buf) };
+        // SAFETY: just written.
+        let obj = unsafe { stub.object() };
+        // It comes back as its checkpoint: saved and clean.
+        obj.header().set(HeaderBits::STUB | HeaderBits::SAVED);
+        self.counters
+            .bytes_read
+            .fetch_add(payload_len as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn freed(&self, _stub: &Stub, state: &mut StubState) {
+        if let Some(slot) = state.slot.take() {
+            let _ = self.file.lock().free(SlotId::from_offset(slot));
+        }
+    }
+
+    fn is_cold(&self, read_history: u8, write_history: u8) -> bool {
+        self.policy.is_cold(read_history, write_history)
+    }
+}

@@ -1,0 +1,90 @@
+//! Page-granular swapping on demand, the page-swap baseline (a Linux swap file): when
+//! the budget would be exceeded, the least recently used pages are written to the swap
+//! file synchronously, on the allocating thread's path, and dropped. Nothing is saved
+//! ahead of time, every large object's page run is a candidate (the foreground app's
+//! too), and a later access, the collector's included, reads it back synchronously.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use marvin_runtime::heap::{Handle, Heap};
+use marvin_runtime::reclaim_table::EntryFlags;
+
+use crate::app_swap::AppSwap;
+use crate::swap_file::SlotId;
+
+/// What one swap-out did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageOutReport {
+    pub objects: u64,
+    pub bytes: u64,
+    pub bytes_written: u64,
+    pub latency: Duration,
+}
+
+/// Writes out and drops up to `want` bytes of `heap`'s resident page runs: runs not
+/// accessed in the last rounds first (the Clock approximation of LRU), then any.
+pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
+    let t0 = Instant::now();
+    let mut r = PageOutReport::default();
+    let Some(space) = heap.stub_space() else { return r };
+    let mut buf = Vec::new();
+    for pass in 0..2 {
+        for (_, entry) in space.table.iter_occupied() {
+            if r.bytes >= want {
+                break;
+            }
+            if !entry.is_resident() || (pass == 0 && !entry.flags().contains(EntryFlags::COLD)) {
+                continue;
+            }
+            let Some(guard) = entry.try_lock_reclaimer() else { continue };
+            if !entry.is_resident() {
+                continue;
+            }
+            let Some(stub) = Handle::from_value(entry.owner()).and_then(|h| space.get(h)) else {
+                continue;
+            };
+            let mut st = stub.state.lock();
+            if st.dead {
+                continue;
+            }
+            // SAFETY: resident, and the reclaimer lock keeps every app thread out.
+            let obj = unsafe { stub.object() };
+            buf.clear();
+            obj.copy_payload(&mut buf);
+            let written = swap
+                .file
+                .lock()
+                .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
+            match written {
+                Ok(slot) => st.slot = Some(slot.offset()),
+                Err(e) => {
+                    swap.record_error(&e);
+                    continue;
+                }
+            }
+            r.bytes_written += buf.len() as u64;
+            let size = entry.size();
+            let mut run = [(entry.addr() as usize, size as usize)];
+            // SAFETY: the entry is locked for the reclaimer and marked reclaimed before
+            // the lock is released; its checkpoint was just written.
+            let _ = unsafe { heap.large_space().discard(&mut run) };
+            entry.lock().insert_flags(EntryFlags::SAVED);
+            guard.mark_reclaimed();
+            space.went_out(size);
+            r.objects += 1;
+            r.bytes += size;
+        }
+    }
+    swap.counters
+        .bytes_written
+        .fetch_add(r.bytes_written, Ordering::Relaxed);
+    swap.counters
+        .reclaimed_objects
+        .fetch_add(r.objects, Ordering::Relaxed);
+    swap.counters
+        .reclaimed_bytes
+        .fetch_add(r.bytes, Ordering::Relaxed);
+    r.latency = t0.elapsed();
+    r
+}

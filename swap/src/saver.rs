@@ -1,0 +1,129 @@
+//! The ahead-of-time saver: writes checkpoints of cold stubbed objects to the app's swap
+//! file before any memory is needed, so that reclaiming them later is only dropping
+//! pages.
+//!
+//! Protocol per object, under the entry's shared lock (the reclaimer stays out) and the
+//! stub's state lock (no fault, no free): clear DIRTY, copy the payload, write the slot
+//! (in place when it has one), then look at DIRTY again. A write that raced the copy set
+//! it (writers set DIRTY again after writing, still under their shared lock), and the
+//! object stays unsaved: never CLEAN with a stale checkpoint. Otherwise the entry
+//! becomes SAVED and CLEAN.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use marvin_runtime::header::HeaderBits;
+use marvin_runtime::heap::Heap;
+use marvin_runtime::reclaim_table::EntryFlags;
+
+use crate::app_swap::AppSwap;
+use crate::swap_file::SlotId;
+
+/// What one saver run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SaveReport {
+    pub saved_objects: u64,
+    pub saved_bytes: u64,
+    pub raced: u64,
+    pub errors: u64,
+    /// Candidates left for a later run because the time budget ran out.
+    pub left: u64,
+    pub elapsed: Duration,
+}
+
+/// Saves cold, unsaved-or-dirty stubbed objects of `heap`, for at most `budget`.
+/// `all` saves every stubbed object whatever its coldness (a lifecycle `save`).
+pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveReport {
+    let t0 = Instant::now();
+    let mut r = SaveReport::default();
+    let Some(space) = heap.stub_space() else { return r };
+    let mut buf = Vec::new();
+    let stubs = space.all();
+    for (i, stub) in stubs.iter().enumerate() {
+        if t0.elapsed() > budget {
+            r.left = (stubs.len() - i) as u64;
+            break;
+        }
+        let entry = space.table.entry(stub.entry);
+        let _g = entry.lock_shared();
+        if !entry.is_resident() || entry.flags().contains(EntryFlags::CLEAN) {
+            continue;
+        }
+        let mut st = stub.state.lock();
+        if st.dead {
+            continue;
+        }
+        // SAFETY: resident under the shared lock.
+        let obj = unsafe { stub.object() };
+        let hdr = obj.header();
+        if !all && !swap.policy.is_cold(hdr.read_history(), hdr.write_history()) {
+            continue;
+        }
+        hdr.clear(HeaderBits::DIRTY);
+        buf.clear();
+        obj.copy_payload(&mut buf);
+        let written = swap.file.lock().write(
+            stub.handle.value(),
+            &buf,
+            st.slot.map(SlotId::from_offset),
+        );
+        match written {
+            Ok(slot) => st.slot = Some(slot.offset()),
+            Err(e) => {
+                // The object stays resident and unsaved; the app carries on.
+                hdr.set(HeaderBits::DIRTY);
+                swap.record_error(&e);
+                swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);
+                r.errors += 1;
+                continue;
+            }
+        }
+        swap.counters
+            .bytes_written
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        if hdr.bits().contains(HeaderBits::DIRTY) {
+            r.raced += 1;
+            swap.counters.save_races.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        hdr.set(HeaderBits::SAVED);
+        entry.lock().insert_flags(EntryFlags::SAVED | EntryFlags::CLEAN);
+        if swap.policy.is_cold(hdr.read_history(), hdr.write_history()) {
+            entry.lock().insert_flags(EntryFlags::COLD);
+        }
+        r.saved_objects += 1;
+        r.saved_bytes += stub.bytes as u64;
+        swap.counters.saved_objects.fetch_add(1, Ordering::Relaxed);
+        swap.counters
+            .saved_bytes
+            .fetch_add(stub.bytes as u64, Ordering::Relaxed);
+    }
+    r.elapsed = t0.elapsed();
+    r
+}
+
+/// Compacts the swap file when its dead bytes pass the policy's threshold, moving every
+/// stub's slot to its new place. Returns whether it compacted.
+pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, String> {
+    let Some(space) = heap.stub_space() else { return Ok(false) };
+    let stubs = space.all();
+    // Hold every stub's state so no save, fault or free moves a slot meanwhile.
+    let mut states: Vec<_> = stubs.iter().map(|s| s.state.lock()).collect();
+    let mut file = swap.file.lock();
+    let Some(report) = file
+        .compact_if_needed(swap.policy.compaction_threshold())
+        .map_err(|e| {
+            swap.record_error(&e);
+            e.to_string()
+        })?
+    else {
+        return Ok(false);
+    };
+    for st in states.iter_mut() {
+        if let Some(old) = st.slot {
+            st.slot = report.new_slot(SlotId::from_offset(old)).map(|s| s.offset());
+        }
+    }
+    swap.counters.compactions.fetch_add(1, Ordering::Relaxed);
+    Ok(true)
+}

@@ -1,0 +1,41 @@
+//! Making stubs when an app goes to the background: every candidate object (by policy)
+//! gets a stub, at a safepoint with the app's threads stopped.
+
+use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
+use marvin_runtime::object::Obj;
+
+use crate::policy::SwapPolicy;
+
+/// What one stubbing pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StubReport {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// Stubs every candidate object of `heap`.
+///
+/// # Safety
+/// The app's mutators must be stopped.
+pub unsafe fn stub_candidates(heap: &Heap, policy: &dyn SwapPolicy) -> Result<StubReport, String> {
+    let mut candidates: Vec<(Handle, u64)> = Vec::new();
+    heap.table().for_each(|h, e| {
+        if e & ENTRY_STUB != 0 {
+            return;
+        }
+        // SAFETY: an untagged live entry; mutators are stopped.
+        let obj = unsafe { Obj::from_addr(e as usize) };
+        if policy.is_candidate(obj.kind(), obj.size()) {
+            candidates.push((h, obj.size() as u64));
+        }
+    });
+    let mut report = StubReport::default();
+    for (h, bytes) in candidates {
+        // SAFETY: forwarded: mutators are stopped.
+        if unsafe { heap.stub_object(h)? } {
+            report.objects += 1;
+            report.bytes += bytes;
+        }
+    }
+    Ok(report)
+}
