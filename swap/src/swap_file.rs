@@ -715,11 +715,11 @@ fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), SwapError
 }
 
 fn map_file(file: &File, path: &Path) -> Result<MmapMut, SwapError> {
-    // SAFETY: a shared mapping of this app's own swap file, created by this process in the
-    // swap directory and sized by `reserve`. No other process is meant to write or shrink
-    // it; one that does is caught as corruption (checksums) or truncation (the size check
-    // before every access), short of a race inside one access, which the file's owner-only
-    // directory is there to prevent.
+    // SAFETY: a shared mapping of this app's own swap file, which this process created in
+    // the runtime's swap directory and sized with `reserve`. No other process is meant to
+    // write or shrink it. One that writes is caught as corruption (checksums on every read);
+    // one that shrinks it is caught by the size check before every access, short of a
+    // truncation racing with one access, which nothing in marvin does.
     unsafe { MmapMut::map_mut(file) }.map_err(|source| SwapError::Io {
         op: "map",
         path: path.to_owned(),

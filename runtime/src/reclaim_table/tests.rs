@@ -293,9 +293,9 @@ fn opening_a_file_that_is_not_a_table_fails_clearly() {
 #[test]
 fn stress_shared_and_reclaimer_locks_exclude_each_other() {
     let rounds: u32 = if std::env::var_os("MARVIN_STRESS").is_some() {
-        2_000_000
+        5_000_000
     } else {
-        20_000
+        200_000
     };
     const APPS: usize = 3;
     let table = Arc::new(ReclaimTable::anonymous(4).unwrap());
