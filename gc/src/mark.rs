@@ -33,6 +33,9 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
             if let Some(space) = heap.stub_space().filter(|s| !s.bookmarking) {
                 // Without bookmarking the collector reads the object itself, faulting it
                 // in when it is out (counted as a GC fault).
+                if !space.table.entry(stub.entry).is_resident() {
+                    heap.before_growth(stub.bytes);
+                }
                 let _ = space.fault(stub);
             }
             for r in stub.refs.iter() {

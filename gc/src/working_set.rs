@@ -46,6 +46,9 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
         let stub = unsafe { heap.stub_of_entry(e) };
         let Some(space) = heap.stub_space() else { return };
         if !space.bookmarking {
+            if !space.table.entry(stub.entry).is_resident() {
+                heap.before_growth(stub.bytes);
+            }
             let _ = space.fault(stub);
         }
         let entry = space.table.entry(stub.entry);

@@ -238,6 +238,11 @@ impl<'h> StubAccess<'h> {
         // registry; stubs are only freed by a collection, with mutators stopped.
         let stub: &'h Stub = unsafe { &*((e & !ENTRY_STUB) as *const Stub) };
         let entry = space.table.entry(stub.entry);
+        if !entry.is_resident() {
+            // Reading the object back takes memory, as a swap-in does: ask the budget
+            // first, before holding anything.
+            heap.before_growth(crate::heap::large_space::page_round(stub.bytes));
+        }
         let guard = entry.lock_shared();
         space.ensure_resident(stub, true)?;
         // SAFETY: resident, and the shared lock keeps the reclaimer away.

@@ -25,6 +25,9 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
     let mut r = RestoreReport::default();
     let Some(space) = heap.stub_space() else { return r };
     for stub in space.all() {
+        if !space.table.entry(stub.entry).is_resident() {
+            heap.before_growth(stub.bytes);
+        }
         match space.restore(&stub) {
             Ok(true) => {
                 r.objects += 1;

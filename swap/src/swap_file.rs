@@ -286,7 +286,31 @@ impl SwapFile {
             }));
         }
         out.copy_from_slice(payload);
+        self.unmap_pages(slot.0, SLOT_HEADER_BYTES + out.len() as u64);
         Ok(())
+    }
+
+    /// Drops this process's mapping of the pages under `[offset, offset + len)`: the data
+    /// stays in the file (and the page cache), so the swap file's pages do not count as
+    /// the process's resident memory once a checkpoint is written or read.
+    fn unmap_pages(&self, offset: u64, len: u64) {
+        const PAGE: u64 = 4096;
+        let start = offset / PAGE * PAGE;
+        let end = (offset + len).div_ceil(PAGE) * PAGE;
+        let end = end.min(self.map.len() as u64);
+        if end > start {
+            // SAFETY: the range lies inside this shared file mapping. For a MAP_SHARED file
+            // mapping MADV_DONTNEED only drops this process's page-table entries: the
+            // contents, dirty or not, stay in the page cache and the file, and the next
+            // access maps them again. Nothing holds a reference into the range here.
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start as usize,
+                    (end - start) as usize,
+                )
+            };
+        }
     }
 
     /// The length of the checkpoint in `slot`, per the in-memory index.
@@ -523,6 +547,7 @@ impl SwapFile {
             payload_crc: crc32(bytes),
         };
         header.encode(&mut self.map[offset as usize..]);
+        self.unmap_pages(offset, SLOT_HEADER_BYTES + len as u64);
         self.slots.insert(
             offset,
             SlotInfo {

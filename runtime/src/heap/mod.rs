@@ -133,6 +133,13 @@ impl Heap {
         self.stubs.set(space).map_err(|_| "stubs are already enabled")
     }
 
+    /// Asks the shared budget, if any, to make room for `bytes` more resident bytes.
+    pub fn before_growth(&self, bytes: usize) {
+        if let Some(p) = self.pressure.get() {
+            p.before_alloc(self, bytes);
+        }
+    }
+
     /// Installs the shared budget's hook (once).
     pub fn set_pressure(&self, p: std::sync::Arc<dyn AllocPressure>) -> Result<(), &'static str> {
         self.pressure.set(p).map_err(|_| "a memory budget is already set")
@@ -195,9 +202,7 @@ impl Heap {
         nrefs: u16,
     ) -> Result<Handle, AllocError> {
         let raw = HEADER_BYTES + kind.payload_bytes(len);
-        if let Some(p) = self.pressure.get() {
-            p.before_alloc(self, footprint(kind, len));
-        }
+        self.before_growth(footprint(kind, len));
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
         } else {
