@@ -10,6 +10,7 @@
 pub mod activity;
 pub mod budget;
 pub mod engine;
+pub mod plot;
 pub mod series;
 pub mod summary;
 
@@ -92,19 +93,7 @@ pub fn run(
 
 /// Writes the time series (`series.csv`) and the plots into `dir`.
 pub fn write_outputs(dir: &std::path::Path, series: &[PolicySeries], budget: u64) -> anyhow::Result<()> {
-    let mut csv = String::from(
-        "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,swap_written,swap_read\n",
-    );
-    for s in series {
-        for p in &s.points {
-            csv.push_str(&format!(
-                "{},{:.3},{},{},{},{},{},{},{},{}\n",
-                s.policy, p.t_s, p.alive, p.active, p.kills, p.restarts, p.accounted_bytes,
-                p.rss_bytes, p.swap_written, p.swap_read
-            ));
-        }
-    }
-    std::fs::write(dir.join("series.csv"), csv)?;
-    let _ = budget;
+    series::write_csv(&dir.join("series.csv"), series)?;
+    plot::write_plots(dir, series, budget)?;
     Ok(())
 }

@@ -1,20 +1,211 @@
-//! The pressure experiment's time series (placeholder until the CSV writer lands).
+//! Time series of a memory-pressure run: one sample per tick (apps alive and active,
+//! kills, restarts, resident memory, swap traffic) for each policy, and the CSV file
+//! that holds them all.
+//!
+//! The CSV has one header line ([`CSV_HEADER`]) and one row per sample; rows of one
+//! policy follow each other in time order, policies in the order given.
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Columns of the CSV written by [`write_csv`], in order.
+pub const CSV_HEADER: &str =
+    "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,swap_written,swap_read";
+
+/// One sample of a policy's run.
 #[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
 pub struct SeriesPoint {
+    /// Seconds since the policy's run started.
     pub t_s: f64,
+    /// Apps alive.
     pub alive: u32,
+    /// Apps active (rounds less than 7 s apart, scaled).
     pub active: u32,
+    /// Apps killed so far.
     pub kills: u64,
+    /// Apps restarted so far.
     pub restarts: u64,
+    /// Resident app memory as the System accounts it.
     pub accounted_bytes: u64,
+    /// The process's resident memory from /proc.
     pub rss_bytes: u64,
+    /// Bytes written to swap files so far.
     pub swap_written: u64,
+    /// Bytes read back from swap files so far.
     pub swap_read: u64,
 }
 
+/// The samples of one policy's run, in time order.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct PolicySeries {
+    /// The policy's name (`kill`, `page-swap`, `marvin`).
     pub policy: String,
+    /// Samples in time order.
     pub points: Vec<SeriesPoint>,
+}
+
+/// Writes every policy's samples to one CSV file at `path` (created or truncated):
+/// the [`CSV_HEADER`] line, then one row per sample.
+pub fn write_csv(path: &Path, series: &[PolicySeries]) -> std::io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    write_csv_to(&mut out, series)?;
+    out.flush()
+}
+
+/// Writes the CSV text of `series` to `out`.
+fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    for policy_series in series {
+        let policy = csv_field(&policy_series.policy);
+        for p in &policy_series.points {
+            writeln!(
+                out,
+                "{policy},{},{},{},{},{},{},{},{},{}",
+                p.t_s,
+                p.alive,
+                p.active,
+                p.kills,
+                p.restarts,
+                p.accounted_bytes,
+                p.rss_bytes,
+                p.swap_written,
+                p.swap_read
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Quotes a text field when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\"")).into()
+    } else {
+        text.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(i: u32) -> SeriesPoint {
+        SeriesPoint {
+            t_s: f64::from(i) * 0.25 + 0.125,
+            alive: 10 + i,
+            active: 3 + i,
+            kills: u64::from(i) * 2,
+            restarts: u64::from(i),
+            accounted_bytes: 1 << 30 | u64::from(i),
+            rss_bytes: u64::MAX - u64::from(i),
+            swap_written: 4096 * u64::from(i),
+            swap_read: 512 * u64::from(i),
+        }
+    }
+
+    /// Splits one CSV line into fields, undoing RFC 4180 quoting.
+    fn parse_line(line: &str) -> Vec<String> {
+        let mut fields = vec![String::new()];
+        let mut quoted = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, quoted) {
+                ('"', true) if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    fields.last_mut().unwrap().push('"');
+                }
+                ('"', _) => quoted = !quoted,
+                (',', false) => fields.push(String::new()),
+                (c, _) => fields.last_mut().unwrap().push(c),
+            }
+        }
+        fields
+    }
+
+    fn parse_point(fields: &[String]) -> SeriesPoint {
+        SeriesPoint {
+            t_s: fields[1].parse().unwrap(),
+            alive: fields[2].parse().unwrap(),
+            active: fields[3].parse().unwrap(),
+            kills: fields[4].parse().unwrap(),
+            restarts: fields[5].parse().unwrap(),
+            accounted_bytes: fields[6].parse().unwrap(),
+            rss_bytes: fields[7].parse().unwrap(),
+            swap_written: fields[8].parse().unwrap(),
+            swap_read: fields[9].parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn csv_round_trip_keeps_columns_and_values() {
+        let series = vec![
+            PolicySeries {
+                policy: "kill".into(),
+                points: (0..3).map(point).collect(),
+            },
+            PolicySeries {
+                policy: "page-swap".into(),
+                points: vec![],
+            },
+            PolicySeries {
+                policy: "marvin".into(),
+                points: (5..7).map(point).collect(),
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pressure.csv");
+        write_csv(&path, &series).unwrap();
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            parse_line(lines.next().unwrap()),
+            [
+                "policy",
+                "t_s",
+                "alive",
+                "active",
+                "kills",
+                "restarts",
+                "accounted_bytes",
+                "rss_bytes",
+                "swap_written",
+                "swap_read"
+            ]
+        );
+        let rows: Vec<Vec<String>> = lines.map(parse_line).collect();
+        assert!(rows.iter().all(|row| row.len() == 10));
+        let expected: Vec<(String, SeriesPoint)> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| (s.policy.clone(), p.clone())))
+            .collect();
+        let read_back: Vec<(String, SeriesPoint)> = rows
+            .iter()
+            .map(|row| (row[0].clone(), parse_point(row)))
+            .collect();
+        assert_eq!(read_back, expected);
+    }
+
+    #[test]
+    fn policy_names_with_separators_are_quoted() {
+        let series = [PolicySeries {
+            policy: "odd, \"name\"".into(),
+            points: vec![point(1)],
+        }];
+        let mut text = Vec::new();
+        write_csv_to(&mut text, &series).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let row = parse_line(text.lines().nth(1).unwrap());
+        assert_eq!(row.len(), 10);
+        assert_eq!(row[0], "odd, \"name\"");
+        assert_eq!(parse_point(&row), point(1));
+    }
+
+    #[test]
+    fn csv_to_a_missing_directory_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("pressure.csv");
+        assert!(write_csv(&path, &[]).is_err());
+    }
 }
