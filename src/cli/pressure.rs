@@ -105,7 +105,10 @@ fn defines(a: &PressureArgs, program: &marvin_interpreter::isa::Program) -> Vec<
     }
     for c in &program.consts {
         if c.name.ends_with("_MS") {
-            d.push((c.name.clone(), ((c.value as f64) * a.time_scale).round() as i64));
+            d.push((
+                c.name.clone(),
+                ((c.value as f64) * a.time_scale).round() as i64,
+            ));
         }
     }
     for (k, v) in &a.defines {
@@ -149,7 +152,10 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         },
         None => PolicyConfig::default(),
     };
-    let policy = Arc::new(base.scaled(a.time_scale).map_err(|e| anyhow::anyhow!("{e}"))?);
+    let policy = Arc::new(
+        base.scaled(a.time_scale)
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
     let cfg = SystemConfig {
         apps: a.apps,
         budget: a.budget,
@@ -189,7 +195,13 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             ));
         }
     };
-    let results = system::run(&cfg, &a.policy, Arc::new(Loaded::new(vp)), policy, &progress)?;
+    let results = system::run(
+        &cfg,
+        &a.policy,
+        Arc::new(Loaded::new(vp)),
+        policy,
+        &progress,
+    )?;
     for (_, bar) in &bars {
         bar.finish();
     }
@@ -201,7 +213,10 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summaries)?)?;
+        std::fs::write(
+            dir.join("summary.json"),
+            serde_json::to_string_pretty(&summaries)?,
+        )?;
         let series: Vec<_> = results.into_iter().map(|(_, s)| s).collect();
         system::write_outputs(dir, &series, a.budget as u64)?;
         eprintln!("wrote {}", dir.display());

@@ -4,10 +4,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use std::sync::Arc;
+
+use marvin_interpreter::exec::app::SwapSetup;
+use marvin_interpreter::exec::lifecycle::Lifecycle;
 use marvin_interpreter::exec::{self, RunConfig};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
+use marvin_swap::policy::PolicyConfig;
 
 use super::size::parse_size;
 use super::EXIT_REJECTED;
@@ -39,6 +44,17 @@ pub struct RunArgs {
     /// Run without access barriers (for measuring their cost only).
     #[arg(long)]
     pub no_barrier: bool,
+    /// Script memory transitions, e.g. `bg@2s,save@2500ms,reclaim@3s,fg@6s` (actions
+    /// bg, save, reclaim, fg, gc; times from the start). Turns swapping on.
+    #[arg(long, value_name = "SPEC")]
+    pub lifecycle: Option<String>,
+    /// Where the swap file and reclaim table go (default: a temporary directory removed
+    /// at exit). Turns swapping on.
+    #[arg(long, value_name = "DIR")]
+    pub swap_dir: Option<PathBuf>,
+    /// A swap policy file (TOML; see `marvin policy show`). Turns swapping on.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -88,15 +104,63 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         Ok(vp) => vp,
         Err(code) => return Ok(code),
     };
+    let lifecycle = match a.lifecycle.as_deref().map(Lifecycle::parse).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: --lifecycle: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
+    };
+    let policy = match &a.policy {
+        Some(f) => match PolicyConfig::from_file(f) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(super::EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
+    if a.no_barrier && (lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some()) {
+        eprintln!("error: --no-barrier cannot be combined with swapping (--lifecycle, --swap-dir, --policy)");
+        return Ok(super::EXIT_USAGE);
+    }
+    // Keeps a temporary swap directory alive until the run ends.
+    let mut _tmp = None;
+    let swap = if lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some() {
+        let dir = match &a.swap_dir {
+            Some(d) => d.clone(),
+            None => {
+                let t = tempfile::Builder::new().prefix("marvin-swap-").tempdir()?;
+                let p = t.path().to_path_buf();
+                _tmp = Some(t);
+                p
+            }
+        };
+        Some(SwapSetup {
+            dir,
+            policy: Arc::new(policy.unwrap_or_default()),
+            lifecycle,
+        })
+    } else {
+        None
+    };
     let cfg = RunConfig {
         heap: HeapConfig {
             limit: a.heap_limit,
             ..HeapConfig::default()
         },
         barriers: !a.no_barrier,
+        swap,
         ..RunConfig::default()
     };
-    let outcome = exec::run(vp, cfg).context("starting the app")?;
+    let outcome = match exec::run(vp, cfg) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: cannot start the app: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
+    };
     if let Some(e) = &outcome.error {
         eprintln!("{e}");
     }

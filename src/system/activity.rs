@@ -35,7 +35,9 @@ impl Activity {
             match self.last_round {
                 // The first round after launch makes the app active.
                 None => self.active = true,
-                Some(prev) if now.duration_since(prev) < th.active_gap || rounds - self.rounds > 1 => {
+                Some(prev)
+                    if now.duration_since(prev) < th.active_gap || rounds - self.rounds > 1 =>
+                {
                     self.active = true
                 }
                 Some(_) => {}
@@ -65,7 +67,10 @@ mod tests {
 
     #[test]
     fn active_while_rounds_come_quickly_inactive_after_a_long_gap() {
-        let th = Thresholds { active_gap: Duration::from_secs(7), inactive_after: Duration::from_secs(20) };
+        let th = Thresholds {
+            active_gap: Duration::from_secs(7),
+            inactive_after: Duration::from_secs(20),
+        };
         let t0 = Instant::now();
         let s = |x: u64| t0 + Duration::from_secs(x);
         let mut a = Activity::default();

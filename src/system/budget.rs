@@ -145,12 +145,14 @@ impl Budget {
                 let mut order = self.lru_background(requester);
                 // Then the foreground apps (the requester last): a kernel's LRU spans
                 // every process.
+                order.extend(self.alive().into_iter().filter(|(m, _)| {
+                    m.foreground.load(Ordering::Relaxed) && Some(m.id) != requester
+                }));
                 order.extend(
                     self.alive()
                         .into_iter()
-                        .filter(|(m, _)| m.foreground.load(Ordering::Relaxed) && Some(m.id) != requester),
+                        .filter(|(m, _)| Some(m.id) == requester),
                 );
-                order.extend(self.alive().into_iter().filter(|(m, _)| Some(m.id) == requester));
                 let mut got = 0;
                 for (_, a) in &order {
                     if got >= short {

@@ -56,7 +56,13 @@ struct Run {
     restarts: AtomicU64,
     retired: Mutex<Retired>,
     /// Apps killed whose threads are being reaped.
-    dying: Mutex<Vec<(Arc<App>, Option<std::thread::JoinHandle<Option<Trap>>>, Option<std::thread::JoinHandle<()>>)>>,
+    dying: Mutex<
+        Vec<(
+            Arc<App>,
+            Option<std::thread::JoinHandle<Option<Trap>>>,
+            Option<std::thread::JoinHandle<()>>,
+        )>,
+    >,
     start: Instant,
     dir: tempfile::TempDir,
     stop: AtomicBool,
@@ -76,9 +82,13 @@ pub fn run_policy(
     let dir = match &cfg.swap_dir {
         Some(d) => {
             std::fs::create_dir_all(d)?;
-            tempfile::Builder::new().prefix(pressure.name()).tempdir_in(d)?
+            tempfile::Builder::new()
+                .prefix(pressure.name())
+                .tempdir_in(d)?
         }
-        None => tempfile::Builder::new().prefix("marvin-pressure-").tempdir()?,
+        None => tempfile::Builder::new()
+            .prefix("marvin-pressure-")
+            .tempdir()?,
     };
     let run = Arc::new_cyclic(|weak: &Weak<Run>| {
         let w = weak.clone();
@@ -104,7 +114,10 @@ pub fn run_policy(
         }
     });
     let th = Thresholds::scaled(cfg.time_scale);
-    let mut series = PolicySeries { policy: pressure.name().to_string(), points: Vec::new() };
+    let mut series = PolicySeries {
+        policy: pressure.name().to_string(),
+        points: Vec::new(),
+    };
     let mut summary = Summary::new(pressure.name());
     let mut next_launch = Duration::ZERO;
     let mut next_switch = cfg.switch_every;
@@ -170,12 +183,22 @@ impl Run {
         match self.pressure {
             Pressure::Kill => {}
             Pressure::Marvin => {
-                app.enable_swap(&dir, "swap", self.policy.clone() as Arc<dyn SwapPolicy>, true)
-                    .map_err(anyhow::Error::msg)?;
+                app.enable_swap(
+                    &dir,
+                    "swap",
+                    self.policy.clone() as Arc<dyn SwapPolicy>,
+                    true,
+                )
+                .map_err(anyhow::Error::msg)?;
             }
             Pressure::PageSwap => {
-                app.enable_swap(&dir, "swap", self.policy.clone() as Arc<dyn SwapPolicy>, false)
-                    .map_err(anyhow::Error::msg)?;
+                app.enable_swap(
+                    &dir,
+                    "swap",
+                    self.policy.clone() as Arc<dyn SwapPolicy>,
+                    false,
+                )
+                .map_err(anyhow::Error::msg)?;
                 if let Some(s) = app.heap.stub_space() {
                     s.stub_on_alloc.store(true, Ordering::SeqCst);
                     // Every page run may go, the foreground's too.
@@ -199,7 +222,14 @@ impl Run {
                 a.flush();
                 r
             })?;
-        Ok(Slot { member, app: Some(app), looper: Some(looper), heap_task, activity: Activity::default(), dir })
+        Ok(Slot {
+            member,
+            app: Some(app),
+            looper: Some(looper),
+            heap_task,
+            activity: Activity::default(),
+            dir,
+        })
     }
 
     fn launch_new(&self, id: usize, fg: &mut Option<usize>) -> anyhow::Result<()> {
@@ -263,10 +293,14 @@ impl Run {
     fn kill(&self, id: usize) {
         self.kills.fetch_add(1, Ordering::SeqCst);
         let mut slots = self.slots.lock();
-        let Some(slot) = slots.get_mut(id) else { return };
+        let Some(slot) = slots.get_mut(id) else {
+            return;
+        };
         if let Some(app) = slot.app.take() {
             app.end_with(Trap::Terminated);
-            self.dying.lock().push((app, slot.looper.take(), slot.heap_task.take()));
+            self.dying
+                .lock()
+                .push((app, slot.looper.take(), slot.heap_task.take()));
         }
     }
 
@@ -275,7 +309,8 @@ impl Run {
         let done: Vec<_> = {
             let mut d = self.dying.lock();
             let (finished, rest): (Vec<_>, Vec<_>) = d.drain(..).partition(|(_, l, h)| {
-                l.as_ref().is_none_or(|l| l.is_finished()) && h.as_ref().is_none_or(|h| h.is_finished())
+                l.as_ref().is_none_or(|l| l.is_finished())
+                    && h.as_ref().is_none_or(|h| h.is_finished())
             });
             *d = rest;
             finished
@@ -302,7 +337,8 @@ impl Run {
             r.gc_faults += space.counters.gc_faults.load(Ordering::Relaxed);
             r.object_faults += space.counters.faults.load(Ordering::Relaxed);
         }
-        r.reclaim_latency_ns.extend(app.reclaim_latencies.lock().iter().copied());
+        r.reclaim_latency_ns
+            .extend(app.reclaim_latencies.lock().iter().copied());
     }
 
     fn sample(&self, th: Thresholds) -> SeriesPoint {
@@ -345,9 +381,12 @@ impl Run {
 
     /// Ends every app and waits for all threads.
     fn shutdown(&self) {
-        let slots: Vec<_> = self.slots.lock().iter_mut().map(|s| {
-            (s.app.take(), s.looper.take(), s.heap_task.take())
-        }).collect();
+        let slots: Vec<_> = self
+            .slots
+            .lock()
+            .iter_mut()
+            .map(|s| (s.app.take(), s.looper.take(), s.heap_task.take()))
+            .collect();
         for (app, looper, task) in slots {
             if let Some(app) = app {
                 app.end_with(Trap::Terminated);

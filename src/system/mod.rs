@@ -49,7 +49,9 @@ impl Pressure {
             "kill" => Ok(Pressure::Kill),
             "page-swap" | "pageswap" | "swap" => Ok(Pressure::PageSwap),
             "marvin" => Ok(Pressure::Marvin),
-            other => Err(format!("unknown policy '{other}' (expected kill, page-swap or marvin)")),
+            other => Err(format!(
+                "unknown policy '{other}' (expected kill, page-swap or marvin)"
+            )),
         }
     }
 }
@@ -86,13 +88,23 @@ pub fn run(
         let cb = |t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
             progress(p, t, alive, active, kills, bytes)
         };
-        out.push(engine::run_policy(cfg, p, loaded.clone(), policy.clone(), &cb)?);
+        out.push(engine::run_policy(
+            cfg,
+            p,
+            loaded.clone(),
+            policy.clone(),
+            &cb,
+        )?);
     }
     Ok(out)
 }
 
 /// Writes the time series (`series.csv`) and the plots into `dir`.
-pub fn write_outputs(dir: &std::path::Path, series: &[PolicySeries], budget: u64) -> anyhow::Result<()> {
+pub fn write_outputs(
+    dir: &std::path::Path,
+    series: &[PolicySeries],
+    budget: u64,
+) -> anyhow::Result<()> {
     series::write_csv(&dir.join("series.csv"), series)?;
     plot::write_plots(dir, series, budget)?;
     Ok(())

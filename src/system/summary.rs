@@ -33,7 +33,10 @@ pub struct Summary {
 
 impl Summary {
     pub fn new(policy: &str) -> Summary {
-        Summary { policy: policy.to_string(), ..Summary::default() }
+        Summary {
+            policy: policy.to_string(),
+            ..Summary::default()
+        }
     }
 
     /// Folds one sample into the peaks.
@@ -66,22 +69,49 @@ pub fn table(summaries: &[Summary]) -> String {
     let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
     let rows: Vec<(&str, Box<dyn Fn(&Summary) -> String>)> = vec![
         ("apps alive (peak)", Box::new(|s| s.peak_alive.to_string())),
-        ("apps alive (final)", Box::new(|s| s.final_alive.to_string())),
-        ("apps active (peak)", Box::new(|s| s.peak_active.to_string())),
-        ("apps active (final)", Box::new(|s| s.final_active.to_string())),
+        (
+            "apps alive (final)",
+            Box::new(|s| s.final_alive.to_string()),
+        ),
+        (
+            "apps active (peak)",
+            Box::new(|s| s.peak_active.to_string()),
+        ),
+        (
+            "apps active (final)",
+            Box::new(|s| s.final_active.to_string()),
+        ),
         ("kills", Box::new(|s| s.kills.to_string())),
         ("restarts", Box::new(|s| s.restarts.to_string())),
-        ("failed verifications", Box::new(|s| s.failed_verifications.to_string())),
+        (
+            "failed verifications",
+            Box::new(|s| s.failed_verifications.to_string()),
+        ),
         ("swap written", Box::new(move |s| mib(s.swap_bytes_written))),
         ("swap read", Box::new(move |s| mib(s.swap_bytes_read))),
-        ("reclaim requests", Box::new(|s| s.reclaim_requests.to_string())),
-        ("reclaim latency p50", Box::new(move |s| ms(s.reclaim_p50_ns))),
-        ("reclaim latency p99", Box::new(move |s| ms(s.reclaim_p99_ns))),
+        (
+            "reclaim requests",
+            Box::new(|s| s.reclaim_requests.to_string()),
+        ),
+        (
+            "reclaim latency p50",
+            Box::new(move |s| ms(s.reclaim_p50_ns)),
+        ),
+        (
+            "reclaim latency p99",
+            Box::new(move |s| ms(s.reclaim_p99_ns)),
+        ),
         ("GC faults", Box::new(|s| s.gc_faults.to_string())),
         ("object faults", Box::new(|s| s.object_faults.to_string())),
-        ("peak accounted memory", Box::new(move |s| mib(s.peak_accounted_bytes))),
+        (
+            "peak accounted memory",
+            Box::new(move |s| mib(s.peak_accounted_bytes)),
+        ),
         ("peak process RSS", Box::new(move |s| mib(s.peak_rss_bytes))),
-        ("over-budget allocations", Box::new(|s| s.over_budget_events.to_string())),
+        (
+            "over-budget allocations",
+            Box::new(|s| s.over_budget_events.to_string()),
+        ),
     ];
     let mut out = format!("{:<26}", "");
     for s in summaries {

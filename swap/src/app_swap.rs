@@ -52,7 +52,8 @@ impl AppSwap {
         table_capacity: u32,
         bookmarking: bool,
     ) -> Result<Arc<AppSwap>, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let file = SwapFile::create(dir, name).map_err(|e| e.to_string())?;
         let table = ReclaimTable::create(&dir.join(format!("{name}.table")), table_capacity)
             .map_err(|e| e.to_string())?;

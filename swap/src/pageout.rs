@@ -27,7 +27,9 @@ pub struct PageOutReport {
 pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
     let t0 = Instant::now();
     let mut r = PageOutReport::default();
-    let Some(space) = heap.stub_space() else { return r };
+    let Some(space) = heap.stub_space() else {
+        return r;
+    };
     let mut buf = Vec::new();
     for pass in 0..2 {
         for (_, entry) in space.table.iter_occupied() {
@@ -37,7 +39,9 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             if !entry.is_resident() || (pass == 0 && !entry.flags().contains(EntryFlags::COLD)) {
                 continue;
             }
-            let Some(guard) = entry.try_lock_reclaimer() else { continue };
+            let Some(guard) = entry.try_lock_reclaimer() else {
+                continue;
+            };
             if !entry.is_resident() {
                 continue;
             }
@@ -52,10 +56,10 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             let obj = unsafe { stub.object() };
             buf.clear();
             obj.copy_payload(&mut buf);
-            let written = swap
-                .file
-                .lock()
-                .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
+            let written =
+                swap.file
+                    .lock()
+                    .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
             match written {
                 Ok(slot) => st.slot = Some(slot.offset()),
                 Err(e) => {

@@ -32,7 +32,9 @@ impl ReclaimReport {
 pub fn reclaim_from(heap: &Heap, want: u64) -> ReclaimReport {
     let t0 = Instant::now();
     let mut r = ReclaimReport::default();
-    let Some(space) = heap.stub_space() else { return r };
+    let Some(space) = heap.stub_space() else {
+        return r;
+    };
     if space.table.is_foreground() {
         return r;
     }

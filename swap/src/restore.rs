@@ -23,7 +23,9 @@ pub struct RestoreReport {
 pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
     let t0 = Instant::now();
     let mut r = RestoreReport::default();
-    let Some(space) = heap.stub_space() else { return r };
+    let Some(space) = heap.stub_space() else {
+        return r;
+    };
     for stub in space.all() {
         if !space.table.entry(stub.entry).is_resident() {
             heap.before_growth(stub.bytes);

@@ -36,7 +36,9 @@ pub struct SaveReport {
 pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveReport {
     let t0 = Instant::now();
     let mut r = SaveReport::default();
-    let Some(space) = heap.stub_space() else { return r };
+    let Some(space) = heap.stub_space() else {
+        return r;
+    };
     let mut buf = Vec::new();
     let stubs = space.all();
     for (i, stub) in stubs.iter().enumerate() {
@@ -62,11 +64,10 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         hdr.clear(HeaderBits::DIRTY);
         buf.clear();
         obj.copy_payload(&mut buf);
-        let written = swap.file.lock().write(
-            stub.handle.value(),
-            &buf,
-            st.slot.map(SlotId::from_offset),
-        );
+        let written =
+            swap.file
+                .lock()
+                .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
         match written {
             Ok(slot) => st.slot = Some(slot.offset()),
             Err(e) => {
@@ -87,7 +88,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             continue;
         }
         hdr.set(HeaderBits::SAVED);
-        entry.lock().insert_flags(EntryFlags::SAVED | EntryFlags::CLEAN);
+        entry
+            .lock()
+            .insert_flags(EntryFlags::SAVED | EntryFlags::CLEAN);
         if swap.policy.is_cold(hdr.read_history(), hdr.write_history()) {
             entry.lock().insert_flags(EntryFlags::COLD);
         }
@@ -105,7 +108,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
 /// Compacts the swap file when its dead bytes pass the policy's threshold, moving every
 /// stub's slot to its new place. Returns whether it compacted.
 pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, String> {
-    let Some(space) = heap.stub_space() else { return Ok(false) };
+    let Some(space) = heap.stub_space() else {
+        return Ok(false);
+    };
     let stubs = space.all();
     // Hold every stub's state so no save, fault or free moves a slot meanwhile.
     let mut states: Vec<_> = stubs.iter().map(|s| s.state.lock()).collect();
@@ -121,7 +126,9 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, String> {
     };
     for st in states.iter_mut() {
         if let Some(old) = st.slot {
-            st.slot = report.new_slot(SlotId::from_offset(old)).map(|s| s.offset());
+            st.slot = report
+                .new_slot(SlotId::from_offset(old))
+                .map(|s| s.offset());
         }
     }
     swap.counters.compactions.fetch_add(1, Ordering::Relaxed);

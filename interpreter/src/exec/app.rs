@@ -57,6 +57,15 @@ pub struct RunConfig {
     pub max_frames: usize,
     /// Where `print`, `printc` and `prints` write.
     pub out: Box<dyn Write + Send>,
+    /// Swapping for a single app (`marvin run --lifecycle/--swap-dir/--policy`).
+    pub swap: Option<SwapSetup>,
+}
+
+/// How to swap a single app.
+pub struct SwapSetup {
+    pub dir: std::path::PathBuf,
+    pub policy: Arc<dyn marvin_swap::SwapPolicy>,
+    pub lifecycle: Option<super::lifecycle::Lifecycle>,
 }
 
 impl Default for RunConfig {
@@ -67,6 +76,7 @@ impl Default for RunConfig {
             stack_slots: 1 << 20,
             max_frames: 100_000,
             out: Box::new(std::io::stdout()),
+            swap: None,
         }
     }
 }

@@ -39,7 +39,9 @@ impl App {
         policy: Arc<dyn SwapPolicy>,
         bookmarking: bool,
     ) -> Result<(), String> {
-        let capacity = self.heap.config().handle_capacity.min(1 << 22);
+        // The published runtime's table held 60,000 entries; 2^17 holds a full-size
+        // buckets app (56,320 arrays) with room to spare.
+        let capacity = self.heap.config().handle_capacity.min(1 << 17);
         let swap = AppSwap::attach(&self.heap, dir, name, policy, capacity, bookmarking)?;
         if let Some(space) = self.heap.stub_space() {
             space.table.set_foreground(true);
@@ -54,7 +56,14 @@ impl App {
         self.swap.get()
     }
 
-    fn record(&self, action: &str, t0: Instant, rss_before: u64, objects: u64, bytes: u64) -> Transition {
+    fn record(
+        &self,
+        action: &str,
+        t0: Instant,
+        rss_before: u64,
+        objects: u64,
+        bytes: u64,
+    ) -> Transition {
         let t = Transition {
             action: action.to_string(),
             at_ms: self.now_ns() / 1_000_000,
@@ -89,7 +98,11 @@ impl App {
     pub fn save_now(&self, complete: bool) -> Result<Transition, String> {
         let swap = self.swap().ok_or("swapping is not enabled")?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
-        let budget = if complete { Duration::MAX } else { swap.policy.saver_budget() };
+        let budget = if complete {
+            Duration::MAX
+        } else {
+            swap.policy.saver_budget()
+        };
         let r = saver::save(&self.heap, swap, budget, false);
         saver::compact_if_needed(&self.heap, swap)?;
         if complete {
@@ -117,9 +130,15 @@ impl App {
     pub fn reclaim(&self, want: u64) -> Result<reclaimer::ReclaimReport, String> {
         let swap = self.swap().ok_or("swapping is not enabled")?;
         let r = reclaimer::reclaim_from(&self.heap, want);
-        swap.counters.reclaimed_objects.fetch_add(r.objects, Ordering::Relaxed);
-        swap.counters.reclaimed_bytes.fetch_add(r.bytes, Ordering::Relaxed);
-        self.reclaim_latencies.lock().push(r.latency.as_nanos() as u64);
+        swap.counters
+            .reclaimed_objects
+            .fetch_add(r.objects, Ordering::Relaxed);
+        swap.counters
+            .reclaimed_bytes
+            .fetch_add(r.bytes, Ordering::Relaxed);
+        self.reclaim_latencies
+            .lock()
+            .push(r.latency.as_nanos() as u64);
         Ok(r)
     }
 

@@ -8,7 +8,6 @@ pub mod interp;
 pub mod lifecycle;
 pub mod memory;
 
-
 pub mod messages;
 pub mod op;
 pub mod stats;
@@ -35,8 +34,22 @@ pub struct Outcome {
 /// Runs a verified program to its end.
 pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
     let loaded = Arc::new(Loaded::new(vp));
+    let mut cfg = cfg;
+    let swap = cfg.swap.take();
     let app = Arc::new(App::new(loaded.clone(), cfg)?);
+    let mut helpers = Vec::new();
+    if let Some(setup) = swap {
+        app.enable_swap(&setup.dir, "app", setup.policy, true)
+            .map_err(std::io::Error::other)?;
+        helpers.extend(memory::start_heap_task(&app));
+        if let Some(l) = setup.lifecycle {
+            helpers.push(lifecycle::start(&app, l));
+        }
+    }
     let result = messages::run_looper(&app);
+    for h in helpers {
+        let _ = h.join();
+    }
     app.flush();
     let (status, error) = match result {
         None => (0, None),

@@ -21,6 +21,38 @@ pub struct RunStats {
     pub working_set_written_bytes: u64,
     /// `mark` counts by name.
     pub marks: BTreeMap<String, u64>,
+    /// Swap activity, when swapping was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap: Option<SwapStats>,
+}
+
+/// What the swap side of an app did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SwapStats {
+    pub stubbed_objects: u64,
+    pub stubbed_bytes: u64,
+    pub saved_objects: u64,
+    pub saved_bytes: u64,
+    /// Saves abandoned because a write raced the copy.
+    pub save_races: u64,
+    pub save_errors: u64,
+    pub reclaimed_objects: u64,
+    pub reclaimed_bytes: u64,
+    pub restored_eager_objects: u64,
+    pub restored_eager_bytes: u64,
+    /// Objects read back on first access (object faults).
+    pub object_faults: u64,
+    pub fault_bytes: u64,
+    /// Faults during a collection: must stay 0 (the collector bookmarks).
+    pub gc_faults: u64,
+    pub swap_bytes_written: u64,
+    pub swap_bytes_read: u64,
+    pub swap_live_bytes: u64,
+    pub swap_dead_bytes: u64,
+    pub compactions: u64,
+    pub last_error: Option<String>,
+    /// Each transition with the process's resident memory before and after.
+    pub transitions: Vec<super::memory::Transition>,
 }
 
 impl RunStats {
@@ -38,6 +70,39 @@ impl RunStats {
             working_set_read_bytes: gc.last_working_set.read_bytes,
             working_set_written_bytes: gc.last_working_set.written_bytes,
             marks: app.mark_counts(),
+            swap: app.swap().map(|sw| {
+                let c = &sw.counters;
+                let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+                let space = app.heap.stub_space();
+                let sc = |f: fn(
+                    &marvin_runtime::stub::StubCounters,
+                ) -> &std::sync::atomic::AtomicU64| {
+                    space.map_or(0, |s| f(&s.counters).load(Ordering::Relaxed))
+                };
+                let file = sw.file.lock();
+                SwapStats {
+                    stubbed_objects: sc(|c| &c.stubbed_objects),
+                    stubbed_bytes: sc(|c| &c.stubbed_bytes),
+                    saved_objects: l(&c.saved_objects),
+                    saved_bytes: l(&c.saved_bytes),
+                    save_races: l(&c.save_races),
+                    save_errors: l(&c.save_errors),
+                    reclaimed_objects: l(&c.reclaimed_objects),
+                    reclaimed_bytes: l(&c.reclaimed_bytes),
+                    restored_eager_objects: l(&c.restored_eager_objects),
+                    restored_eager_bytes: l(&c.restored_eager_bytes),
+                    object_faults: sc(|c| &c.faults),
+                    fault_bytes: sc(|c| &c.fault_bytes),
+                    gc_faults: sc(|c| &c.gc_faults),
+                    swap_bytes_written: l(&c.bytes_written),
+                    swap_bytes_read: l(&c.bytes_read),
+                    swap_live_bytes: file.live_bytes(),
+                    swap_dead_bytes: file.dead_bytes(),
+                    compactions: l(&c.compactions),
+                    last_error: sw.last_error.lock().clone(),
+                    transitions: app.transitions.lock().clone(),
+                }
+            }),
         }
     }
 
@@ -61,6 +126,50 @@ impl RunStats {
         );
         for (name, n) in &self.marks {
             line(&format!("mark {name}"), n.to_string());
+        }
+        if let Some(w) = &self.swap {
+            let ob = |o: u64, b: u64| format!("{o} objects, {b} bytes");
+            line("stubbed", ob(w.stubbed_objects, w.stubbed_bytes));
+            line("saved", ob(w.saved_objects, w.saved_bytes));
+            line("save races", w.save_races.to_string());
+            line("reclaimed", ob(w.reclaimed_objects, w.reclaimed_bytes));
+            line(
+                "restored (eager)",
+                ob(w.restored_eager_objects, w.restored_eager_bytes),
+            );
+            line("restored (on fault)", ob(w.object_faults, w.fault_bytes));
+            line("faults during GC", w.gc_faults.to_string());
+            line(
+                "swap file",
+                format!(
+                    "{} live bytes, {} dead bytes",
+                    w.swap_live_bytes, w.swap_dead_bytes
+                ),
+            );
+            line(
+                "swap I/O",
+                format!(
+                    "{} bytes written, {} bytes read",
+                    w.swap_bytes_written, w.swap_bytes_read
+                ),
+            );
+            line("compactions", w.compactions.to_string());
+            if let Some(e) = &w.last_error {
+                line("last swap error", e.clone());
+            }
+            for t in &w.transitions {
+                line(
+                    &format!("{}@{}ms", t.action, t.at_ms),
+                    format!(
+                        "{} objects, {} bytes; RSS {} -> {} bytes ({:.3} ms)",
+                        t.objects,
+                        t.bytes,
+                        t.rss_before,
+                        t.rss_after,
+                        t.duration_ns as f64 / 1e6
+                    ),
+                );
+            }
         }
         s
     }

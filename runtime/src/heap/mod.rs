@@ -130,7 +130,9 @@ impl Heap {
 
     /// Enables stubs for this heap (once; later calls are refused).
     pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), &'static str> {
-        self.stubs.set(space).map_err(|_| "stubs are already enabled")
+        self.stubs
+            .set(space)
+            .map_err(|_| "stubs are already enabled")
     }
 
     /// Asks the shared budget, if any, to make room for `bytes` more resident bytes.
@@ -142,7 +144,9 @@ impl Heap {
 
     /// Installs the shared budget's hook (once).
     pub fn set_pressure(&self, p: std::sync::Arc<dyn AllocPressure>) -> Result<(), &'static str> {
-        self.pressure.set(p).map_err(|_| "a memory budget is already set")
+        self.pressure
+            .set(p)
+            .map_err(|_| "a memory budget is already set")
     }
 
     /// Bytes of this heap's objects that are in memory: live bytes less the bytes of

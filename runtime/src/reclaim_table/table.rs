@@ -238,6 +238,9 @@ pub struct ReclaimTable {
     mapping: Mapping,
     /// Free entry indices; the top of the stack is handed out first.
     free: Mutex<Vec<u32>>,
+    /// One past the highest index ever handed out: scans stop here, so a large table
+    /// with few entries costs only the pages it uses.
+    high: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for ReclaimTable {
@@ -295,6 +298,7 @@ impl ReclaimTable {
         ReclaimTable {
             mapping,
             free: Mutex::new(free),
+            high: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -326,6 +330,9 @@ impl ReclaimTable {
         })?;
         let id = EntryId::from_index(index);
         self.mapping.entries()[index as usize].occupy(addr, size, owner);
+        // Release: a scan that sees the new bound sees the occupied entry.
+        self.high
+            .fetch_max(index + 1, std::sync::atomic::Ordering::Release);
         Ok(id)
     }
 
@@ -367,7 +374,9 @@ impl ReclaimTable {
 
     /// The occupied entries, in index order (a snapshot per entry: entries may come and go).
     pub fn iter_occupied(&self) -> impl Iterator<Item = (EntryId, &Entry)> + '_ {
-        iter_occupied(self.mapping.entries())
+        // Acquire: pairs with the Release in `insert`.
+        let high = self.high.load(std::sync::atomic::Ordering::Acquire) as usize;
+        iter_occupied(&self.mapping.entries()[..high])
     }
 
     /// Whether the app is in the foreground (reclaimers leave such an app alone).
