@@ -3,12 +3,18 @@
 //! Monitors live in a side table keyed by handle, inflated on first use and removed
 //! when released with no waiter, so objects carry no lock word. The table's handles are
 //! roots for the collector: a locked object is never freed under its owner.
+//!
+//! Each monitor records its owner's OS thread id. With a [`FastTracker`] attached
+//! ([`Monitors::with_fast_track`]), a latency-critical thread that blocks on a monitor
+//! boosts the owner, and the owner's priority comes back when it releases the monitor.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
+
+use crate::fasttrack::{self, FastTracker, LockKey};
 
 /// A small integer naming the calling thread, unique for the life of the process.
 pub fn thread_id() -> u64 {
@@ -37,12 +43,26 @@ struct Monitor {
 pub struct Holder {
     pub owner: u64,
     pub owner_tid: i32,
+    /// Threads already waiting for the monitor.
+    pub waiters: u32,
 }
 
 /// The monitors of one app.
-#[derive(Default)]
 pub struct Monitors {
     table: Mutex<HashMap<u64, Arc<Monitor>>>,
+    /// This table's lock domain for the fast tracker.
+    domain: u64,
+    fast_track: Option<Arc<FastTracker>>,
+}
+
+impl Default for Monitors {
+    fn default() -> Self {
+        Monitors {
+            table: Mutex::default(),
+            domain: fasttrack::new_domain(),
+            fast_track: None,
+        }
+    }
 }
 
 /// `monitorexit` of a monitor the thread does not hold.
@@ -53,6 +73,26 @@ pub struct NotHeld;
 impl Monitors {
     pub fn new() -> Monitors {
         Monitors::default()
+    }
+
+    /// Monitors whose holders `tracker` boosts when a latency-critical thread waits.
+    pub fn with_fast_track(tracker: Arc<FastTracker>) -> Monitors {
+        Monitors {
+            fast_track: Some(tracker),
+            ..Monitors::default()
+        }
+    }
+
+    /// The attached fast tracker, if any.
+    pub fn fast_track(&self) -> Option<&Arc<FastTracker>> {
+        self.fast_track.as_ref()
+    }
+
+    fn key(&self, obj: u64) -> LockKey {
+        LockKey {
+            domain: self.domain,
+            id: obj,
+        }
     }
 
     fn monitor(&self, obj: u64) -> Arc<Monitor> {
@@ -73,6 +113,7 @@ impl Monitors {
             Err(Holder {
                 owner: st.owner,
                 owner_tid: st.owner_tid,
+                waiters: st.waiters,
             })
         }
     }
@@ -82,7 +123,21 @@ impl Monitors {
         let m = self.monitor(obj);
         let mut st = m.state.lock();
         st.waiters += 1;
+        let tracker = self
+            .fast_track
+            .as_ref()
+            .filter(|_| fasttrack::is_latency_critical());
+        // The owner boosted last, so that a new owner (after a wake-up that lost the race)
+        // is boosted too.
+        let mut boosted = 0;
         while st.owner != 0 && st.owner != me {
+            if let Some(ft) = tracker {
+                if st.owner_tid != boosted {
+                    // Under the state lock: `exit` restores under it (fasttrack's contract).
+                    ft.on_block(self.key(obj), my_tid, &[st.owner_tid]);
+                    boosted = st.owner_tid;
+                }
+            }
             m.cv.wait(&mut st);
         }
         st.waiters -= 1;
@@ -103,6 +158,9 @@ impl Monitors {
         }
         st.count -= 1;
         if st.count == 0 {
+            if let Some(ft) = &self.fast_track {
+                ft.on_release(self.key(obj), st.owner_tid);
+            }
             st.owner = 0;
             st.owner_tid = 0;
             if st.waiters == 0 {
@@ -125,7 +183,11 @@ impl Monitors {
         table.retain(|_, m| {
             let mut st = m.state.lock();
             if st.owner == me {
+                if let Some(ft) = &self.fast_track {
+                    ft.on_release_all(st.owner_tid);
+                }
                 st.owner = 0;
+                st.owner_tid = 0;
                 st.count = 0;
                 m.cv.notify_all();
             }
@@ -147,7 +209,8 @@ mod tests {
             m.try_enter(5, 2, 0),
             Err(Holder {
                 owner: 1,
-                owner_tid: 0
+                owner_tid: 0,
+                waiters: 0,
             })
         );
         assert_eq!(m.exit(5, 2), Err(NotHeld));
