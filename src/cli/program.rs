@@ -4,10 +4,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use marvin_interpreter::exec::{self, RunConfig};
+use marvin_interpreter::exec::{self, RunConfig, TraceTarget};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
+use marvin_runtime::trace::Tracer;
 
 use super::size::parse_size;
 use super::EXIT_REJECTED;
@@ -39,6 +40,17 @@ pub struct RunArgs {
     /// Run without access barriers (for measuring their cost only).
     #[arg(long)]
     pub no_barrier: bool,
+    /// Write a Perfetto trace of the run to this file (open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Resolve field operands by name on every execution instead of once at load (for
+    /// measuring what resolution saves only).
+    #[arg(long)]
+    pub no_resolve: bool,
+    /// What the main looper blocking on a monitor does to the holder: off, inherit
+    /// (priority inheritance) or fasttrack.
+    #[arg(long, value_name = "MODE", default_value = "fasttrack")]
+    pub fast_track: marvin_runtime::fasttrack::Mode,
 }
 
 #[derive(Debug, Args)]
@@ -88,15 +100,28 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         Ok(vp) => vp,
         Err(code) => return Ok(code),
     };
+    let tracer = a.trace.as_ref().map(|_| Tracer::new());
     let cfg = RunConfig {
         heap: HeapConfig {
             limit: a.heap_limit,
             ..HeapConfig::default()
         },
         barriers: !a.no_barrier,
+        trace: tracer.as_ref().map(|tracer| TraceTarget {
+            tracer: tracer.clone(),
+            pid: std::process::id() as i32,
+            name: app_name(&a.load.file),
+        }),
+        resolve: !a.no_resolve,
+        fast_track: a.fast_track,
         ..RunConfig::default()
     };
     let outcome = exec::run(vp, cfg).context("starting the app")?;
+    if let (Some(tracer), Some(path)) = (&tracer, &a.trace) {
+        tracer
+            .write_to(path)
+            .with_context(|| format!("writing the trace {}", path.display()))?;
+    }
     if let Some(e) = &outcome.error {
         eprintln!("{e}");
     }
@@ -108,6 +133,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(outcome.status)
+}
+
+/// The name an app's process track gets: its program's file name without extension.
+fn app_name(file: &Path) -> String {
+    file.file_stem()
+        .map_or_else(|| "app".into(), |s| s.to_string_lossy().into_owned())
 }
 
 pub fn asm(a: &AsmArgs) -> anyhow::Result<i32> {
