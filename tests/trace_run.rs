@@ -127,7 +127,11 @@ fn a_traced_run_has_tracks_slices_instants_and_counters() {
         assert_eq!(t["pid"].as_i64(), Some(pid));
         assert_eq!(t["parent"], process["uuid"]);
     }
-    assert_eq!(main["tid"].as_i64(), Some(pid), "the looper runs on the main thread");
+    assert_eq!(
+        main["tid"].as_i64(),
+        Some(pid),
+        "the looper runs on the main thread"
+    );
     let worker_tid = worker["tid"].as_i64().unwrap();
     assert_ne!(worker_tid, pid);
 
@@ -162,7 +166,11 @@ fn a_traced_run_has_tracks_slices_instants_and_counters() {
     .map(|(d, n)| (*d, n.to_string()))
     .collect();
     assert_eq!(shape, expected, "main slices: {main_slices:?}");
-    assert!(main_slices[1].1.ends_with("app.masm:30)"), "{}", main_slices[1].1);
+    assert!(
+        main_slices[1].1.ends_with("app.masm:30)"),
+        "{}",
+        main_slices[1].1
+    );
 
     // The contention slice covers the blocked time: the worker holds the monitor for 300 ms
     // after main starts waiting for it, so the slice is a real interval inside its dispatch.
@@ -212,7 +220,11 @@ fn a_traced_run_has_tracks_slices_instants_and_counters() {
             .map(|a| a.iter().map(|v| v.as_f64().unwrap()).collect())
             .unwrap_or_default()
     };
-    assert_eq!(values("pending messages").len(), 3, "one sample per dispatch");
+    assert_eq!(
+        values("pending messages").len(),
+        3,
+        "one sample per dispatch"
+    );
     assert_eq!(values("pending messages")[0], 0.0);
     let resident = values("resident bytes");
     assert_eq!(resident.len(), 1);

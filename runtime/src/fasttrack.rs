@@ -565,7 +565,10 @@ mod tests {
         assert_eq!(p.nice_of(10).unwrap(), 19);
         assert_eq!(ft.stats().denied, 2);
         assert!(ft.warned.load(Ordering::Relaxed));
-        assert!(matches!(seen.lock()[0], Event::Denied { holder_tid: 10, .. }));
+        assert!(matches!(
+            seen.lock()[0],
+            Event::Denied { holder_tid: 10, .. }
+        ));
         assert_eq!(seen.lock().len(), 2, "no restore after a refused boost");
     }
 

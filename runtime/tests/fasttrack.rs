@@ -89,7 +89,11 @@ fn a_holder_is_boosted_while_a_looper_waits_and_restored_after() {
 
     release_tx.send(()).unwrap();
     released_rx.recv().unwrap();
-    assert_eq!(looper.join().unwrap(), holder_tid, "the looper saw the holder");
+    assert_eq!(
+        looper.join().unwrap(),
+        holder_tid,
+        "the looper saw the holder"
+    );
     assert_eq!(
         thread_nice(holder_tid).unwrap(),
         HOLDER_NICE,

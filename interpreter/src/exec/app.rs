@@ -39,7 +39,11 @@ impl Loaded {
     /// The program translated with field operands resolved at load (`resolve`) or by name
     /// on every execution (for comparison).
     pub fn translated(vp: VerifiedProgram, resolve: bool) -> Loaded {
-        let tr = if resolve { translate } else { translate_by_name };
+        let tr = if resolve {
+            translate
+        } else {
+            translate_by_name
+        };
         let layouts = layouts(&vp.program);
         let code = vp
             .program

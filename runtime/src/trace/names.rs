@@ -104,7 +104,12 @@ pub fn mark_name(name: &str) -> String {
 
 /// Instant on a blocked latency-critical thread whose lock holder was fast-tracked:
 /// `fast track HOLDER (TID) nice FROM -> TO`.
-pub fn fast_track_boost_name(holder: &str, holder_tid: i32, from_nice: i32, to_nice: i32) -> String {
+pub fn fast_track_boost_name(
+    holder: &str,
+    holder_tid: i32,
+    from_nice: i32,
+    to_nice: i32,
+) -> String {
     format!("fast track {holder} ({holder_tid}) nice {from_nice} -> {to_nice}")
 }
 
