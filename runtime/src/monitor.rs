@@ -30,6 +30,9 @@ struct MonState {
     owner_tid: i32,
     count: u32,
     waiters: u32,
+    /// Removed from the table: a thread that looked it up before the removal must look
+    /// the object's monitor up again (it may be a new one).
+    deflated: bool,
 }
 
 #[derive(Default)]
@@ -95,15 +98,21 @@ impl Monitors {
         }
     }
 
-    fn monitor(&self, obj: u64) -> Arc<Monitor> {
+    /// The monitor of `obj` in the table (inflated if absent). It may be deflated by the
+    /// time its state is locked: callers check `deflated` and look it up again.
+    fn live_monitor(&self, obj: u64) -> Arc<Monitor> {
         self.table.lock().entry(obj).or_default().clone()
     }
 
     /// Takes the monitor of `obj` if it is free or already ours; otherwise reports who
     /// holds it (the caller then blocks with [`Monitors::enter_blocking`]).
     pub fn try_enter(&self, obj: u64, me: u64, my_tid: i32) -> Result<(), Holder> {
-        let m = self.monitor(obj);
+        let m = self.live_monitor(obj);
         let mut st = m.state.lock();
+        if st.deflated {
+            drop(st);
+            return self.try_enter(obj, me, my_tid);
+        }
         if st.owner == 0 || st.owner == me {
             st.owner = me;
             st.owner_tid = my_tid;
@@ -120,8 +129,12 @@ impl Monitors {
 
     /// Takes the monitor of `obj`, blocking until it is free.
     pub fn enter_blocking(&self, obj: u64, me: u64, my_tid: i32) {
-        let m = self.monitor(obj);
+        let m = self.live_monitor(obj);
         let mut st = m.state.lock();
+        if st.deflated {
+            drop(st);
+            return self.enter_blocking(obj, me, my_tid);
+        }
         st.waiters += 1;
         let tracker = self
             .fast_track
@@ -164,6 +177,7 @@ impl Monitors {
             st.owner = 0;
             st.owner_tid = 0;
             if st.waiters == 0 {
+                st.deflated = true;
                 table.remove(&obj);
             } else {
                 m.cv.notify_one();
@@ -191,7 +205,9 @@ impl Monitors {
                 st.count = 0;
                 m.cv.notify_all();
             }
-            st.owner != 0 || st.waiters != 0
+            let keep = st.owner != 0 || st.waiters != 0;
+            st.deflated = !keep;
+            keep
         });
     }
 }
@@ -236,5 +252,36 @@ mod tests {
         let mut roots = Vec::new();
         m.roots(&mut roots);
         assert!(roots.is_empty(), "released monitors deflate");
+    }
+
+    /// A monitor deflated (removed from the table) between another thread's lookup and its
+    /// lock must not let two threads in, nor strand a waiter on the removed monitor.
+    #[test]
+    fn deflation_races_keep_mutual_exclusion_and_wake_waiters() {
+        use std::sync::atomic::AtomicU32;
+        let m = Arc::new(Monitors::new());
+        let inside = Arc::new(AtomicU32::new(0));
+        let threads: Vec<_> = (1..=4u64)
+            .map(|me| {
+                let (m, inside) = (m.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    for i in 0..20_000 {
+                        // Half the entries go straight to the blocking path.
+                        if i % 2 == 0 || m.try_enter(3, me, 0).is_err() {
+                            m.enter_blocking(3, me, 0);
+                        }
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners");
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        m.exit(3, me).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut roots = Vec::new();
+        m.roots(&mut roots);
+        assert!(roots.is_empty());
     }
 }
