@@ -12,8 +12,10 @@
 //! - `NAME.stats`: checks on the `--stats-json` output, one a line: `KEY OP NUMBER` where
 //!   KEY is a dotted path (`marks.round`) and OP one of `=`, `>=`, `<=`, `>`.
 //!
-//! Every case runs three ways: `marvin check`, `marvin run` on the text, and `marvin run`
-//! on the binary form written by `marvin asm`; all must agree with the expectations. Each
+//! Every case runs four ways: `marvin check`, `marvin run` on the text, `marvin run` on the
+//! binary form written by `marvin asm`, and `marvin run --no-resolve` on the text (field
+//! operands resolved by name on every execution instead of once at load); all must agree
+//! with the expectations. Each
 //! process is killed after a timeout (20 s, or `MARVIN_CONFORMANCE_TIMEOUT_SECS`), so a
 //! hang fails the suite instead of stalling it. All failures are reported together.
 //!
@@ -317,7 +319,18 @@ fn check_stats(head: &str, case: &Case, path: &Path) -> Vec<String> {
 
 /// Runs `marvin run PROGRAM ARGS` (adding `--stats-json` when the case checks stats).
 fn run_program(case: &Case, program: &Path, stats_file: Option<&Path>) -> Outcome {
+    run_program_with(case, program, stats_file, &[])
+}
+
+/// As [`run_program`], with extra `marvin run` flags.
+fn run_program_with(
+    case: &Case,
+    program: &Path,
+    stats_file: Option<&Path>,
+    flags: &[&str],
+) -> Outcome {
     let mut args = vec!["run".to_string(), program.display().to_string()];
+    args.extend(flags.iter().map(|f| f.to_string()));
     args.extend(case.args.iter().cloned());
     if let Some(path) = stats_file {
         args.push("--stats-json".into());
@@ -343,6 +356,17 @@ fn run_case(case: &Case, scratch: &Path) -> Vec<String> {
         &text,
         true,
         stats_text.as_deref(),
+    ));
+
+    // By-name execution behaves exactly as resolved execution.
+    let stats_named = stats_path("by-name");
+    let named = run_program_with(case, &case.masm, stats_named.as_deref(), &["--no-resolve"]);
+    problems.extend(check_outcome(
+        case,
+        "run text --no-resolve",
+        &named,
+        true,
+        stats_named.as_deref(),
     ));
 
     // `check` and `asm` must agree with each other: both accept, or both reject (65).

@@ -1,16 +1,19 @@
 //! marvin's runtime layer: everything the layers above share about objects and threads.
 //!
 //! It owns the object model and header bits ([`header`]), the heap and its handles
-//! ([`heap`]), the one access barrier ([`barrier`]), object monitors ([`monitor`]),
-//! safepoints ([`safepoint`]), the reclaim table shared with the reclaimer
-//! ([`reclaim_table`]), the DeliQueue message loop ([`deliqueue`], [`looper`]) and
-//! its legacy baseline ([`legacy_queue`]), thread CPU clocks ([`cpuclock`]) and trace
-//! events ([`trace`]). Nothing here knows about the collector, the swap file or MASM:
+//! ([`heap`]), the one access barrier ([`barrier`]), object monitors ([`monitor`]) and
+//! fast-tracked lock holders ([`fasttrack`]), safepoints ([`safepoint`]), the reclaim
+//! table shared with the reclaimer ([`reclaim_table`]), the DeliQueue message loop
+//! ([`deliqueue`], [`looper`]) and its legacy baseline ([`legacy_queue`]), thread CPU
+//! clocks ([`cpuclock`]), CPU accounting of the runtime's own work ([`cpuaccount`]) and
+//! trace events ([`trace`]). Nothing here knows about the collector, the swap file or MASM:
 //! where it needs them it defines a trait that a higher layer implements.
 
 pub mod barrier;
+pub mod cpuaccount;
 pub mod cpuclock;
 pub mod deliqueue;
+pub mod fasttrack;
 pub mod header;
 pub mod heap;
 pub mod legacy_queue;

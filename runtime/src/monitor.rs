@@ -3,12 +3,18 @@
 //! Monitors live in a side table keyed by handle, inflated on first use and removed
 //! when released with no waiter, so objects carry no lock word. The table's handles are
 //! roots for the collector: a locked object is never freed under its owner.
+//!
+//! Each monitor records its owner's OS thread id. With a [`FastTracker`] attached
+//! ([`Monitors::with_fast_track`]), a latency-critical thread that blocks on a monitor
+//! boosts the owner, and the owner's priority comes back when it releases the monitor.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
+
+use crate::fasttrack::{self, FastTracker, LockKey};
 
 /// A small integer naming the calling thread, unique for the life of the process.
 pub fn thread_id() -> u64 {
@@ -24,6 +30,9 @@ struct MonState {
     owner_tid: i32,
     count: u32,
     waiters: u32,
+    /// Removed from the table: a thread that looked it up before the removal must look
+    /// the object's monitor up again (it may be a new one).
+    deflated: bool,
 }
 
 #[derive(Default)]
@@ -37,12 +46,26 @@ struct Monitor {
 pub struct Holder {
     pub owner: u64,
     pub owner_tid: i32,
+    /// Threads already waiting for the monitor.
+    pub waiters: u32,
 }
 
 /// The monitors of one app.
-#[derive(Default)]
 pub struct Monitors {
     table: Mutex<HashMap<u64, Arc<Monitor>>>,
+    /// This table's lock domain for the fast tracker.
+    domain: u64,
+    fast_track: Option<Arc<FastTracker>>,
+}
+
+impl Default for Monitors {
+    fn default() -> Self {
+        Monitors {
+            table: Mutex::default(),
+            domain: fasttrack::new_domain(),
+            fast_track: None,
+        }
+    }
 }
 
 /// `monitorexit` of a monitor the thread does not hold.
@@ -55,15 +78,41 @@ impl Monitors {
         Monitors::default()
     }
 
-    fn monitor(&self, obj: u64) -> Arc<Monitor> {
+    /// Monitors whose holders `tracker` boosts when a latency-critical thread waits.
+    pub fn with_fast_track(tracker: Arc<FastTracker>) -> Monitors {
+        Monitors {
+            fast_track: Some(tracker),
+            ..Monitors::default()
+        }
+    }
+
+    /// The attached fast tracker, if any.
+    pub fn fast_track(&self) -> Option<&Arc<FastTracker>> {
+        self.fast_track.as_ref()
+    }
+
+    fn key(&self, obj: u64) -> LockKey {
+        LockKey {
+            domain: self.domain,
+            id: obj,
+        }
+    }
+
+    /// The monitor of `obj` in the table (inflated if absent). It may be deflated by the
+    /// time its state is locked: callers check `deflated` and look it up again.
+    fn live_monitor(&self, obj: u64) -> Arc<Monitor> {
         self.table.lock().entry(obj).or_default().clone()
     }
 
     /// Takes the monitor of `obj` if it is free or already ours; otherwise reports who
     /// holds it (the caller then blocks with [`Monitors::enter_blocking`]).
     pub fn try_enter(&self, obj: u64, me: u64, my_tid: i32) -> Result<(), Holder> {
-        let m = self.monitor(obj);
+        let m = self.live_monitor(obj);
         let mut st = m.state.lock();
+        if st.deflated {
+            drop(st);
+            return self.try_enter(obj, me, my_tid);
+        }
         if st.owner == 0 || st.owner == me {
             st.owner = me;
             st.owner_tid = my_tid;
@@ -73,16 +122,35 @@ impl Monitors {
             Err(Holder {
                 owner: st.owner,
                 owner_tid: st.owner_tid,
+                waiters: st.waiters,
             })
         }
     }
 
     /// Takes the monitor of `obj`, blocking until it is free.
     pub fn enter_blocking(&self, obj: u64, me: u64, my_tid: i32) {
-        let m = self.monitor(obj);
+        let m = self.live_monitor(obj);
         let mut st = m.state.lock();
+        if st.deflated {
+            drop(st);
+            return self.enter_blocking(obj, me, my_tid);
+        }
         st.waiters += 1;
+        let tracker = self
+            .fast_track
+            .as_ref()
+            .filter(|_| fasttrack::is_latency_critical());
+        // The owner boosted last, so that a new owner (after a wake-up that lost the race)
+        // is boosted too.
+        let mut boosted = 0;
         while st.owner != 0 && st.owner != me {
+            if let Some(ft) = tracker {
+                if st.owner_tid != boosted {
+                    // Under the state lock: `exit` restores under it (fasttrack's contract).
+                    ft.on_block(self.key(obj), my_tid, &[st.owner_tid]);
+                    boosted = st.owner_tid;
+                }
+            }
             m.cv.wait(&mut st);
         }
         st.waiters -= 1;
@@ -103,9 +171,13 @@ impl Monitors {
         }
         st.count -= 1;
         if st.count == 0 {
+            if let Some(ft) = &self.fast_track {
+                ft.on_release(self.key(obj), st.owner_tid);
+            }
             st.owner = 0;
             st.owner_tid = 0;
             if st.waiters == 0 {
+                st.deflated = true;
                 table.remove(&obj);
             } else {
                 m.cv.notify_one();
@@ -125,11 +197,17 @@ impl Monitors {
         table.retain(|_, m| {
             let mut st = m.state.lock();
             if st.owner == me {
+                if let Some(ft) = &self.fast_track {
+                    ft.on_release_all(st.owner_tid);
+                }
                 st.owner = 0;
+                st.owner_tid = 0;
                 st.count = 0;
                 m.cv.notify_all();
             }
-            st.owner != 0 || st.waiters != 0
+            let keep = st.owner != 0 || st.waiters != 0;
+            st.deflated = !keep;
+            keep
         });
     }
 }
@@ -147,7 +225,8 @@ mod tests {
             m.try_enter(5, 2, 0),
             Err(Holder {
                 owner: 1,
-                owner_tid: 0
+                owner_tid: 0,
+                waiters: 0,
             })
         );
         assert_eq!(m.exit(5, 2), Err(NotHeld));
@@ -173,5 +252,36 @@ mod tests {
         let mut roots = Vec::new();
         m.roots(&mut roots);
         assert!(roots.is_empty(), "released monitors deflate");
+    }
+
+    /// A monitor deflated (removed from the table) between another thread's lookup and its
+    /// lock must not let two threads in, nor strand a waiter on the removed monitor.
+    #[test]
+    fn deflation_races_keep_mutual_exclusion_and_wake_waiters() {
+        use std::sync::atomic::AtomicU32;
+        let m = Arc::new(Monitors::new());
+        let inside = Arc::new(AtomicU32::new(0));
+        let threads: Vec<_> = (1..=4u64)
+            .map(|me| {
+                let (m, inside) = (m.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    for i in 0..20_000 {
+                        // Half the entries go straight to the blocking path.
+                        if i % 2 == 0 || m.try_enter(3, me, 0).is_err() {
+                            m.enter_blocking(3, me, 0);
+                        }
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners");
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        m.exit(3, me).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut roots = Vec::new();
+        m.roots(&mut roots);
+        assert!(roots.is_empty());
     }
 }

@@ -10,8 +10,10 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+pub mod atomics;
 pub mod cputime;
 pub mod interp;
+pub mod inversion;
 pub mod queue;
 
 /// The benchmarks, one subcommand each.
@@ -23,6 +25,10 @@ pub enum BenchCmd {
     Queue(queue::QueueArgs),
     /// Thread CPU time: /proc parsing vs clock_gettime vs the current-thread fast path.
     Cputime(cputime::CputimeArgs),
+    /// Field atomics resolved at load against resolution by name on every execution.
+    Atomics(atomics::AtomicsArgs),
+    /// Priority inversion on a looper: no fast track, priority inheritance, fast track.
+    Inversion(inversion::InversionArgs),
 }
 
 /// Options every benchmark takes.
@@ -185,5 +191,7 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Interp(a) => interp::run(a),
         BenchCmd::Queue(a) => queue::run(a),
         BenchCmd::Cputime(a) => cputime::run(a),
+        BenchCmd::Atomics(a) => atomics::run(a),
+        BenchCmd::Inversion(a) => inversion::run(a),
     }
 }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use marvin_interpreter::exec::app::SwapSetup;
 use marvin_interpreter::exec::lifecycle::Lifecycle;
-use marvin_interpreter::exec::{self, RunConfig};
+use marvin_interpreter::exec::{self, RunConfig, TraceTarget};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
+use marvin_runtime::trace::Tracer;
 use marvin_swap::policy::PolicyConfig;
 
 use super::size::parse_size;
@@ -55,6 +56,17 @@ pub struct RunArgs {
     /// A swap policy file (TOML; see `marvin policy show`). Turns swapping on.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Write a Perfetto trace of the run to this file (open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Resolve field operands by name on every execution instead of once at load (for
+    /// measuring what resolution saves only).
+    #[arg(long)]
+    pub no_resolve: bool,
+    /// What the main looper blocking on a monitor does to the holder: off, inherit
+    /// (priority inheritance) or fasttrack.
+    #[arg(long, value_name = "MODE", default_value = "fasttrack")]
+    pub fast_track: marvin_runtime::fasttrack::Mode,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +157,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    let tracer = a.trace.as_ref().map(|_| Tracer::new());
     let cfg = RunConfig {
         heap: HeapConfig {
             limit: a.heap_limit,
@@ -152,6 +165,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         },
         barriers: !a.no_barrier,
         swap,
+        trace: tracer.as_ref().map(|tracer| TraceTarget {
+            tracer: tracer.clone(),
+            pid: std::process::id() as i32,
+            name: app_name(&a.load.file),
+        }),
+        resolve: !a.no_resolve,
+        fast_track: a.fast_track,
         ..RunConfig::default()
     };
     let outcome = match exec::run(vp, cfg) {
@@ -161,6 +181,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             return Ok(super::EXIT_USAGE);
         }
     };
+    if let (Some(tracer), Some(path)) = (&tracer, &a.trace) {
+        tracer
+            .write_to(path)
+            .with_context(|| format!("writing the trace {}", path.display()))?;
+    }
     if let Some(e) = &outcome.error {
         eprintln!("{e}");
     }
@@ -172,6 +197,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(outcome.status)
+}
+
+/// The name an app's process track gets: its program's file name without extension.
+fn app_name(file: &Path) -> String {
+    file.file_stem()
+        .map_or_else(|| "app".into(), |s| s.to_string_lossy().into_owned())
 }
 
 pub fn asm(a: &AsmArgs) -> anyhow::Result<i32> {

@@ -7,14 +7,19 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
+use marvin_runtime::cpuclock::thread_cpu_time_ns;
 use marvin_runtime::deliqueue::{DeliQueue, MessageQueue};
+use marvin_runtime::fasttrack::{self, FastTracker};
 use marvin_runtime::heap::{Heap, HeapConfig};
 use marvin_runtime::monitor::Monitors;
 use marvin_runtime::safepoint::{Mutator, Safepoints};
+use marvin_runtime::trace::{names, Tracer};
 use parking_lot::{Condvar, Mutex};
 
 use super::messages::MasmMessage;
-use super::op::{layouts, translate, ClassLayout, Op};
+use super::op::{layouts, translate, translate_by_name, ClassLayout, Op};
+use super::tracing::{AppTrace, TraceTarget};
 use super::trap::Trap;
 use crate::isa::VerifiedProgram;
 
@@ -26,7 +31,19 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// The program with field operands resolved once, at load.
     pub fn new(vp: VerifiedProgram) -> Loaded {
+        Loaded::translated(vp, true)
+    }
+
+    /// The program translated with field operands resolved at load (`resolve`) or by name
+    /// on every execution (for comparison).
+    pub fn translated(vp: VerifiedProgram, resolve: bool) -> Loaded {
+        let tr = if resolve {
+            translate
+        } else {
+            translate_by_name
+        };
         let layouts = layouts(&vp.program);
         let code = vp
             .program
@@ -36,7 +53,7 @@ impl Loaded {
                 let mut code: Vec<Op> = m
                     .code
                     .iter()
-                    .map(|&i| translate(&vp.program, &layouts, i))
+                    .map(|&i| tr(&vp.program, &layouts, i))
                     .collect();
                 super::fuse::fuse(&mut code);
                 code
@@ -59,6 +76,13 @@ pub struct RunConfig {
     pub out: Box<dyn Write + Send>,
     /// Swapping for a single app (`marvin run --lifecycle/--swap-dir/--policy`).
     pub swap: Option<SwapSetup>,
+    /// Where to record a trace, if anywhere.
+    pub trace: Option<TraceTarget>,
+    /// Field operands resolved once at load (the normal runtime) or by name on every
+    /// execution (`--no-resolve`, for comparison).
+    pub resolve: bool,
+    /// What the main looper blocking on a monitor does to the monitor's holder.
+    pub fast_track: fasttrack::Mode,
 }
 
 /// How to swap a single app.
@@ -77,6 +101,9 @@ impl Default for RunConfig {
             max_frames: 100_000,
             out: Box::new(std::io::stdout()),
             swap: None,
+            trace: None,
+            resolve: true,
+            fast_track: fasttrack::Mode::FastTrack,
         }
     }
 }
@@ -121,6 +148,12 @@ pub struct App {
     pub transitions: Mutex<Vec<super::memory::Transition>>,
     /// Latency of every reclaim request served by this app, in ns.
     pub reclaim_latencies: Mutex<Vec<u64>>,
+    /// The app's trace tracks (a disabled tracer when not traced).
+    pub trace: Arc<AppTrace>,
+    /// CPU time of the runtime's own work for this app.
+    pub cpu: CpuAccount,
+    /// Process CPU time when the app started.
+    cpu_start_ns: u64,
 }
 
 impl App {
@@ -128,11 +161,17 @@ impl App {
         let marks = (0..loaded.vp.program.strings.len())
             .map(|_| AtomicU64::new(0))
             .collect();
+        let trace = Arc::new(AppTrace::new(cfg.trace));
+        let tracker = Arc::new(FastTracker::os(cfg.fast_track));
+        if trace.is_enabled() {
+            let t = trace.clone();
+            tracker.set_observer(move |e| t.fast_track_event(e));
+        }
         Ok(App {
             heap: Heap::new(cfg.heap)?,
             loaded,
             safepoints: Safepoints::new(),
-            monitors: Monitors::new(),
+            monitors: Monitors::with_fast_track(tracker),
             barriers: cfg.barriers,
             stack_slots: cfg.stack_slots,
             max_frames: cfg.max_frames,
@@ -149,6 +188,9 @@ impl App {
             swap: std::sync::OnceLock::new(),
             transitions: Mutex::new(Vec::new()),
             reclaim_latencies: Mutex::new(Vec::new()),
+            trace,
+            cpu: CpuAccount::new(),
+            cpu_start_ns: process_cpu_time_ns(),
         })
     }
 
@@ -175,6 +217,12 @@ impl App {
     pub fn mark(&self, s: u32) {
         if let Some(c) = self.marks.get(s as usize) {
             c.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.trace.is_enabled() {
+            if let Some(track) = self.trace.current_track() {
+                let name = names::mark_name(&self.loaded.vp.program.strings[s as usize]);
+                self.trace.tracer().instant(track, name);
+            }
         }
     }
 
@@ -207,7 +255,9 @@ impl App {
     /// A full collection. The calling mutator must already be in the safe state with
     /// its roots published.
     pub fn collect_stopped(&self) {
+        let (start_ns, cpu0) = (Tracer::now_ns(), thread_cpu_time_ns());
         let w = self.safepoints.stop_the_world();
+        let stopped_ns = Tracer::now_ns();
         let mut roots = w.roots.clone();
         self.monitors.roots(&mut roots);
         roots.extend(self.pinned.lock().keys().copied());
@@ -215,12 +265,30 @@ impl App {
         // root plus every monitor in use.
         let r = unsafe { marvin_gc::collect(&self.heap, &roots) };
         drop(w);
+        self.cpu
+            .add(Activity::Gc, thread_cpu_time_ns().saturating_sub(cpu0));
+        self.trace
+            .gc_cycle(start_ns, stopped_ns, r.mark_time, r.sweep_time);
+        self.trace_memory(&r.working_set);
         let mut g = self.gc.lock();
         g.collections += 1;
         g.time += r.mark_time + r.sweep_time;
         g.freed_objects += r.freed_objects;
         g.freed_bytes += r.freed_bytes;
         g.last_working_set = r.working_set;
+    }
+
+    /// Sets the resident and working-set counters of the trace.
+    fn trace_memory(&self, ws: &marvin_gc::WorkingSet) {
+        let resident = self.heap.counters.in_use.load(Ordering::Relaxed);
+        self.trace.count(|c| c.resident_bytes, resident as f64);
+        let ws = ws.read_bytes.max(ws.written_bytes);
+        self.trace.count(|c| c.working_set_bytes, ws as f64);
+    }
+
+    /// Process CPU time (all threads) since the app started.
+    pub fn process_cpu_ns(&self) -> u64 {
+        process_cpu_time_ns().saturating_sub(self.cpu_start_ns)
     }
 
     /// Ends the app with `trap` (the first one wins): every thread unwinds and the

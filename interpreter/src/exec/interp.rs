@@ -14,10 +14,13 @@ use std::sync::Arc;
 use marvin_runtime::barrier::{AccessKind, BarrierMode};
 use marvin_runtime::header::ObjKind;
 use marvin_runtime::heap::{footprint, GcNeed, Handle, MAX_ARRAY_LEN};
+use marvin_runtime::monitor::Holder;
 use marvin_runtime::safepoint::Mutator;
+use marvin_runtime::trace::names::CodeLocation;
+use marvin_runtime::trace::Tracer;
 
 use super::app::App;
-use super::op::{Op, ARRAY_CLASS};
+use super::op::{resolve_by_name, FieldUse, Op, ARRAY_CLASS};
 use super::trap::{error, Trap};
 use crate::isa::Ty;
 
@@ -158,6 +161,35 @@ impl Thread {
     pub fn collect(&mut self, extra: &[u64]) {
         let app = self.app.clone();
         self.blocking(extra, || app.collect_stopped());
+    }
+
+    /// Blocks (in the safe state) until this thread holds the monitor of `obj`, which
+    /// `holder` held when `monitorenter` at `method`+`pc` found it taken; traced as a
+    /// contention slice in the Android runtime's format.
+    #[cold]
+    #[inline(never)]
+    fn monitor_wait(&mut self, obj: u64, holder: Holder, method: u32, pc: usize) {
+        let app = self.app.clone();
+        let traced = app.trace.is_enabled();
+        let start = if traced { Tracer::now_ns() } else { 0 };
+        let (id, tid) = (self.id, self.tid);
+        self.blocking(&[obj], || app.monitors.enter_blocking(obj, id, tid));
+        if traced {
+            let p = &app.loaded.vp.program;
+            let m = &p.methods[method as usize];
+            let from = CodeLocation {
+                method: &m.name,
+                file: Some(&p.file),
+                line: m.lines.get(pc).copied().unwrap_or(0),
+            };
+            app.trace.monitor_contention(
+                holder.owner_tid,
+                holder.waiters,
+                from,
+                start,
+                Tracer::now_ns(),
+            );
+        }
     }
 
     #[cold]
@@ -311,6 +343,14 @@ impl Thread {
                     pc = t;
                 } else {
                     pc += $rest;
+                }
+            }};
+        }
+        macro_rules! by_name {
+            ($f:expr, $use:expr) => {{
+                match resolve_by_name(&loaded.vp.program, &loaded.layouts, $f, $use) {
+                    Ok(nf) => nf,
+                    Err(e) => trap!(e),
                 }
             }};
         }
@@ -507,6 +547,46 @@ impl Thread {
                     let old = a.obj().words()[s.slot as usize].fetch_add(d, Ordering::SeqCst);
                     push!(old);
                 }
+                Op::GetFieldByName(f) => {
+                    let nf = by_name!(f, FieldUse::Any);
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Read, nf.slot);
+                    push!(a.obj().words()[nf.slot.slot as usize].load(Ordering::Relaxed));
+                }
+                Op::PutFieldByName(f) => {
+                    let nf = by_name!(f, FieldUse::Any);
+                    let v = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, nf.slot);
+                    if nf.is_ref {
+                        a.store_ref(nf.slot.slot as usize, v);
+                    } else {
+                        a.obj().words()[nf.slot.slot as usize].store(v, Ordering::Relaxed);
+                    }
+                }
+                Op::CasByName(f) => {
+                    let nf = by_name!(f, FieldUse::Any);
+                    let new = pop!();
+                    let expected = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, nf.slot);
+                    let w = &a.obj().words()[nf.slot.slot as usize];
+                    let ok = w
+                        .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                    if ok && nf.is_ref {
+                        a.store_ref(nf.slot.slot as usize, new);
+                    }
+                    push!(ok as u64);
+                }
+                Op::XaddByName(f) => {
+                    let nf = by_name!(f, FieldUse::Int);
+                    let d = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, nf.slot);
+                    let w = &a.obj().words()[nf.slot.slot as usize];
+                    push!(w.fetch_add(d, Ordering::SeqCst));
+                }
                 Op::ALoad(t) => {
                     let i = pop!() as i64;
                     let h = handle!(pop!());
@@ -564,10 +644,9 @@ impl Thread {
                 Op::MonitorEnter => {
                     let v = pop!();
                     let _ = handle!(v);
-                    if app.monitors.try_enter(v, self.id, self.tid).is_err() {
+                    if let Err(holder) = app.monitors.try_enter(v, self.id, self.tid) {
                         save_pc!();
-                        let (mons, id, tid) = (&app.monitors, self.id, self.tid);
-                        self.blocking(&[v], || mons.enter_blocking(v, id, tid));
+                        self.monitor_wait(v, holder, method, pc - 1);
                     }
                 }
                 Op::MonitorExit => {

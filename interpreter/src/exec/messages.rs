@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use marvin_runtime::deliqueue::{Message, MessageQueue, Next};
+use marvin_runtime::fasttrack;
+use marvin_runtime::trace::names;
 
 use super::app::App;
 use super::interp::{Thread, TERMINATED};
@@ -145,6 +147,8 @@ fn spawn_thread(app: &Arc<App>, method: u32, arg: u64, pin: Option<Pin>) -> Resu
             app.loaded.vp.program.methods[method as usize].name
         ))
         .spawn(move || {
+            a.trace
+                .register_thread(&a.loaded.vp.program.methods[method as usize].name);
             let mut t = Thread::new(&a);
             drop(pin); // registered: from here on a collection waits for this thread
             let r = t.invoke(method, &[arg]);
@@ -184,6 +188,9 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
     if app.queue.post(first).is_err() {
         return None;
     }
+    // The main looper is latency-critical: holders of monitors it waits on are boosted.
+    fasttrack::set_latency_critical(true);
+    let main_track = app.trace.register_thread("main");
     let mut t = Thread::new(app);
     loop {
         if app.safepoints.is_terminating() {
@@ -198,7 +205,16 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
                 } else {
                     vec![key.what as u64, arg]
                 };
+                let _dispatch = main_track.map(|track| {
+                    app.trace
+                        .count(|c| c.pending_messages, app.queue.pending() as f64);
+                    let handler = &app.loaded.vp.program.methods[method as usize].name;
+                    app.trace
+                        .tracer()
+                        .slice(track, names::looper_dispatch_name(handler, key.what))
+                });
                 let r = t.invoke(method, &args);
+                drop(_dispatch);
                 drop(_pin);
                 if let Err(trap) = r {
                     app.end_with(trap);
@@ -217,6 +233,7 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
     }
     app.monitors.release_all(t.id);
     drop(t);
+    fasttrack::set_latency_critical(false);
     // The app is over: stop what is left (after quit or a halt) and wait for it.
     app.safepoints.terminate();
     app.wake_sleepers();

@@ -11,12 +11,14 @@ pub mod memory;
 pub mod messages;
 pub mod op;
 pub mod stats;
+pub mod tracing;
 pub mod trap;
 
 use std::sync::Arc;
 
 pub use app::{App, Loaded, RunConfig};
 pub use stats::RunStats;
+pub use tracing::{AppTrace, TraceTarget};
 pub use trap::Trap;
 
 use crate::isa::VerifiedProgram;
@@ -33,7 +35,7 @@ pub struct Outcome {
 
 /// Runs a verified program to its end.
 pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
-    let loaded = Arc::new(Loaded::new(vp));
+    let loaded = Arc::new(Loaded::translated(vp, cfg.resolve));
     let mut cfg = cfg;
     let swap = cfg.swap.take();
     let app = Arc::new(App::new(loaded.clone(), cfg)?);

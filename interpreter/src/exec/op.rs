@@ -4,6 +4,10 @@
 //! hot path of `getfield`, `putfield`, `cas` and `xadd` is the raw operation behind one
 //! compare. Layout decision: an instance's reference fields come first (slots
 //! `0..nrefs`), then its int fields, so the collector scans a prefix.
+//!
+//! [`translate_by_name`] is the comparison form (`marvin run --no-resolve`): the four field
+//! instructions keep their operand as a class and field *name* and resolve it on every
+//! execution, as a reflective field updater does (see [`resolve_by_name`]).
 
 use marvin_runtime::header::ObjKind;
 
@@ -64,6 +68,11 @@ pub enum Op {
     Cas(Slot),
     CasRef(Slot),
     Xadd(Slot),
+    /// `getfield`, `putfield`, `cas` and `xadd` resolved by name on every execution.
+    GetFieldByName(isa::FieldRef),
+    PutFieldByName(isa::FieldRef),
+    CasByName(isa::FieldRef),
+    XaddByName(isa::FieldRef),
     MonitorEnter,
     MonitorExit,
     Send(u32),
@@ -232,4 +241,69 @@ pub fn translate(p: &Program, layouts: &[ClassLayout], ins: Instr) -> Op {
         Instr::Assert => Op::Assert,
         Instr::Halt => Op::Halt,
     }
+}
+
+/// Translates one verified instruction for by-name execution: field instructions keep
+/// their symbolic operand; everything else is translated as [`translate`] does.
+pub fn translate_by_name(p: &Program, layouts: &[ClassLayout], ins: Instr) -> Op {
+    match ins {
+        Instr::GetField(f) => Op::GetFieldByName(f),
+        Instr::PutField(f) => Op::PutFieldByName(f),
+        Instr::Cas(f) => Op::CasByName(f),
+        Instr::Xadd(f) => Op::XaddByName(f),
+        other => translate(p, layouts, other),
+    }
+}
+
+/// What a by-name field instruction needs of the field's declared type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldUse {
+    /// `getfield`, `putfield`, `cas`: either type.
+    Any,
+    /// `xadd`: an int field.
+    Int,
+}
+
+/// A field resolved by name: its slot and whether it holds a reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NamedField {
+    pub slot: Slot,
+    pub is_ref: bool,
+}
+
+/// Resolves the field `f` names the way a reflective updater does on each call: finds the
+/// class by its name among the program's classes, the field by its name within the class,
+/// and checks the field's declared type against `use_`. The caller then checks the object's
+/// class against the result. Errors are runtime error messages.
+#[inline(never)]
+pub fn resolve_by_name(
+    p: &Program,
+    layouts: &[ClassLayout],
+    f: isa::FieldRef,
+    use_: FieldUse,
+) -> Result<NamedField, String> {
+    let wanted = &p.classes[f.class as usize];
+    let field_name = &wanted.fields[f.field as usize].name;
+    let class = p
+        .classes
+        .iter()
+        .position(|c| c.name == wanted.name)
+        .ok_or_else(|| format!("no class {}", wanted.name))?;
+    let fields = &p.classes[class].fields;
+    let field = fields
+        .iter()
+        .position(|fd| fd.name == *field_name)
+        .ok_or_else(|| format!("no field {}.{field_name}", wanted.name))?;
+    let ty = fields[field].ty;
+    if use_ == FieldUse::Int && ty != Ty::Int {
+        return Err(format!("field {}.{field_name} is not an int", wanted.name));
+    }
+    Ok(NamedField {
+        slot: Slot {
+            class: class as u32,
+            slot: layouts[class].slot_of[field],
+            field: field as u32,
+        },
+        is_ref: ty == Ty::Ref,
+    })
 }

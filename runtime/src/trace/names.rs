@@ -91,6 +91,47 @@ pub const LOOPER_DISPATCH: &str = "Looper dispatch";
 /// A looper idle, waiting for its next message.
 pub const LOOPER_IDLE: &str = "Looper idle";
 
+/// A looper dispatching one message: `Looper dispatch: HANDLER what=WHAT`, the handler being
+/// the method the message calls.
+pub fn looper_dispatch_name(handler: &str, what: i64) -> String {
+    format!("{LOOPER_DISPATCH}: {handler} what={what}")
+}
+
+/// A `mark` instant of a program: `mark NAME`.
+pub fn mark_name(name: &str) -> String {
+    format!("mark {name}")
+}
+
+/// Instant on a blocked latency-critical thread whose lock holder was fast-tracked:
+/// `fast track HOLDER (TID) nice FROM -> TO`.
+pub fn fast_track_boost_name(
+    holder: &str,
+    holder_tid: i32,
+    from_nice: i32,
+    to_nice: i32,
+) -> String {
+    format!("fast track {holder} ({holder_tid}) nice {from_nice} -> {to_nice}")
+}
+
+/// Instant on a fast-tracked holder that released its lock: `fast track end, nice N`.
+pub fn fast_track_restore_name(nice: i32) -> String {
+    format!("fast track end, nice {nice}")
+}
+
+/// Instant on a blocked thread whose holder could not be boosted (no privilege).
+pub fn fast_track_denied_name(holder_tid: i32) -> String {
+    format!("fast track denied for {holder_tid}")
+}
+
+/// Counter: messages pending on an app's main looper, sampled at each dispatch.
+pub const PENDING_MESSAGES: &str = "pending messages";
+/// Counter: bytes of an app's objects resident in memory.
+pub const RESIDENT_BYTES: &str = "resident bytes";
+/// Counter: bytes of an app's objects read or written in the last four working-set rounds.
+pub const WORKING_SET_BYTES: &str = "working-set bytes";
+/// Counter: bytes of live checkpoints in an app's swap file.
+pub const SWAP_LIVE_BYTES: &str = "swap file live bytes";
+
 /// Counter: messages waiting in a DeliQueue (its backlog).
 pub const QUEUE_BACKLOG: &str = "DeliQueue backlog";
 /// Counter: bytes of live objects in the heap.

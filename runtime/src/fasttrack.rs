@@ -1,0 +1,606 @@
+//! Fast-tracked lock holders: when a latency-critical thread (an app's main looper) blocks
+//! on a runtime lock, the threads holding that lock are boosted at once, and restored when
+//! they release it.
+//!
+//! A low-priority thread holding a lock the looper wants is delayed mostly by waiting for a
+//! CPU, not by its critical section; giving it the CPU first shortens the looper's wait. The
+//! runtime's locks a looper can wait on record their holders (a monitor its owner; a shared
+//! lock up to [`MAX_READERS`] readers in a [`ReaderSet`]) and call [`FastTracker::on_block`]
+//! when a latency-critical thread is about to wait, and [`FastTracker::on_release`] when a
+//! holder lets go. The DeliQueue has no internal lock waits (it is lock-free; the looper only
+//! sleeps on its futex when it has nothing to do), so it needs no hook.
+//!
+//! Three [`Mode`]s, compared by `marvin bench inversion`:
+//! - [`Mode::Off`]: nothing happens; the holder runs at whatever priority it has.
+//! - [`Mode::Inherit`]: priority inheritance only: the holder gets the waiter's nice value
+//!   (never a weaker one than it has), as a priority-inheriting mutex would give it.
+//! - [`Mode::FastTrack`]: the holder gets [`FastTracker::fast_nice`] (by default
+//!   [`FAST_TRACK_NICE`], the strongest CFS weight), ahead of every normal thread including
+//!   the waiter's peers, for what is left of its critical section.
+//!
+//! Priorities are nice values set per thread (`setpriority(PRIO_PROCESS, tid)`), through the
+//! [`Priorities`] trait so tests can use a mock. Raising a priority needs `CAP_SYS_NICE` (or
+//! a high enough `RLIMIT_NICE`); without it the tracker says so once on stderr, counts the
+//! refusal and carries on. Every boost, restore and refusal is reported to an optional
+//! observer (the interpreter records them in the trace).
+//!
+//! Ordering contract for lock implementations: call `on_block` while the lock's own state
+//! cannot change (under its internal mutex) and `on_release` under the same mutex, so a
+//! release always sees a boost made before it.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::cpuclock;
+
+/// The nice value [`Mode::FastTrack`] gives a holder by default.
+pub const FAST_TRACK_NICE: i32 = -20;
+
+/// Readers a shared lock records for fast tracking (more readers are not boosted).
+pub const MAX_READERS: usize = 4;
+
+/// What a latency-critical thread blocking on a lock does to the lock's holders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Off,
+    Inherit,
+    FastTrack,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "off" => Ok(Mode::Off),
+            "inherit" => Ok(Mode::Inherit),
+            "fasttrack" | "fast-track" => Ok(Mode::FastTrack),
+            _ => Err(format!(
+                "unknown fast-track mode {s:?} (expected off, inherit or fasttrack)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Off => "off",
+            Mode::Inherit => "inherit",
+            Mode::FastTrack => "fasttrack",
+        })
+    }
+}
+
+/// Identifies one lock across the process: a domain (one lock table, from [`new_domain`])
+/// and the lock's id within it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LockKey {
+    pub domain: u64,
+    pub id: u64,
+}
+
+/// A fresh lock domain id, unique in the process.
+pub fn new_domain() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+thread_local! {
+    static LATENCY_CRITICAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread latency-critical (an app's main looper) or not.
+pub fn set_latency_critical(critical: bool) {
+    LATENCY_CRITICAL.with(|c| c.set(critical));
+}
+
+/// Whether the calling thread is latency-critical.
+pub fn is_latency_critical() -> bool {
+    LATENCY_CRITICAL.with(|c| c.get())
+}
+
+/// Reads and sets thread nice values.
+pub trait Priorities: Send + Sync {
+    /// The nice value of thread `tid`.
+    fn nice_of(&self, tid: i32) -> io::Result<i32>;
+    /// Sets the nice value of thread `tid`.
+    fn set_nice(&self, tid: i32, nice: i32) -> io::Result<()>;
+}
+
+/// The operating system's thread priorities (`getpriority`/`setpriority` on a tid).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsPriorities;
+
+impl Priorities for OsPriorities {
+    fn nice_of(&self, tid: i32) -> io::Result<i32> {
+        thread_nice(tid)
+    }
+    fn set_nice(&self, tid: i32, nice: i32) -> io::Result<()> {
+        set_thread_nice(tid, nice)
+    }
+}
+
+/// The nice value of thread `tid` (0 = the calling thread).
+pub fn thread_nice(tid: i32) -> io::Result<i32> {
+    // getpriority may legitimately return -1, so errno tells errors apart.
+    // SAFETY: errno is the calling thread's own; getpriority has no memory preconditions.
+    let nice = unsafe {
+        *libc::__errno_location() = 0;
+        libc::getpriority(libc::PRIO_PROCESS, tid.max(0) as libc::id_t)
+    };
+    let err = io::Error::last_os_error();
+    if nice == -1 && err.raw_os_error().unwrap_or(0) != 0 {
+        return Err(err);
+    }
+    Ok(nice)
+}
+
+/// Sets the nice value of thread `tid` (0 = the calling thread).
+pub fn set_thread_nice(tid: i32, nice: i32) -> io::Result<()> {
+    // SAFETY: setpriority has no memory preconditions; a bad tid is an error return.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid.max(0) as libc::id_t, nice) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Something the tracker did, reported to its observer on the thread that did it: boosts on
+/// the blocked (latency-critical) thread, restores on the releasing holder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Boost {
+        lock: LockKey,
+        holder_tid: i32,
+        waiter_tid: i32,
+        from_nice: i32,
+        to_nice: i32,
+    },
+    Restore {
+        holder_tid: i32,
+        nice: i32,
+    },
+    /// The system refused a boost (no privilege); the holder keeps its priority.
+    Denied {
+        holder_tid: i32,
+        error: String,
+    },
+}
+
+/// Counts of what a tracker did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Times a latency-critical thread blocked on a lock (with the tracker on).
+    pub blocks: u64,
+    pub boosts: u64,
+    pub restores: u64,
+    pub denied: u64,
+    /// CPU time spent in the tracker's block and release paths (the detector's overhead).
+    pub cpu_ns: u64,
+}
+
+type Observer = Box<dyn Fn(&Event) + Send + Sync>;
+
+/// A boosted holder: its own nice value, the boost it has, and the locks it was boosted for.
+struct Boost {
+    saved_nice: i32,
+    nice: i32,
+    locks: Vec<LockKey>,
+}
+
+/// Boosts the holders of locks that latency-critical threads wait on (see the module doc).
+pub struct FastTracker {
+    mode: Mode,
+    fast_nice: i32,
+    priorities: Arc<dyn Priorities>,
+    boosted: Mutex<HashMap<i32, Boost>>,
+    /// Number of boosted holders: the release path's one relaxed load when nobody is.
+    active: AtomicUsize,
+    warned: AtomicBool,
+    observer: Mutex<Option<Arc<Observer>>>,
+    blocks: AtomicU64,
+    boosts: AtomicU64,
+    restores: AtomicU64,
+    denied: AtomicU64,
+    cpu_ns: AtomicU64,
+}
+
+impl std::fmt::Debug for FastTracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FastTracker")
+            .field("mode", &self.mode)
+            .field("fast_nice", &self.fast_nice)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FastTracker {
+    /// A tracker in `mode` setting priorities through `priorities`.
+    pub fn new(mode: Mode, priorities: Arc<dyn Priorities>) -> FastTracker {
+        FastTracker {
+            mode,
+            fast_nice: FAST_TRACK_NICE,
+            priorities,
+            boosted: Mutex::new(HashMap::new()),
+            active: AtomicUsize::new(0),
+            warned: AtomicBool::new(false),
+            observer: Mutex::new(None),
+            blocks: AtomicU64::new(0),
+            boosts: AtomicU64::new(0),
+            restores: AtomicU64::new(0),
+            denied: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// A tracker in `mode` on the operating system's priorities.
+    pub fn os(mode: Mode) -> FastTracker {
+        FastTracker::new(mode, Arc::new(OsPriorities))
+    }
+
+    /// Sets the nice value [`Mode::FastTrack`] gives holders.
+    pub fn with_fast_nice(mut self, nice: i32) -> FastTracker {
+        self.fast_nice = nice.clamp(-20, 19);
+        self
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn fast_nice(&self) -> i32 {
+        self.fast_nice
+    }
+
+    /// Reports every later event to `observer` (replacing any earlier one).
+    pub fn set_observer(&self, observer: impl Fn(&Event) + Send + Sync + 'static) {
+        *self.observer.lock() = Some(Arc::new(Box::new(observer)));
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            blocks: self.blocks.load(Ordering::Relaxed),
+            boosts: self.boosts.load(Ordering::Relaxed),
+            restores: self.restores.load(Ordering::Relaxed),
+            denied: self.denied.load(Ordering::Relaxed),
+            cpu_ns: self.cpu_ns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether `holder_tid` is boosted now.
+    pub fn is_boosted(&self, holder_tid: i32) -> bool {
+        self.boosted.lock().contains_key(&holder_tid)
+    }
+
+    /// The calling thread, latency-critical, with OS thread id `waiter_tid`, is about to
+    /// wait for `lock`, held by `holders` (tids; non-positive ones are ignored). Does nothing
+    /// unless the calling thread is latency-critical and the mode is not `Off`.
+    pub fn on_block(&self, lock: LockKey, waiter_tid: i32, holders: &[i32]) {
+        if self.mode == Mode::Off || !is_latency_critical() {
+            return;
+        }
+        let cpu0 = cpuclock::thread_cpu_time_ns();
+        self.blocks.fetch_add(1, Ordering::Relaxed);
+        let target = match self.mode {
+            Mode::Inherit => self.priorities.nice_of(waiter_tid).unwrap_or(0),
+            _ => self.fast_nice,
+        };
+        let mut events = Vec::new();
+        {
+            let mut boosted = self.boosted.lock();
+            for &holder in holders.iter().filter(|&&t| t > 0 && t != waiter_tid) {
+                self.boost_one(&mut boosted, lock, holder, waiter_tid, target, &mut events);
+            }
+        }
+        self.cpu_ns.fetch_add(
+            cpuclock::thread_cpu_time_ns().saturating_sub(cpu0),
+            Ordering::Relaxed,
+        );
+        self.report(&events);
+    }
+
+    fn boost_one(
+        &self,
+        boosted: &mut HashMap<i32, Boost>,
+        lock: LockKey,
+        holder: i32,
+        waiter_tid: i32,
+        target: i32,
+        events: &mut Vec<Event>,
+    ) {
+        let current = match boosted.get(&holder) {
+            Some(b) => b.nice,
+            None => match self.priorities.nice_of(holder) {
+                Ok(n) => n,
+                // The holder is gone (it exited): nothing to boost.
+                Err(_) => return,
+            },
+        };
+        if current > target {
+            if let Err(e) = self.priorities.set_nice(holder, target) {
+                self.denied.fetch_add(1, Ordering::Relaxed);
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "warning: cannot raise a lock holder's priority ({e}); fast-tracking \
+                         needs CAP_SYS_NICE or RLIMIT_NICE, continuing without it"
+                    );
+                }
+                events.push(Event::Denied {
+                    holder_tid: holder,
+                    error: e.to_string(),
+                });
+                return;
+            }
+            self.boosts.fetch_add(1, Ordering::Relaxed);
+            events.push(Event::Boost {
+                lock,
+                holder_tid: holder,
+                waiter_tid,
+                from_nice: current,
+                to_nice: target,
+            });
+        } else if !boosted.contains_key(&holder) {
+            // Already at least as strong as the boost: nothing to undo later.
+            return;
+        }
+        let entry = boosted.entry(holder).or_insert_with(|| {
+            // Relaxed: read under the same lock-state mutex by `on_release` (module doc).
+            self.active.fetch_add(1, Ordering::Relaxed);
+            Boost {
+                saved_nice: current,
+                nice: current,
+                locks: Vec::new(),
+            }
+        });
+        entry.nice = entry.nice.min(target);
+        if !entry.locks.contains(&lock) {
+            entry.locks.push(lock);
+        }
+    }
+
+    /// `holder_tid` released `lock`: if it was boosted for it and holds no other lock it was
+    /// boosted for, its own priority comes back.
+    #[inline]
+    pub fn on_release(&self, lock: LockKey, holder_tid: i32) {
+        // Relaxed: see the ordering contract in the module doc.
+        if self.active.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        self.release_slow(Some(lock), holder_tid);
+    }
+
+    /// `holder_tid` released every lock (it is ending): undo any boost it has.
+    pub fn on_release_all(&self, holder_tid: i32) {
+        if self.active.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        self.release_slow(None, holder_tid);
+    }
+
+    #[cold]
+    fn release_slow(&self, lock: Option<LockKey>, holder_tid: i32) {
+        let cpu0 = cpuclock::thread_cpu_time_ns();
+        let mut events = Vec::new();
+        {
+            let mut boosted = self.boosted.lock();
+            let done = match boosted.get_mut(&holder_tid) {
+                None => false,
+                Some(b) => {
+                    match lock {
+                        Some(l) => b.locks.retain(|k| *k != l),
+                        None => b.locks.clear(),
+                    }
+                    b.locks.is_empty()
+                }
+            };
+            if done {
+                let b = boosted.remove(&holder_tid).expect("present");
+                self.active.fetch_sub(1, Ordering::Relaxed);
+                // Lowering a priority back needs no privilege; a failure means the thread
+                // is gone.
+                if self.priorities.set_nice(holder_tid, b.saved_nice).is_ok() {
+                    self.restores.fetch_add(1, Ordering::Relaxed);
+                    events.push(Event::Restore {
+                        holder_tid,
+                        nice: b.saved_nice,
+                    });
+                }
+            }
+        }
+        self.cpu_ns.fetch_add(
+            cpuclock::thread_cpu_time_ns().saturating_sub(cpu0),
+            Ordering::Relaxed,
+        );
+        self.report(&events);
+    }
+
+    fn report(&self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        let observer = self.observer.lock().clone();
+        if let Some(o) = observer {
+            for e in events {
+                o(e);
+            }
+        }
+    }
+}
+
+/// The readers of a shared lock, up to [`MAX_READERS`] tids (0 = free slot), for
+/// [`FastTracker::on_block`]. Readers beyond the bound are not recorded (and not boosted).
+#[derive(Debug, Default)]
+pub struct ReaderSet {
+    slots: [AtomicI32; MAX_READERS],
+}
+
+impl ReaderSet {
+    pub fn new() -> ReaderSet {
+        ReaderSet::default()
+    }
+
+    /// Records reader `tid`; false when every slot is taken.
+    pub fn add(&self, tid: i32) -> bool {
+        self.slots.iter().any(|s| {
+            // Relaxed: the set is a hint for boosting; the lock itself orders the data.
+            s.compare_exchange(0, tid, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        })
+    }
+
+    /// Forgets reader `tid` (one slot).
+    pub fn remove(&self, tid: i32) {
+        for s in &self.slots {
+            if s.compare_exchange(tid, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// The recorded readers.
+    pub fn snapshot(&self) -> Vec<i32> {
+        self.slots
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .filter(|&t| t > 0)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nice values in a table; refuses raises when `privileged` is false.
+    #[derive(Default)]
+    struct MockPriorities {
+        nice: Mutex<HashMap<i32, i32>>,
+        unprivileged: AtomicBool,
+    }
+
+    impl Priorities for MockPriorities {
+        fn nice_of(&self, tid: i32) -> io::Result<i32> {
+            Ok(*self.nice.lock().get(&tid).unwrap_or(&0))
+        }
+        fn set_nice(&self, tid: i32, nice: i32) -> io::Result<()> {
+            let mut t = self.nice.lock();
+            let cur = *t.get(&tid).unwrap_or(&0);
+            if nice < cur && self.unprivileged.load(Ordering::Relaxed) {
+                return Err(io::Error::from_raw_os_error(libc::EACCES));
+            }
+            t.insert(tid, nice);
+            Ok(())
+        }
+    }
+
+    const LOCK: LockKey = LockKey { domain: 1, id: 7 };
+    const OTHER: LockKey = LockKey { domain: 1, id: 8 };
+
+    fn setup(mode: Mode) -> (Arc<MockPriorities>, FastTracker) {
+        let p = Arc::new(MockPriorities::default());
+        p.nice.lock().insert(10, 19);
+        p.nice.lock().insert(20, -4);
+        (p.clone(), FastTracker::new(mode, p))
+    }
+
+    fn critical<R>(f: impl FnOnce() -> R) -> R {
+        set_latency_critical(true);
+        let r = f();
+        set_latency_critical(false);
+        r
+    }
+
+    #[test]
+    fn fast_track_boosts_until_every_boosted_lock_is_released() {
+        let (p, ft) = setup(Mode::FastTrack);
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        assert_eq!(p.nice_of(10).unwrap(), FAST_TRACK_NICE);
+        critical(|| ft.on_block(OTHER, 20, &[10]));
+        ft.on_release(LOCK, 10);
+        assert_eq!(p.nice_of(10).unwrap(), FAST_TRACK_NICE, "still holds OTHER");
+        ft.on_release(OTHER, 10);
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        let s = ft.stats();
+        assert_eq!((s.blocks, s.boosts, s.restores), (2, 1, 1));
+        assert!(!ft.is_boosted(10));
+    }
+
+    #[test]
+    fn inherit_gives_the_waiters_nice_only() {
+        let (p, ft) = setup(Mode::Inherit);
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        assert_eq!(p.nice_of(10).unwrap(), -4);
+        ft.on_release(LOCK, 10);
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+    }
+
+    #[test]
+    fn only_latency_critical_threads_boost_and_off_does_nothing() {
+        let (p, ft) = setup(Mode::FastTrack);
+        ft.on_block(LOCK, 20, &[10]);
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        let (p, ft) = setup(Mode::Off);
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        assert_eq!(ft.stats(), Stats::default());
+    }
+
+    #[test]
+    fn a_refused_boost_is_reported_and_nothing_is_restored() {
+        let (p, ft) = setup(Mode::FastTrack);
+        p.unprivileged.store(true, Ordering::Relaxed);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        ft.set_observer(move |e| s2.lock().push(e.clone()));
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        ft.on_release(LOCK, 10);
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        assert_eq!(ft.stats().denied, 2);
+        assert!(ft.warned.load(Ordering::Relaxed));
+        assert!(matches!(
+            seen.lock()[0],
+            Event::Denied { holder_tid: 10, .. }
+        ));
+        assert_eq!(seen.lock().len(), 2, "no restore after a refused boost");
+    }
+
+    #[test]
+    fn a_holder_already_stronger_is_left_alone() {
+        let (p, ft) = setup(Mode::Inherit);
+        p.nice.lock().insert(10, -10);
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        assert_eq!(p.nice_of(10).unwrap(), -10);
+        assert!(!ft.is_boosted(10));
+    }
+
+    #[test]
+    fn reader_sets_are_bounded() {
+        let r = ReaderSet::new();
+        for t in 1..=MAX_READERS as i32 {
+            assert!(r.add(t));
+        }
+        assert!(!r.add(99));
+        r.remove(2);
+        assert_eq!(r.snapshot().len(), MAX_READERS - 1);
+        assert!(!r.snapshot().contains(&2));
+    }
+
+    #[test]
+    fn the_os_nice_of_this_thread_reads_back() {
+        let me = cpuclock::current_tid();
+        let before = thread_nice(me).unwrap();
+        // Lowering one's own priority needs no privilege.
+        let lower = (before + 1).min(19);
+        set_thread_nice(me, lower).unwrap();
+        assert_eq!(thread_nice(me).unwrap(), lower);
+        let _ = set_thread_nice(me, before);
+    }
+}
