@@ -80,7 +80,7 @@ mod tests {
         assert!(a.is_active());
         a.observe(2, s(11), th);
         assert!(a.is_active());
-        a.observe(2, s(30), th);
+        a.observe(2, s(32), th);
         assert!(!a.is_active(), "20 s without a round");
         a.observe(3, s(45), th);
         assert!(!a.is_active(), "one late round is not enough");

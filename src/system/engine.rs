@@ -5,7 +5,6 @@
 //! background) and can switch the foreground among apps on a schedule; a sampler that
 //! records the time series.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -29,8 +28,14 @@ struct Slot {
     looper: Option<std::thread::JoinHandle<Option<Trap>>>,
     heap_task: Option<std::thread::JoinHandle<()>>,
     activity: Activity,
-    dir: PathBuf,
 }
+
+/// A killed app whose threads are still unwinding: the app, its looper, its heap task.
+type Dying = (
+    Arc<App>,
+    Option<std::thread::JoinHandle<Option<Trap>>>,
+    Option<std::thread::JoinHandle<()>>,
+);
 
 /// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
 #[derive(Default)]
@@ -56,16 +61,10 @@ struct Run {
     restarts: AtomicU64,
     retired: Mutex<Retired>,
     /// Apps killed whose threads are being reaped.
-    dying: Mutex<
-        Vec<(
-            Arc<App>,
-            Option<std::thread::JoinHandle<Option<Trap>>>,
-            Option<std::thread::JoinHandle<()>>,
-        )>,
-    >,
+    dying: Mutex<Vec<Dying>>,
     start: Instant,
+    /// The run's swap directory, removed when the run ends.
     dir: tempfile::TempDir,
-    stop: AtomicBool,
 }
 
 /// Progress callback: (elapsed, alive, active, kills, accounted bytes).
@@ -110,7 +109,6 @@ pub fn run_policy(
             dying: Mutex::new(Vec::new()),
             start: Instant::now(),
             dir,
-            stop: AtomicBool::new(false),
         }
     });
     let th = Thresholds::scaled(cfg.time_scale);
@@ -145,7 +143,6 @@ pub fn run_policy(
         series.points.push(p);
         std::thread::sleep(cfg.sample_every);
     }
-    run.stop.store(true, Ordering::SeqCst);
     let final_point = run.sample(th);
     summary.observe(&final_point);
     summary.final_alive = final_point.alive;
@@ -228,7 +225,6 @@ impl Run {
             looper: Some(looper),
             heap_task,
             activity: Activity::default(),
-            dir,
         })
     }
 
@@ -424,8 +420,5 @@ impl Run {
         summary.over_budget_events = st.over_budget_events;
         summary.max_over_budget_bytes = st.max_over_budget;
         summary.budget_bytes = self.cfg.budget as u64;
-        let _ = &self.dir;
-        let _ = self.stop.load(Ordering::Relaxed);
-        let _ = self.slots.lock().iter().map(|s| &s.dir).count();
     }
 }

@@ -67,7 +67,8 @@ impl Summary {
 pub fn table(summaries: &[Summary]) -> String {
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
     let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
-    let rows: Vec<(&str, Box<dyn Fn(&Summary) -> String>)> = vec![
+    type Cell = Box<dyn Fn(&Summary) -> String>;
+    let rows: Vec<(&str, Cell)> = vec![
         ("apps alive (peak)", Box::new(|s| s.peak_alive.to_string())),
         (
             "apps alive (final)",

@@ -150,9 +150,9 @@ fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
 /// Writes fused ops over the starts of fusable runs.
 pub fn fuse(code: &mut [Op]) {
     let original = code.to_vec();
-    for i in 0..original.len() {
+    for (i, op) in code.iter_mut().enumerate() {
         if let Some(f) = fuse_at(&original, i) {
-            code[i] = f;
+            *op = f;
         }
     }
 }
