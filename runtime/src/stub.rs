@@ -34,6 +34,9 @@ pub trait StubHooks: Send + Sync {
     fn freed(&self, stub: &Stub, state: &mut StubState);
     /// Whether an object with these access histories is cold (the policy's call).
     fn is_cold(&self, read_history: u8, write_history: u8) -> bool;
+    /// Whether a new object of this kind and size gets a stub at allocation while
+    /// [`StubSpace::stub_on_alloc`] is on (the policy's call).
+    fn stub_at_allocation(&self, kind: ObjKind, size_bytes: usize) -> bool;
 }
 
 /// Mutable state of a stub, under its lock: the saver, faults and the collector's
@@ -115,10 +118,16 @@ pub struct StubSpace {
     pub bookmarking: bool,
     /// Bytes of stubbed objects not resident now.
     out_bytes: AtomicU64,
-    /// Stub every large object as it is allocated (page-granular swapping, where every
-    /// page run is a candidate from the start).
+    /// Give new objects stubs as they are allocated, when [`StubHooks::stub_at_allocation`]
+    /// says so: in the background (objects made there are candidates like the rest), and
+    /// always for page-granular swapping, where every page run is a candidate.
     pub stub_on_alloc: AtomicBool,
+    /// Told of every object fault: (handle, start and end in trace-clock ns, bytes).
+    pub fault_observer: std::sync::OnceLock<FaultObserver>,
 }
+
+/// A callback for object faults (for traces).
+pub type FaultObserver = Box<dyn Fn(u64, u64, u64, u64) + Send + Sync>;
 
 impl StubSpace {
     pub fn new(table: ReclaimTable, hooks: Arc<dyn StubHooks>, bookmarking: bool) -> StubSpace {
@@ -131,6 +140,7 @@ impl StubSpace {
             bookmarking,
             out_bytes: AtomicU64::new(0),
             stub_on_alloc: AtomicBool::new(false),
+            fault_observer: std::sync::OnceLock::new(),
         }
     }
 
@@ -176,6 +186,10 @@ impl StubSpace {
         if st.dead {
             return Err(AccessError::Dangling(stub.handle.value()));
         }
+        let t0 = self
+            .fault_observer
+            .get()
+            .map(|_| crate::trace::Tracer::now_ns());
         self.hooks
             .fault_in(stub, &mut st)
             .map_err(|reason| AccessError::Fault {
@@ -195,6 +209,14 @@ impl StubSpace {
             c.faults.fetch_add(1, Ordering::Relaxed);
             c.fault_bytes
                 .fetch_add(stub.bytes as u64, Ordering::Relaxed);
+            if let (Some(obs), Some(t0)) = (self.fault_observer.get(), t0) {
+                obs(
+                    stub.handle.value(),
+                    t0,
+                    crate::trace::Tracer::now_ns(),
+                    stub.bytes as u64,
+                );
+            }
         }
         if self.collecting.load(Ordering::Relaxed) {
             c.gc_faults.fetch_add(1, Ordering::Relaxed);

@@ -124,49 +124,90 @@ impl Budget {
         match self.pressure {
             Pressure::Kill => {}
             Pressure::Marvin => {
+                // Reclaim until the allocation fits: other apps keep allocating while we
+                // work, so one pass may not be enough; stop when a pass finds nothing.
                 let t0 = Instant::now();
-                let mut got = 0;
-                for (_, a) in self.lru_background(requester) {
-                    if got >= short {
-                        break;
+                let mut total = 0;
+                while short > 0 {
+                    let mut got = 0;
+                    for (_, a) in self.lru_background(requester) {
+                        if got >= short {
+                            break;
+                        }
+                        if let Ok(r) = a.reclaim(short - got) {
+                            got += r.bytes;
+                        }
                     }
-                    if let Ok(r) = a.reclaim(short - got) {
-                        got += r.bytes;
+                    total += got;
+                    short = need(self);
+                    if got == 0 {
+                        break;
                     }
                 }
                 let mut st = self.stats.lock();
                 st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
-                st.reclaimed_bytes += got;
-                drop(st);
-                short = need(self);
+                st.reclaimed_bytes += total;
             }
             Pressure::PageSwap => {
                 let t0 = Instant::now();
-                let mut order = self.lru_background(requester);
-                // Then the foreground apps (the requester last): a kernel's LRU spans
-                // every process.
-                order.extend(self.alive().into_iter().filter(|(m, _)| {
-                    m.foreground.load(Ordering::Relaxed) && Some(m.id) != requester
-                }));
-                order.extend(
-                    self.alive()
-                        .into_iter()
-                        .filter(|(m, _)| Some(m.id) == requester),
-                );
-                let mut got = 0;
-                for (_, a) in &order {
-                    if got >= short {
-                        break;
+                let mut total = 0;
+                while short > 0 {
+                    let mut order = self.lru_background(requester);
+                    // Then the foreground apps (the requester last): a kernel's LRU spans
+                    // every process.
+                    order.extend(self.alive().into_iter().filter(|(m, _)| {
+                        m.foreground.load(Ordering::Relaxed) && Some(m.id) != requester
+                    }));
+                    order.extend(
+                        self.alive()
+                            .into_iter()
+                            .filter(|(m, _)| Some(m.id) == requester),
+                    );
+                    let mut got = 0;
+                    for (_, a) in &order {
+                        if got >= short {
+                            break;
+                        }
+                        if let Some(s) = a.swap() {
+                            got += pageout::page_out(&a.heap, s, short - got).bytes;
+                        }
                     }
-                    if let Some(s) = a.swap() {
-                        got += pageout::page_out(&a.heap, s, short - got).bytes;
+                    total += got;
+                    short = need(self);
+                    if got == 0 {
+                        break;
                     }
                 }
                 let mut st = self.stats.lock();
                 st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
-                st.reclaimed_bytes += got;
-                drop(st);
-                short = need(self);
+                st.reclaimed_bytes += total;
+            }
+        }
+        if short > 0 && std::env::var_os("MARVIN_DEBUG_PRESSURE").is_some() {
+            for (m, a) in self.lru_background(requester) {
+                if let Some(space) = a.heap.stub_space() {
+                    let (mut n, mut res, mut saved, mut clean, mut cold) = (0, 0, 0, 0, 0);
+                    let mut recl = 0;
+                    for (_, e) in space.table.iter_occupied() {
+                        n += 1;
+                        let f = e.flags();
+                        res +=
+                            f.contains(marvin_runtime::reclaim_table::EntryFlags::RESIDENT) as u32;
+                        saved +=
+                            f.contains(marvin_runtime::reclaim_table::EntryFlags::SAVED) as u32;
+                        clean +=
+                            f.contains(marvin_runtime::reclaim_table::EntryFlags::CLEAN) as u32;
+                        cold += f.contains(marvin_runtime::reclaim_table::EntryFlags::COLD) as u32;
+                        recl += e.looks_reclaimable() as u32;
+                    }
+                    eprintln!(
+                        "app{} fg {} reclaimable {recl} entries {n} resident {res} saved {saved} clean {clean} cold {cold} heap {} resident {}",
+                        m.id,
+                        space.table.is_foreground(),
+                        a.heap.in_use(),
+                        a.heap.resident_bytes()
+                    );
+                }
             }
         }
         // Kill (the policy itself, or the fallback) until it fits or nobody is left.

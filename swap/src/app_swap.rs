@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use marvin_runtime::header::{HeaderBits, ObjHeader};
+use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind};
 use marvin_runtime::heap::Heap;
 use marvin_runtime::object::Obj;
 use marvin_runtime::reclaim_table::ReclaimTable;
@@ -39,6 +39,8 @@ pub struct AppSwap {
     pub counters: SwapCounters,
     /// The last swap error, for reports.
     pub last_error: Mutex<Option<String>>,
+    /// Marvin's bookmarking collector, or the page-swap baseline.
+    bookmarking: bool,
 }
 
 impl AppSwap {
@@ -62,6 +64,7 @@ impl AppSwap {
             file: Mutex::new(file),
             counters: SwapCounters::default(),
             last_error: Mutex::new(None),
+            bookmarking,
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|e| e.to_string())?;
@@ -80,13 +83,15 @@ impl StubHooks for AppSwap {
         };
         let payload_len = stub.kind.payload_bytes(stub.len);
         let mut buf = vec![0u8; payload_len];
-        self.file
-            .lock()
-            .read(SlotId::from_offset(slot), stub.handle.value(), &mut buf)
-            .map_err(|e| {
+        {
+            let file = self.file.lock();
+            let read = file.read(SlotId::from_offset(slot), stub.handle.value(), &mut buf);
+            file.release_slot(SlotId::from_offset(slot));
+            read.map_err(|e| {
                 self.record_error(&e);
                 e.to_string()
             })?;
+        }
         let header = ObjHeader::new(stub.kind, stub.class, stub.len, stub.nrefs);
         // SAFETY: the object is not resident (its pages were dropped), the entry is
         // locked shared (no reclaimer) and the stub state locked (no saver, no other
@@ -111,5 +116,11 @@ impl StubHooks for AppSwap {
 
     fn is_cold(&self, read_history: u8, write_history: u8) -> bool {
         self.policy.is_cold(read_history, write_history)
+    }
+
+    fn stub_at_allocation(&self, kind: ObjKind, size_bytes: usize) -> bool {
+        // Page-granular swapping (no bookmarking) takes every page run; Marvin only the
+        // policy's candidates.
+        !self.bookmarking || self.policy.is_candidate(kind, size_bytes)
     }
 }

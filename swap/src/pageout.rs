@@ -80,6 +80,9 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             r.bytes += size;
         }
     }
+    if r.objects > 0 {
+        swap.file.lock().release_all();
+    }
     swap.counters
         .bytes_written
         .fetch_add(r.bytes_written, Ordering::Relaxed);

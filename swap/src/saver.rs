@@ -101,6 +101,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             .saved_bytes
             .fetch_add(stub.bytes as u64, Ordering::Relaxed);
     }
+    swap.file.lock().release_all();
     r.elapsed = t0.elapsed();
     r
 }
@@ -131,6 +132,7 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, String> {
                 .map(|s| s.offset());
         }
     }
+    file.release_all();
     swap.counters.compactions.fetch_add(1, Ordering::Relaxed);
     Ok(true)
 }

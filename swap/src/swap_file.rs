@@ -286,13 +286,25 @@ impl SwapFile {
             }));
         }
         out.copy_from_slice(payload);
-        self.unmap_pages(slot.0, SLOT_HEADER_BYTES + out.len() as u64);
         Ok(())
     }
 
+    /// Drops this process's mapping of `slot`'s pages (after reading one checkpoint).
+    pub fn release_slot(&self, slot: SlotId) {
+        if let Some(info) = self.slots.get(&slot.0) {
+            self.unmap_pages(slot.0, SLOT_HEADER_BYTES + info.capacity as u64);
+        }
+    }
+
+    /// Drops this process's mapping of every page of the file (after a batch of writes or
+    /// reads): the data stays in the file and the page cache, so the swap file does not
+    /// count as the process's resident memory. One call, however many checkpoints.
+    pub fn release_all(&self) {
+        self.unmap_pages(0, self.map.len() as u64);
+    }
+
     /// Drops this process's mapping of the pages under `[offset, offset + len)`: the data
-    /// stays in the file (and the page cache), so the swap file's pages do not count as
-    /// the process's resident memory once a checkpoint is written or read.
+    /// stays in the file (and the page cache).
     fn unmap_pages(&self, offset: u64, len: u64) {
         const PAGE: u64 = 4096;
         let start = offset / PAGE * PAGE;
@@ -547,7 +559,6 @@ impl SwapFile {
             payload_crc: crc32(bytes),
         };
         header.encode(&mut self.map[offset as usize..]);
-        self.unmap_pages(offset, SLOT_HEADER_BYTES + len as u64);
         self.slots.insert(
             offset,
             SlotInfo {

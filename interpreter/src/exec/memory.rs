@@ -13,6 +13,8 @@ use marvin_swap::policy::{RestoreMode, SwapPolicy};
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap};
 use serde::Serialize;
 
+use marvin_runtime::trace::{names, Tracer};
+
 use super::app::App;
 
 /// One recorded transition.
@@ -45,6 +47,21 @@ impl App {
         let swap = AppSwap::attach(&self.heap, dir, name, policy, capacity, bookmarking)?;
         if let Some(space) = self.heap.stub_space() {
             space.table.set_foreground(true);
+            if self.trace.is_enabled() {
+                let trace = self.trace.clone();
+                let _ = space
+                    .fault_observer
+                    .set(Box::new(move |h, start, end, _bytes| {
+                        if let Some(track) = trace.current_track() {
+                            trace.tracer().complete(
+                                track,
+                                format!("{} {h}", names::OBJECT_FAULT),
+                                start,
+                                end,
+                            );
+                        }
+                    }));
+            }
         }
         self.swap
             .set(swap)
@@ -54,6 +71,41 @@ impl App {
     /// The app's swap side, when swapping is on.
     pub fn swap(&self) -> Option<&Arc<AppSwap>> {
         self.swap.get()
+    }
+
+    /// Runs `f` inside a trace slice named `name` on the calling thread's track, and
+    /// samples the memory counters after it.
+    fn traced<R>(&self, name: &str, f: impl FnOnce() -> R) -> R {
+        if !self.trace.is_enabled() {
+            return f();
+        }
+        let start = Tracer::now_ns();
+        let r = f();
+        if let Some(track) = self.trace.current_track() {
+            self.trace
+                .tracer()
+                .complete(track, name, start, Tracer::now_ns());
+        }
+        self.count_memory();
+        r
+    }
+
+    /// Samples the resident, working-set and swap-file counters into the trace.
+    pub fn count_memory(&self) {
+        if !self.trace.is_enabled() {
+            return;
+        }
+        self.trace
+            .count(|c| c.resident_bytes, self.heap.resident_bytes() as f64);
+        let ws = self.gc.lock().last_working_set;
+        self.trace.count(
+            |c| c.working_set_bytes,
+            ws.read_bytes.max(ws.written_bytes) as f64,
+        );
+        if let Some(sw) = self.swap() {
+            let live = sw.file.lock().live_bytes();
+            self.trace.count(|c| c.swap_live_bytes, live as f64);
+        }
     }
 
     fn record(
@@ -82,13 +134,15 @@ impl App {
     pub fn enter_background(&self) -> Result<Transition, String> {
         let swap = self.swap().ok_or("swapping is not enabled")?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
-        let report = {
+        let report = self.traced(names::CREATE_STUBS, || {
             let _w = self.safepoints.stop_the_world();
             // SAFETY: the world is stopped.
-            unsafe { stubber::stub_candidates(&self.heap, &*swap.policy)? }
-        };
+            unsafe { stubber::stub_candidates(&self.heap, &*swap.policy) }
+        })?;
         if let Some(space) = self.heap.stub_space() {
             space.table.set_foreground(false);
+            // Objects made in the background are candidates too: stub them as they come.
+            space.stub_on_alloc.store(true, Ordering::SeqCst);
         }
         Ok(self.record("bg", t0, rss, report.objects, report.bytes))
     }
@@ -103,8 +157,18 @@ impl App {
         } else {
             swap.policy.saver_budget()
         };
-        let r = saver::save(&self.heap, swap, budget, false);
-        saver::compact_if_needed(&self.heap, swap)?;
+        let r = self.traced(names::SWAP_WRITE_TASK, || {
+            self.cpu
+                .measure(marvin_runtime::cpuaccount::Activity::Saver, || {
+                    saver::save(&self.heap, swap, budget, false)
+                })
+        });
+        if std::env::var_os("MARVIN_DEBUG_PRESSURE").is_some() {
+            eprintln!("save fg={} {:?}", self.is_foreground(), r);
+        }
+        self.traced(names::SWAP_COMPACT, || {
+            saver::compact_if_needed(&self.heap, swap)
+        })?;
         if complete {
             return Ok(self.record("save", t0, rss, r.saved_objects, r.saved_bytes));
         }
@@ -147,16 +211,21 @@ impl App {
     pub fn enter_foreground(&self) -> Result<Transition, String> {
         let swap = self.swap().ok_or("swapping is not enabled")?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
-        let r = {
+        let r = self.traced(names::EAGER_RESTORE, || {
             let _w = self.safepoints.stop_the_world();
             if let Some(space) = self.heap.stub_space() {
                 space.table.set_foreground(true);
+                space.stub_on_alloc.store(false, Ordering::SeqCst);
             }
-            match swap.policy.restore_mode() {
-                RestoreMode::Eager => restore::restore_all(&self.heap, swap),
-                RestoreMode::OnDemand => restore::RestoreReport::default(),
-            }
-        };
+            self.cpu
+                .measure(marvin_runtime::cpuaccount::Activity::Restore, || match swap
+                    .policy
+                    .restore_mode()
+                {
+                    RestoreMode::Eager => restore::restore_all(&self.heap, swap),
+                    RestoreMode::OnDemand => restore::RestoreReport::default(),
+                })
+        });
         if let Some(e) = r.errors.first() {
             return Err(format!("restore failed: {e}"));
         }
@@ -165,11 +234,11 @@ impl App {
 
     /// One working-set round without a collection.
     pub fn working_set_round(&self) -> marvin_gc::WorkingSet {
-        let ws = {
+        let ws = self.traced(names::WORKING_SET_WALK, || {
             let _w = self.safepoints.stop_the_world();
             // SAFETY: the world is stopped.
             unsafe { marvin_gc::working_set::walk(&self.heap) }
-        };
+        });
         self.gc.lock().last_working_set = ws;
         ws
     }

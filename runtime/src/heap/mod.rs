@@ -235,10 +235,9 @@ impl Heap {
             }
         };
         if raw >= LARGE_OBJECT_BYTES
-            && self
-                .stubs
-                .get()
-                .is_some_and(|s| s.stub_on_alloc.load(Ordering::Relaxed))
+            && self.stubs.get().is_some_and(|s| {
+                s.stub_on_alloc.load(Ordering::Relaxed) && s.hooks.stub_at_allocation(kind, raw)
+            })
         {
             // SAFETY: the handle is not published yet: no other thread can reach it.
             unsafe { self.stub_object(h) }.map_err(|_| AllocError::OutOfMemory)?;
