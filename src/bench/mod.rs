@@ -15,6 +15,7 @@ pub mod cputime;
 pub mod interp;
 pub mod inversion;
 pub mod queue;
+pub mod reclaim;
 
 /// The benchmarks, one subcommand each.
 #[derive(Debug, Subcommand)]
@@ -29,6 +30,8 @@ pub enum BenchCmd {
     Atomics(atomics::AtomicsArgs),
     /// Priority inversion on a looper: no fast track, priority inheritance, fast track.
     Inversion(inversion::InversionArgs),
+    /// Reclaiming saved objects (coalesced vs one madvise per object) and restoring them.
+    Reclaim(reclaim::ReclaimArgs),
 }
 
 /// Options every benchmark takes.
@@ -193,5 +196,6 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Cputime(a) => cputime::run(a),
         BenchCmd::Atomics(a) => atomics::run(a),
         BenchCmd::Inversion(a) => inversion::run(a),
+        BenchCmd::Reclaim(a) => reclaim::run(a),
     }
 }
