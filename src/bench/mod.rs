@@ -10,8 +10,11 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+pub mod alloc;
 pub mod atomics;
 pub mod cputime;
+pub mod faults;
+pub mod interpose;
 pub mod interp;
 pub mod inversion;
 pub mod queue;
@@ -32,6 +35,12 @@ pub enum BenchCmd {
     Inversion(inversion::InversionArgs),
     /// Reclaiming saved objects (coalesced vs one madvise per object) and restoring them.
     Reclaim(reclaim::ReclaimArgs),
+    /// Access-barrier overhead as the share of object-accessing instructions grows.
+    Interpose(interpose::InterposeArgs),
+    /// Heap-walk speed as a growing fraction of the walked objects is faulted in.
+    Faults(faults::FaultsArgs),
+    /// Allocating with free memory vs a budget full of background apps.
+    Alloc(alloc::AllocArgs),
 }
 
 /// Options every benchmark takes.
@@ -197,5 +206,8 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Atomics(a) => atomics::run(a),
         BenchCmd::Inversion(a) => inversion::run(a),
         BenchCmd::Reclaim(a) => reclaim::run(a),
+        BenchCmd::Interpose(a) => interpose::run(a),
+        BenchCmd::Faults(a) => faults::run(a),
+        BenchCmd::Alloc(a) => alloc::run(a),
     }
 }
