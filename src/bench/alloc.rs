@@ -99,7 +99,11 @@ impl World {
         let dir = tempfile::tempdir().context("creating the swap directory")?;
         let kills = Arc::new(AtomicU64::new(0));
         let k = kills.clone();
-        let limit = if pressure.is_some() { bytes } else { u64::MAX / 4 };
+        let limit = if pressure.is_some() {
+            bytes
+        } else {
+            u64::MAX / 4
+        };
         let budget = Arc::new(Budget::new(
             limit,
             pressure.unwrap_or(Pressure::Marvin),
@@ -141,7 +145,11 @@ impl World {
                 if pressure == Some(Pressure::Marvin) {
                     app.enter_background().map_err(anyhow::Error::msg)?;
                     let saved = app.save_now(true).map_err(anyhow::Error::msg)?;
-                    ensure!(saved.objects == per_app, "saved {} of {per_app}", saved.objects);
+                    ensure!(
+                        saved.objects == per_app,
+                        "saved {} of {per_app}",
+                        saved.objects
+                    );
                 }
             }
             let member = Arc::new(Member {
@@ -179,7 +187,11 @@ impl World {
 }
 
 pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
-    let bytes = if args.quick { 16 << 20 } else { args.size as u64 };
+    let bytes = if args.quick {
+        16 << 20
+    } else {
+        args.size as u64
+    };
     ensure!(bytes >= 1 << 20, "--size must be at least 1m");
     let arrays = bytes / ARRAY_BYTES;
     let reps = args.common.reps.max(1);

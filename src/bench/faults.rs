@@ -90,7 +90,10 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
         for rep in 0..=reps {
             faulted = reclaim_fraction(&saved, pct)?;
             let expected: u64 = (0..n).filter(|&i| selected(i, pct)).count() as u64;
-            ensure!(faulted == expected, "reclaimed {faulted} of {expected} arrays");
+            ensure!(
+                faulted == expected,
+                "reclaimed {faulted} of {expected} arrays"
+            );
             let t = Instant::now();
             let sum = walk(&saved)?;
             let ns = t.elapsed().as_nanos() as f64;

@@ -94,7 +94,10 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
         for rep in 0..=reps {
             let (t_on, acc, ins) = run_once(pct, total, true)?;
             let (t_off, acc2, ins2) = run_once(pct, total, false)?;
-            ensure!((acc, ins) == (acc2, ins2), "the two runs did different work");
+            ensure!(
+                (acc, ins) == (acc2, ins2),
+                "the two runs did different work"
+            );
             counts = (acc, ins);
             if rep > 0 {
                 on.push(t_on);

@@ -94,7 +94,11 @@ impl SavedHeap {
         // SAFETY: this thread is the heap's only user: no mutator runs.
         let stubbed = unsafe { stubber::stub_candidates(&heap, &*swap.policy) }
             .map_err(anyhow::Error::msg)?;
-        ensure!(stubbed.objects == n as u64, "stubbed {} of {n}", stubbed.objects);
+        ensure!(
+            stubbed.objects == n as u64,
+            "stubbed {} of {n}",
+            stubbed.objects
+        );
         let space = heap.stub_space().context("stubs enabled")?;
         space.table.set_foreground(false);
         let saved = saver::save(&heap, &swap, Duration::MAX, true);
@@ -133,7 +137,10 @@ impl SavedHeap {
                 .map_err(anyhow::Error::msg)?;
             sum = sum.wrapping_add(a.obj().words()[0].load(std::sync::atomic::Ordering::Relaxed));
         }
-        ensure!(sum == self.checksum, "restored arrays hold the wrong values");
+        ensure!(
+            sum == self.checksum,
+            "restored arrays hold the wrong values"
+        );
         Ok(())
     }
 
@@ -190,7 +197,10 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
     let mut samples = Vec::new();
 
     // Reclaim: ours (coalesced) and one madvise per object, alternating per repetition.
-    for (size, pub_ns) in [(small, published.map(|p| p.0)), (large, published.map(|p| p.1))] {
+    for (size, pub_ns) in [
+        (small, published.map(|p| p.0)),
+        (large, published.map(|p| p.1)),
+    ] {
         let scenario = format!("reclaim {} MiB", size / MIB);
         let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         let mut calls = [0u64; 2];
@@ -231,7 +241,11 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
             let mut bytes = 0;
             for rep in 0..=reps {
                 let taken = saved.reclaim_all();
-                ensure!(taken == saved.bytes(), "reclaimed {taken} of {}", saved.bytes());
+                ensure!(
+                    taken == saved.bytes(),
+                    "reclaimed {taken} of {}",
+                    saved.bytes()
+                );
                 if cold {
                     saved.drop_swap_cache()?;
                 }
