@@ -10,11 +10,15 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+pub mod alloc;
 pub mod atomics;
 pub mod cputime;
+pub mod faults;
 pub mod interp;
+pub mod interpose;
 pub mod inversion;
 pub mod queue;
+pub mod reclaim;
 
 /// The benchmarks, one subcommand each.
 #[derive(Debug, Subcommand)]
@@ -29,6 +33,14 @@ pub enum BenchCmd {
     Atomics(atomics::AtomicsArgs),
     /// Priority inversion on a looper: no fast track, priority inheritance, fast track.
     Inversion(inversion::InversionArgs),
+    /// Reclaiming saved objects (coalesced vs one madvise per object) and restoring them.
+    Reclaim(reclaim::ReclaimArgs),
+    /// Access-barrier overhead as the share of object-accessing instructions grows.
+    Interpose(interpose::InterposeArgs),
+    /// Heap-walk speed as a growing fraction of the walked objects is faulted in.
+    Faults(faults::FaultsArgs),
+    /// Allocating with free memory vs a budget full of background apps.
+    Alloc(alloc::AllocArgs),
 }
 
 /// Options every benchmark takes.
@@ -193,5 +205,9 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Cputime(a) => cputime::run(a),
         BenchCmd::Atomics(a) => atomics::run(a),
         BenchCmd::Inversion(a) => inversion::run(a),
+        BenchCmd::Reclaim(a) => reclaim::run(a),
+        BenchCmd::Interpose(a) => interpose::run(a),
+        BenchCmd::Faults(a) => faults::run(a),
+        BenchCmd::Alloc(a) => alloc::run(a),
     }
 }

@@ -21,6 +21,11 @@ use parking_lot::Mutex;
 
 use super::Pressure;
 
+/// The least a swap policy takes back per make-room call, as a kernel reclaims towards a
+/// watermark rather than page by page: without it, each small allocation under pressure
+/// would rescan the reclaim tables for one page.
+pub const RECLAIM_BATCH: u64 = 4 << 20;
+
 /// One app as the budget sees it.
 pub struct Member {
     pub id: usize,
@@ -134,7 +139,7 @@ impl Budget {
                         if got >= short {
                             break;
                         }
-                        if let Ok(r) = a.reclaim(short - got) {
+                        if let Ok(r) = a.reclaim((short - got).max(RECLAIM_BATCH)) {
                             got += r.bytes;
                         }
                     }
@@ -169,7 +174,7 @@ impl Budget {
                             break;
                         }
                         if let Some(s) = a.swap() {
-                            got += pageout::page_out(&a.heap, s, short - got).bytes;
+                            got += pageout::page_out(&a.heap, s, (short - got).max(RECLAIM_BATCH)).bytes;
                         }
                     }
                     total += got;

@@ -30,6 +30,17 @@ impl ReclaimReport {
 
 /// Reclaims up to `want` bytes from one app (nothing if it is in the foreground).
 pub fn reclaim_from(heap: &Heap, want: u64) -> ReclaimReport {
+    reclaim_runs(heap, want, true)
+}
+
+/// As [`reclaim_from`], but returns each object's pages in a call of its own, never
+/// coalescing neighbours: the reference a page-at-a-time reclaimer would be, kept for
+/// `marvin bench reclaim` to measure what coalescing saves.
+pub fn reclaim_from_per_object(heap: &Heap, want: u64) -> ReclaimReport {
+    reclaim_runs(heap, want, false)
+}
+
+fn reclaim_runs(heap: &Heap, want: u64, coalesce: bool) -> ReclaimReport {
     let t0 = Instant::now();
     let mut r = ReclaimReport::default();
     let Some(space) = heap.stub_space() else {
@@ -59,14 +70,23 @@ pub fn reclaim_from(heap: &Heap, want: u64) -> ReclaimReport {
         }
     }
     if !runs.is_empty() {
-        // SAFETY: every run belongs to an entry whose reclaimer lock we hold and which
-        // is marked reclaimed below before the lock is released: no app thread reads
-        // these pages until it has faulted the object back in.
         // If a call fails part way, some pages may be gone: every entry taken is
         // marked reclaimed regardless, which is safe because each checkpoint is clean
         // (a fault reads back exactly what the object holds).
-        if let Ok(calls) = unsafe { heap.large_space().discard(&mut runs) } {
-            r.madvise_calls = calls as u64;
+        if coalesce {
+            // SAFETY: every run belongs to an entry whose reclaimer lock we hold and
+            // which is marked reclaimed below before the lock is released: no app
+            // thread reads these pages until it has faulted the object back in.
+            if let Ok(calls) = unsafe { heap.large_space().discard(&mut runs) } {
+                r.madvise_calls = calls as u64;
+            }
+        } else {
+            for run in &runs {
+                // SAFETY: as above, one run at a time.
+                if let Ok(calls) = unsafe { heap.large_space().discard(&mut [*run]) } {
+                    r.madvise_calls += calls as u64;
+                }
+            }
         }
         for g in &guards {
             g.mark_reclaimed();

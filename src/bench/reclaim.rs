@@ -1,0 +1,323 @@
+//! `marvin bench reclaim`: how fast saved objects of a background app go back to the OS,
+//! and how fast they come back.
+//!
+//! Set-up (not timed): a bare heap holding N MiB of one-page int arrays (509 words, 4,088
+//! bytes with the header: the published workload's 4,076-byte arrays), each stubbed and
+//! saved to its swap file ([`SavedHeap`]), the app in the background.
+//!
+//! - **reclaim**: [`reclaimer::reclaim_from`] taking 250 MiB and 500 MiB, against the
+//!   reference [`reclaimer::reclaim_from_per_object`], which makes one `madvise` per
+//!   object where ours coalesces neighbours into one call. The published figures (52 ms
+//!   and 108 ms) are rows of their own, marked `"measured": false`, and are the baseline
+//!   of the ratio column.
+//! - **restore**: everything reclaimed, then read back eagerly ([`restore::restore_all`])
+//!   or on fault (each object read once through [`Heap::access`]), with the swap file in
+//!   the page cache (warm) or dropped from it (cold: `fsync`, then
+//!   `posix_fadvise(POSIX_FADV_DONTNEED)` on the file, which needs no privilege). Rows
+//!   carry `bytes` and `mb_per_s`; the published 100 MB/s is the baseline row.
+//!
+//! Every restore is checked: the first word of each array holds its handle, and the
+//! walk's sum must match.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context};
+use clap::Args;
+use marvin_runtime::barrier::{AccessKind, Barriers};
+use marvin_runtime::header::ObjKind;
+use marvin_runtime::heap::{Handle, Heap, HeapConfig};
+use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
+
+use super::{finish, median, CommonArgs, Sample};
+
+#[derive(Debug, Args)]
+#[command(mut_arg("reps", |a| a.default_value("3")))]
+pub struct ReclaimArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Small sizes (8 and 16 MiB) instead of 250 and 500 MiB.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Words of payload per array: with the 16-byte header, one 4 KiB page.
+pub const ARRAY_WORDS: u32 = 509;
+/// Bytes of heap each array takes (one page).
+pub const ARRAY_BYTES: u64 = 4096;
+/// The class id of arrays (as the interpreter sets it).
+const ARRAY_CLASS: u32 = u32::MAX;
+const MIB: u64 = 1 << 20;
+
+/// A background app reduced to its heap: arrays that are stubbed, saved and clean, so
+/// the reclaimer may take any of them.
+pub struct SavedHeap {
+    pub heap: Heap,
+    pub swap: Arc<AppSwap>,
+    /// Every array, in allocation (and address) order.
+    pub handles: Vec<Handle>,
+    /// Sum of every array's first word (each holds its handle's value).
+    pub checksum: u64,
+    _dir: tempfile::TempDir,
+}
+
+impl SavedHeap {
+    /// Allocates `bytes` of one-page int arrays, stubs them, saves them all and puts
+    /// the app in the background.
+    pub fn build(bytes: u64) -> anyhow::Result<SavedHeap> {
+        let n = (bytes / ARRAY_BYTES) as usize;
+        let heap = Heap::new(HeapConfig {
+            handle_capacity: (n as u32 + 1024).next_power_of_two(),
+            ..HeapConfig::default()
+        })
+        .context("creating the heap")?;
+        let mut handles = Vec::with_capacity(n);
+        let mut checksum = 0u64;
+        for _ in 0..n {
+            let h = heap
+                .alloc(ObjKind::IntArray, ARRAY_CLASS, ARRAY_WORDS, 0)
+                .context("allocating an array")?;
+            let a = heap
+                .access::<Barriers>(h, AccessKind::Write)
+                .map_err(anyhow::Error::msg)?;
+            let words = a.obj().words();
+            words[0].store(h.value(), std::sync::atomic::Ordering::Relaxed);
+            words[words.len() - 1].store(!h.value(), std::sync::atomic::Ordering::Relaxed);
+            checksum = checksum.wrapping_add(h.value());
+            handles.push(h);
+        }
+        let dir = tempfile::tempdir().context("creating the swap directory")?;
+        let policy = Arc::new(PolicyConfig::default());
+        let swap = AppSwap::attach(&heap, dir.path(), "bench", policy, n as u32 + 1024, true)
+            .map_err(anyhow::Error::msg)?;
+        // SAFETY: this thread is the heap's only user: no mutator runs.
+        let stubbed = unsafe { stubber::stub_candidates(&heap, &*swap.policy) }
+            .map_err(anyhow::Error::msg)?;
+        ensure!(
+            stubbed.objects == n as u64,
+            "stubbed {} of {n}",
+            stubbed.objects
+        );
+        let space = heap.stub_space().context("stubs enabled")?;
+        space.table.set_foreground(false);
+        let saved = saver::save(&heap, &swap, Duration::MAX, true);
+        ensure!(
+            saved.saved_objects == n as u64,
+            "saved {} of {n} arrays",
+            saved.saved_objects
+        );
+        Ok(SavedHeap {
+            heap,
+            swap,
+            handles,
+            checksum,
+            _dir: dir,
+        })
+    }
+
+    /// Total bytes of the arrays' pages.
+    pub fn bytes(&self) -> u64 {
+        self.handles.len() as u64 * ARRAY_BYTES
+    }
+
+    /// Total bytes of the arrays themselves (header and payload: what a restore reads).
+    pub fn object_bytes(&self) -> u64 {
+        self.handles.len() as u64 * (16 + 8 * ARRAY_WORDS as u64)
+    }
+
+    /// Reads every array once through the barrier (faulting in whatever is out),
+    /// summing its first word; fails unless the sum is the expected one.
+    pub fn walk_first_words(&self) -> anyhow::Result<()> {
+        let mut sum = 0u64;
+        for &h in &self.handles {
+            let a = self
+                .heap
+                .access::<Barriers>(h, AccessKind::Read)
+                .map_err(anyhow::Error::msg)?;
+            sum = sum.wrapping_add(a.obj().words()[0].load(std::sync::atomic::Ordering::Relaxed));
+        }
+        ensure!(
+            sum == self.checksum,
+            "restored arrays hold the wrong values"
+        );
+        Ok(())
+    }
+
+    /// Reads back every reclaimed array eagerly; returns the bytes read.
+    pub fn restore_eager(&self) -> anyhow::Result<u64> {
+        let r = restore::restore_all(&self.heap, &self.swap);
+        if let Some(e) = r.errors.first() {
+            bail!("restore failed: {e}");
+        }
+        Ok(r.bytes)
+    }
+
+    /// Reclaims everything reclaimable; returns the bytes taken.
+    pub fn reclaim_all(&self) -> u64 {
+        reclaimer::reclaim_from(&self.heap, u64::MAX).bytes
+    }
+
+    /// Writes the swap file back and drops it from the page cache, so the next reads go
+    /// to the disk.
+    pub fn drop_swap_cache(&self) -> anyhow::Result<()> {
+        let file = self.swap.file.lock();
+        file.flush().map_err(anyhow::Error::msg)?;
+        drop_page_cache(file.path())
+    }
+}
+
+/// `fsync`s `path` and asks the kernel to drop its cached pages.
+pub fn drop_page_cache(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    f.sync_all().context("fsync of the swap file")?;
+    // SAFETY: a plain advice call on a file descriptor we own for the call's length.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    ensure!(rc == 0, "posix_fadvise failed: error {rc}");
+    Ok(())
+}
+
+const PUBLISHED: &str = "published";
+/// Published Marvin restore throughput.
+const PUBLISHED_RESTORE_MB_S: f64 = 100.0;
+
+fn mb_per_s(bytes: u64, ns: f64) -> f64 {
+    bytes as f64 / 1e6 / (ns / 1e9)
+}
+
+pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
+    let (small, large, published) = if args.quick {
+        (8 * MIB, 16 * MIB, None)
+    } else {
+        (250 * MIB, 500 * MIB, Some((52e6, 108e6)))
+    };
+    let saved = SavedHeap::build(large)?;
+    let reps = args.common.reps.max(1);
+    let mut samples = Vec::new();
+
+    // Reclaim: ours (coalesced) and one madvise per object, alternating per repetition.
+    for (size, pub_ns) in [
+        (small, published.map(|p| p.0)),
+        (large, published.map(|p| p.1)),
+    ] {
+        let scenario = format!("reclaim {} MiB", size / MIB);
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut calls = [0u64; 2];
+        for rep in 0..=reps {
+            for (k, per_object) in [false, true].into_iter().enumerate() {
+                let t = Instant::now();
+                let r = if per_object {
+                    reclaimer::reclaim_from_per_object(&saved.heap, size)
+                } else {
+                    reclaimer::reclaim_from(&saved.heap, size)
+                };
+                let ns = t.elapsed().as_nanos() as f64;
+                ensure!(r.bytes >= size, "reclaimed {} of {size} bytes", r.bytes);
+                if rep > 0 {
+                    times[k].push(ns);
+                }
+                calls[k] = r.madvise_calls;
+                saved.restore_eager()?;
+            }
+        }
+        if let Some(p) = pub_ns {
+            samples.push(Sample::new(&scenario, PUBLISHED, p).with("measured", false));
+        }
+        for (k, name) in ["marvin", "per-object-madvise"].into_iter().enumerate() {
+            samples.push(
+                Sample::new(&scenario, name, median(&mut times[k]))
+                    .with("bytes", size)
+                    .with("madvise_calls", calls[k]),
+            );
+        }
+    }
+
+    // Restore: eager and on fault, warm and cold page cache.
+    for (mode, eager) in [("eager", true), ("on-fault", false)] {
+        for (cache, cold) in [("warm", false), ("cold", true)] {
+            let scenario = format!("restore {} MiB {mode} {cache}", large / MIB);
+            let mut times = Vec::new();
+            let mut bytes = 0;
+            for rep in 0..=reps {
+                let taken = saved.reclaim_all();
+                ensure!(
+                    taken == saved.bytes(),
+                    "reclaimed {taken} of {}",
+                    saved.bytes()
+                );
+                if cold {
+                    saved.drop_swap_cache()?;
+                }
+                let t = Instant::now();
+                if eager {
+                    bytes = saved.restore_eager()?;
+                } else {
+                    saved.walk_first_words()?;
+                    bytes = saved.object_bytes();
+                }
+                let ns = t.elapsed().as_nanos() as f64;
+                if rep > 0 {
+                    times.push(ns);
+                }
+                saved.walk_first_words()?;
+            }
+            ensure!(
+                bytes == saved.object_bytes(),
+                "restored {bytes} of {}",
+                saved.object_bytes()
+            );
+            let ns = median(&mut times);
+            samples.push(
+                Sample::new(
+                    &scenario,
+                    PUBLISHED,
+                    bytes as f64 / (PUBLISHED_RESTORE_MB_S * 1e6) * 1e9,
+                )
+                .with("bytes", bytes)
+                .with("mb_per_s", PUBLISHED_RESTORE_MB_S)
+                .with("measured", false),
+            );
+            samples.push(
+                Sample::new(&scenario, "marvin", ns)
+                    .with("bytes", bytes)
+                    .with("mb_per_s", mb_per_s(bytes, ns)),
+            );
+        }
+    }
+
+    let mut notes = vec![format!(
+        "one-page int arrays, stubbed and saved; median of {reps} after a warm-up; `published` rows are the paper's figures (not measured here)"
+    )];
+    let get = |scenario: &str, imp: &str| {
+        samples
+            .iter()
+            .find(|s| s.scenario == scenario && s.implementation == imp)
+            .map(|s| s.median_ns)
+    };
+    if let Some(p) = published {
+        let ours = get(&format!("reclaim {} MiB", large / MIB), "marvin").unwrap_or(f64::NAN);
+        let speedup = p.1 / ours;
+        notes.push(format!(
+            "reclaim of 500 MiB is {speedup:.1}x faster than published (goal >= 5x: {})",
+            if speedup >= 5.0 { "met" } else { "NOT met" }
+        ));
+    }
+    for s in &samples {
+        if s.implementation == "marvin" && s.scenario.starts_with("restore") {
+            let mbs = s.extra["mb_per_s"].as_f64().unwrap_or(0.0);
+            notes.push(format!(
+                "{}: {mbs:.0} MB/s, {:.1}x published (goal >= 10x: {})",
+                s.scenario,
+                mbs / PUBLISHED_RESTORE_MB_S,
+                if mbs >= 10.0 * PUBLISHED_RESTORE_MB_S {
+                    "met"
+                } else {
+                    "NOT met"
+                }
+            ));
+        }
+    }
+    finish(samples, PUBLISHED, args.common.json, &notes);
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! `marvin bench reclaim|interpose|faults|alloc` at their `--quick` sizes with one
+//! repetition: each runs, checks its own results (restored and walked arrays hold the
+//! right values, both interpose runs do the same work) and prints the JSON objects the
+//! harness promises. Speed is not checked here.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bench_json(name: &str) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_marvin"))
+        .args(["bench", name, "--quick", "--json", "--reps", "1"])
+        .output()
+        .expect("run marvin bench");
+    assert!(
+        out.status.success(),
+        "marvin bench {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let samples = v.as_array().expect("an array of results").clone();
+    assert!(!samples.is_empty(), "{name}: no results");
+    for s in &samples {
+        assert!(s["scenario"].is_string(), "{s}");
+        assert!(s["impl"].is_string(), "{s}");
+        assert!(s["median_ns"].as_f64().is_some_and(|t| t > 0.0), "{s}");
+    }
+    samples
+}
+
+/// The measured rows (published figures are rows too, marked `"measured": false`).
+fn measured(samples: &[Value]) -> Vec<&Value> {
+    samples
+        .iter()
+        .filter(|s| s["measured"].as_bool() != Some(false))
+        .collect()
+}
+
+#[test]
+fn reclaim_reports_both_reclaimers_and_every_restore_with_bytes() {
+    let samples = bench_json("reclaim");
+    let rows = measured(&samples);
+    let reclaims: Vec<_> = rows
+        .iter()
+        .filter(|s| s["scenario"].as_str().unwrap().starts_with("reclaim"))
+        .collect();
+    assert_eq!(reclaims.len(), 4, "two sizes x two reclaimers");
+    for s in &reclaims {
+        assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
+        let calls = s["madvise_calls"].as_u64().unwrap();
+        let objects = s["bytes"].as_u64().unwrap() / 4096;
+        if s["impl"] == "per-object-madvise" {
+            assert_eq!(calls, objects, "{s}");
+        } else {
+            assert!(calls < objects, "neighbours coalesce: {s}");
+        }
+    }
+    let restores: Vec<_> = rows
+        .iter()
+        .filter(|s| s["scenario"].as_str().unwrap().starts_with("restore"))
+        .collect();
+    assert_eq!(restores.len(), 4, "eager/on-fault x warm/cold");
+    for s in restores {
+        assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
+        assert!(s["mb_per_s"].as_f64().is_some_and(|r| r > 0.0), "{s}");
+    }
+}
+
+#[test]
+fn interpose_runs_every_share_with_and_without_barriers() {
+    let samples = bench_json("interpose");
+    assert_eq!(samples.len(), 10, "five shares x two modes");
+    for s in &samples {
+        let want = s["access_pct"].as_f64().unwrap();
+        let got = s["realised_access_pct"].as_f64().unwrap();
+        assert!((got - want).abs() < 1.0, "share {got} for {want}: {s}");
+    }
+}
+
+#[test]
+fn faults_walks_with_growing_fault_fractions() {
+    let samples = bench_json("faults");
+    assert_eq!(samples.len(), 6);
+    let objects = samples[0]["objects"].as_u64().unwrap();
+    for (s, pct) in samples.iter().zip([0u64, 10, 20, 30, 40, 50]) {
+        assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
+        assert_eq!(s["faulted_objects"].as_u64().unwrap(), objects * pct / 100);
+    }
+}
+
+#[test]
+fn alloc_reports_free_marvin_and_page_swap_without_kills() {
+    let samples = bench_json("alloc");
+    let impls: Vec<&str> = samples
+        .iter()
+        .map(|s| s["impl"].as_str().unwrap())
+        .collect();
+    assert_eq!(impls, ["free", "marvin", "page-swap"]);
+    for s in &samples {
+        assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
+        assert_eq!(s["kills"], 0, "{s}");
+    }
+    // Under pressure both swap policies took memory back from the background apps.
+    assert!(samples[1]["reclaimed_bytes"].as_u64().unwrap() > 0);
+    assert!(samples[2]["reclaimed_bytes"].as_u64().unwrap() > 0);
+}
