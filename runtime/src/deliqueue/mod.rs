@@ -43,6 +43,7 @@ pub mod node;
 pub mod quit;
 pub mod reclaim;
 pub mod stack;
+pub mod timeline;
 pub mod wake;
 
 use std::ptr::{self, NonNull};
@@ -57,11 +58,12 @@ pub use message::{
 };
 
 use freelist::FreeList;
-use heap::{Entry, Heap};
-use node::{Kind, Node, DELIVERED, NO_INDEX, PENDING, REMOVED};
+use heap::Entry;
+use node::{Kind, Node, DELIVERED, PENDING, REMOVED};
 use quit::{QuitMode, QuitRequest, TaggedCount};
 use reclaim::{Guard, Reclaimer};
 use stack::Stack;
+use timeline::Timeline;
 use wake::Waker;
 
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -106,8 +108,8 @@ unsafe impl<T: Send + 'static, C: Clock> Sync for DeliQueue<T, C> {}
 struct LooperState<T> {
     /// The topmost node already swept (the head as of the last sweep, after unlinks).
     swept_top: *mut Node<T>,
-    sync_heap: Heap<T>,
-    async_heap: Heap<T>,
+    sync_heap: Timeline<T>,
+    async_heap: Timeline<T>,
     /// Insert sequence counter (push order of swept nodes).
     seq: i64,
     /// Set when the sweep meets the quit sentinel.
@@ -177,8 +179,8 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             looper_busy: AtomicBool::new(false),
             looper: UnsafeCell::new(LooperState {
                 swept_top: ptr::null_mut(),
-                sync_heap: Heap::default(),
-                async_heap: Heap::default(),
+                sync_heap: Timeline::default(),
+                async_heap: Timeline::default(),
                 seq: 0,
                 quit: None,
                 quit_applied: false,
@@ -214,7 +216,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         self.looper.with_mut(|state| f(unsafe { &mut *state }))
     }
 
-    fn heap(st: &mut LooperState<T>, side: Side) -> &mut Heap<T> {
+    fn heap(st: &mut LooperState<T>, side: Side) -> &mut Timeline<T> {
         match side {
             Side::Sync => &mut st.sync_heap,
             Side::Async => &mut st.async_heap,
@@ -364,10 +366,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             let node = unsafe { node_ref(ptr) };
             // Relaxed: published by the freelist push we acquired.
             removed = node.free_next.load(Ordering::Relaxed);
-            let index = node.heap_index.load(Ordering::Relaxed);
-            if index != NO_INDEX {
-                Self::heap(st, side_of(node)).remove_at(index);
-            }
+            Self::heap(st, side_of(node)).remove(node);
             // SAFETY: the node is tombstoned (its remover won) and we are the looper: the
             // payload is ours to drop, once; it then leaves the list and is retired once.
             unsafe { self.discard(st, guard, ptr) };
@@ -393,7 +392,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Pops tombstoned nodes off the top of a heap (the freelist reclaims them).
-    fn clean_top(heap: &mut Heap<T>) {
+    fn clean_top(heap: &mut Timeline<T>) {
         while let Some(top) = heap.peek() {
             // SAFETY: nodes in a heap are alive.
             if unsafe { top.node.as_ref() }.is_pending() {
@@ -469,10 +468,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             if node.is_message() {
                 self.live.fetch_sub(1, Ordering::Relaxed);
             }
-            let index = node.heap_index.load(Ordering::Relaxed);
-            if index != NO_INDEX {
-                Self::heap(st, side).remove_at(index);
-            }
+            Self::heap(st, side).remove(node);
             // SAFETY: we won the tombstone, so the payload is ours; out of the heap now.
             unsafe { self.discard(st, guard, ptr.as_ptr()) };
         }

@@ -41,6 +41,8 @@ pub enum Kind {
 
 /// "Not in any heap".
 pub const NO_INDEX: usize = usize::MAX;
+/// In the looper's sorted run (see `timeline`), not in its heap.
+pub const IN_RUN: usize = usize::MAX - 1;
 
 /// A queue node.
 pub struct Node<T> {
@@ -54,7 +56,7 @@ pub struct Node<T> {
     pub next: AtomicPtr<Node<T>>,
     /// Looper only: the next newer node (the back-link built by the sweep).
     pub prev: AtomicPtr<Node<T>>,
-    /// Looper only: position in its heap, or [`NO_INDEX`].
+    /// Looper only: position in its heap, [`IN_RUN`] or [`NO_INDEX`].
     pub heap_index: AtomicUsize,
     /// The freelist link, written once by the remover that tombstoned the node.
     pub free_next: AtomicPtr<Node<T>>,
