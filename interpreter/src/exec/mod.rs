@@ -6,7 +6,6 @@ pub mod app;
 pub mod fuse;
 pub mod interp;
 
-
 pub mod messages;
 pub mod op;
 pub mod stats;

@@ -155,6 +155,21 @@ pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
     Box::into_raw(Box::new(node))
 }
 
+/// Builds `node` in the memory of a dead node, for reuse.
+///
+/// # Safety
+/// `slot` came from [`into_raw`], holds no payload (moved out or dropped) and no other
+/// thread can reach it.
+pub unsafe fn reuse<T>(slot: *mut Node<T>, node: Node<T>) -> *mut Node<T> {
+    // SAFETY: by the contract the old node is ours and its payload is gone, so dropping
+    // it in place drops no payload; the memory then takes the new node.
+    unsafe {
+        ptr::drop_in_place(slot);
+        ptr::write(slot, node);
+    }
+    slot
+}
+
 /// Frees a node's memory (never its payload: a node's payload is moved out or dropped
 /// explicitly first).
 ///

@@ -44,7 +44,11 @@ impl<T> Timeline<T> {
 
     /// Inserts a node: appended to the run when it sorts after the run's last entry.
     pub fn push(&mut self, entry: Entry<T>) {
-        if self.run.back().is_none_or(|last| heap::compare(&entry, last) > 0) {
+        if self
+            .run
+            .back()
+            .is_none_or(|last| heap::compare(&entry, last) > 0)
+        {
             set_index(&entry, IN_RUN);
             self.run.push_back(entry);
         } else {
