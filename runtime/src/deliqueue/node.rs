@@ -41,25 +41,26 @@ pub enum Kind {
 
 /// "Not in any heap".
 pub const NO_INDEX: usize = usize::MAX;
-/// In the looper's sorted run (see `timeline`), not in its heap.
-pub const IN_RUN: usize = usize::MAX - 1;
 
-/// A queue node.
+/// A queue node. The fields the looper's sweep reads (`next`, `prev`, `when`, `state`,
+/// `kind`) come first, so a sweep touches one cache line per node.
+#[repr(C)]
 pub struct Node<T> {
-    pub when: u64,
-    pub kind: Kind,
-    pub key: MessageKey,
-    payload: UnsafeCell<MaybeUninit<T>>,
-    /// `PENDING`, `DELIVERED` or `REMOVED`.
-    pub state: AtomicU8,
     /// The next older node on the stack (toward the bottom).
     pub next: AtomicPtr<Node<T>>,
     /// Looper only: the next newer node (the back-link built by the sweep).
     pub prev: AtomicPtr<Node<T>>,
-    /// Looper only: position in its heap, [`IN_RUN`] or [`NO_INDEX`].
+    pub when: u64,
+    /// Looper only: position in its heap, or [`NO_INDEX`].
     pub heap_index: AtomicUsize,
-    /// The freelist link, written once by the remover that tombstoned the node.
+    /// `PENDING`, `DELIVERED` or `REMOVED`.
+    pub state: AtomicU8,
+    pub kind: Kind,
+    /// The freelist link, written once by the remover that tombstoned the node (and
+    /// the retirement link once the node is unlinked).
     pub free_next: AtomicPtr<Node<T>>,
+    pub key: MessageKey,
+    payload: UnsafeCell<MaybeUninit<T>>,
 }
 
 impl<T> Node<T> {

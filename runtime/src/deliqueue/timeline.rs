@@ -6,16 +6,17 @@
 //! any other node goes into the heap. The run is therefore always sorted, and the first
 //! entry overall is the smaller of the heap's top and the run's front. When messages
 //! arrive in due order (immediate posts from one thread, a steady timer), they never
-//! touch the heap: appending and taking are O(1) and read no other node.
+//! touch the heap: appending and taking are O(1) and touch no node.
 //!
-//! A node records where it is in `heap_index`: its heap index, [`IN_RUN`], or
-//! [`NO_INDEX`]. Removing a node from the middle of the run first moves the whole run
-//! into the heap; each entry moves at most once, so removal stays amortised O(log n).
+//! A node in the heap records its index in `heap_index`; any other node holds
+//! [`NO_INDEX`] there. Removing such a node looks for it in the run (a binary search by
+//! due time), and when it is there, first moves the whole run into the heap: each entry
+//! moves at most once, so removal stays amortised O(log n).
 
 use std::collections::VecDeque;
 
 use super::heap::{self, Entry, Heap};
-use super::node::{Node, IN_RUN, NO_INDEX};
+use super::node::{Node, NO_INDEX};
 use crate::sync::atomic::Ordering;
 
 /// Swept nodes in delivery order: a heap and a sorted run.
@@ -49,7 +50,6 @@ impl<T> Timeline<T> {
             .back()
             .is_none_or(|last| heap::compare(&entry, last) > 0)
         {
-            set_index(&entry, IN_RUN);
             self.run.push_back(entry);
         } else {
             self.heap.push(entry);
@@ -78,11 +78,7 @@ impl<T> Timeline<T> {
     /// Removes the first entry and marks its node as out.
     pub fn pop(&mut self) -> Option<Entry<T>> {
         match self.run_first()? {
-            true => {
-                let entry = self.run.pop_front()?;
-                set_index(&entry, NO_INDEX);
-                Some(entry)
-            }
+            true => self.run.pop_front(),
             false => self.heap.pop(),
         }
     }
@@ -90,19 +86,23 @@ impl<T> Timeline<T> {
     /// Takes `node` out, wherever it is (nothing when it is in neither part).
     pub fn remove(&mut self, node: &Node<T>) {
         // Relaxed: `heap_index` is looper-only data.
-        match node.heap_index.load(Ordering::Relaxed) {
-            NO_INDEX => {}
-            IN_RUN => {
-                // Fold the run into the heap, which records every node's index.
-                for entry in std::mem::take(&mut self.run) {
-                    self.heap.push(entry);
-                }
-                let index = node.heap_index.load(Ordering::Relaxed);
-                self.heap.remove_at(index);
+        let index = node.heap_index.load(Ordering::Relaxed);
+        if index != NO_INDEX {
+            self.heap.remove_at(index);
+            return;
+        }
+        let from = self.run.partition_point(|e| e.when < node.when);
+        let in_run = self
+            .run
+            .range(from..)
+            .take_while(|e| e.when == node.when)
+            .any(|e| std::ptr::eq(e.node.as_ptr(), node));
+        if in_run {
+            // Fold the run into the heap, which records every node's index.
+            for entry in std::mem::take(&mut self.run) {
+                self.heap.push(entry);
             }
-            index => {
-                self.heap.remove_at(index);
-            }
+            self.heap.remove_at(node.heap_index.load(Ordering::Relaxed));
         }
     }
 
@@ -116,13 +116,4 @@ impl<T> Timeline<T> {
         self.heap.clear();
         self.run.clear();
     }
-}
-
-#[inline(always)]
-fn set_index<T>(entry: &Entry<T>, index: usize) {
-    // SAFETY: a node in the timeline stays allocated until the looper takes it out and
-    // then unlinks and retires it; the timeline holds only such nodes.
-    let node = unsafe { entry.node.as_ref() };
-    // Relaxed: `heap_index` is looper-only data.
-    node.heap_index.store(index, Ordering::Relaxed);
 }
