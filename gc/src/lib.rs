@@ -40,8 +40,7 @@ pub unsafe fn collect(heap: &Heap, roots: &[u64]) -> CycleReport {
     let t0 = Instant::now();
     let space = heap.stub_space();
     if let Some(s) = space {
-        s.collecting
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        s.collecting.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     // SAFETY: forwarded from this function's contract.
     let marked = unsafe { mark::mark(heap, roots) };
@@ -50,8 +49,7 @@ pub unsafe fn collect(heap: &Heap, roots: &[u64]) -> CycleReport {
     let swept = unsafe { sweep::sweep(heap) };
     let t2 = Instant::now();
     if let Some(s) = space {
-        s.collecting
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        s.collecting.store(false, std::sync::atomic::Ordering::Relaxed);
     }
     heap.collected();
     CycleReport {

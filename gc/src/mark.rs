@@ -15,16 +15,10 @@ use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
 /// The world must be stopped (see [`crate::collect`]).
 pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
     let table = heap.table();
-    let mut stack: Vec<u64> = roots
-        .iter()
-        .copied()
-        .filter(|&v| table.is_live(v))
-        .collect();
+    let mut stack: Vec<u64> = roots.iter().copied().filter(|&v| table.is_live(v)).collect();
     let mut marked = 0u64;
     while let Some(v) = stack.pop() {
-        let Some(h) = Handle::from_value(v) else {
-            continue;
-        };
+        let Some(h) = Handle::from_value(v) else { continue };
         let e = table.entry(h).load(Ordering::Acquire);
         if e & ENTRY_STUB != 0 {
             // SAFETY: a stub-tagged entry of this heap; stubs are freed only by the
@@ -43,14 +37,8 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
             continue;
         }
         // SAFETY: `v` is a live handle (checked when pushed) and the world is stopped.
-        let Some(obj) = (unsafe { heap.raw_object(h) }) else {
-            continue;
-        };
-        if obj
-            .header()
-            .set(HeaderBits::MARKED)
-            .contains(HeaderBits::MARKED)
-        {
+        let Some(obj) = (unsafe { heap.raw_object(h) }) else { continue };
+        if obj.header().set(HeaderBits::MARKED).contains(HeaderBits::MARKED) {
             continue;
         }
         marked += 1;

@@ -29,15 +29,11 @@ pub unsafe fn sweep(heap: &Heap) -> Swept {
     heap.table().for_each(|h, e| {
         let live = if e & ENTRY_STUB != 0 {
             // SAFETY: a live stub entry; the world is stopped and only this sweep frees.
-            unsafe { heap.stub_of_entry(e) }
-                .marked
-                .swap(false, Ordering::Relaxed)
+            unsafe { heap.stub_of_entry(e) }.marked.swap(false, Ordering::Relaxed)
         } else {
             // SAFETY: an untagged entry is a live resident object; the world is stopped.
             let obj = unsafe { Obj::from_addr(e as usize) };
-            obj.header()
-                .clear(HeaderBits::MARKED)
-                .contains(HeaderBits::MARKED)
+            obj.header().clear(HeaderBits::MARKED).contains(HeaderBits::MARKED)
         };
         if live {
             // SAFETY: live entry, world stopped.

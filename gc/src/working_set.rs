@@ -44,9 +44,7 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
         // SAFETY: a live stub entry; stubs are freed only with mutators stopped, by the
         // collector, which is not running concurrently with this walk.
         let stub = unsafe { heap.stub_of_entry(e) };
-        let Some(space) = heap.stub_space() else {
-            return;
-        };
+        let Some(space) = heap.stub_space() else { return };
         let entry = space.table.entry(stub.entry);
         let _g = entry.lock_shared();
         if entry.is_resident() {
@@ -74,7 +72,6 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
 pub unsafe fn walk(heap: &Heap) -> WorkingSet {
     let mut ws = WorkingSet::default();
     // SAFETY: every entry `for_each` yields is live; mutators are stopped.
-    heap.table()
-        .for_each(|_, e| unsafe { age_entry(heap, e, &mut ws) });
+    heap.table().for_each(|_, e| unsafe { age_entry(heap, e, &mut ws) });
     ws
 }

@@ -121,9 +121,7 @@ impl<'h> Obj<'h> {
     /// saver's dirty-bit protocol detects that case).
     pub fn copy_payload(&self, out: &mut Vec<u8>) {
         match self.kind() {
-            ObjKind::ByteArray => {
-                out.extend(self.bytes().iter().map(|b| b.load(Ordering::Relaxed)))
-            }
+            ObjKind::ByteArray => out.extend(self.bytes().iter().map(|b| b.load(Ordering::Relaxed))),
             _ => {
                 for w in self.words() {
                     out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
@@ -144,11 +142,7 @@ impl<'h> Obj<'h> {
         // SAFETY: the caller guarantees exclusive, large-enough, aligned memory.
         unsafe {
             std::ptr::write(addr as *mut ObjHeader, header);
-            std::ptr::copy_nonoverlapping(
-                payload.as_ptr(),
-                (addr + HEADER_BYTES) as *mut u8,
-                payload.len(),
-            );
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), (addr + HEADER_BYTES) as *mut u8, payload.len());
         }
     }
 }

@@ -5,12 +5,7 @@ pub fn resident_bytes() -> std::io::Result<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm")?;
     parse_statm_resident(&statm)
         .map(|pages| pages * page_size())
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "malformed /proc/self/statm",
-            )
-        })
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed /proc/self/statm"))
 }
 
 /// The resident page count (second field) of a `statm` line.

@@ -152,10 +152,7 @@ impl StubSpace {
         }
         self.hooks
             .fault_in(stub, &mut st)
-            .map_err(|reason| AccessError::Fault {
-                handle: stub.handle.value(),
-                reason,
-            })?;
+            .map_err(|reason| AccessError::Fault { handle: stub.handle.value(), reason })?;
         // SAFETY: the checkpoint was just read back; the entry is locked shared and
         // the state locked, so nothing else touches the object.
         unsafe { stub.restore_refs() };
@@ -163,8 +160,7 @@ impl StubSpace {
         let c = &self.counters;
         if fault {
             c.faults.fetch_add(1, Ordering::Relaxed);
-            c.fault_bytes
-                .fetch_add(stub.bytes as u64, Ordering::Relaxed);
+            c.fault_bytes.fetch_add(stub.bytes as u64, Ordering::Relaxed);
         }
         if self.collecting.load(Ordering::Relaxed) {
             c.gc_faults.fetch_add(1, Ordering::Relaxed);
@@ -217,12 +213,7 @@ impl<'h> StubAccess<'h> {
         } else if barrier {
             obj.header().ensure(HeaderBits::READ);
         }
-        Ok(StubAccess {
-            obj,
-            stub,
-            guard,
-            write,
-        })
+        Ok(StubAccess { obj, stub, guard, write })
     }
 
     pub(crate) fn obj(&self) -> Obj<'h> {
@@ -242,7 +233,10 @@ impl Drop for StubAccess<'_> {
             // After the write and still under the shared lock: the object is dirty and
             // its checkpoint stale, before any reclaimer can look at the entry again.
             self.obj.header().set(HeaderBits::DIRTY);
-            self.guard.entry().lock().remove_flags(EntryFlags::CLEAN);
+            self.guard
+                .entry()
+                .lock()
+                .remove_flags(EntryFlags::CLEAN);
         }
     }
 }
@@ -271,11 +265,7 @@ impl Heap {
         let bytes = obj.size();
         let entry = space
             .table
-            .insert(
-                obj.addr() as u64,
-                crate::heap::large_space::page_round(bytes) as u64,
-                h.value(),
-            )
+            .insert(obj.addr() as u64, crate::heap::large_space::page_round(bytes) as u64, h.value())
             .map_err(|e| e.to_string())?;
         space
             .table
@@ -307,10 +297,7 @@ impl Heap {
         self.table()
             .entry(h)
             .store(ptr | ENTRY_STUB, Ordering::Release);
-        space
-            .counters
-            .stubbed_objects
-            .fetch_add(1, Ordering::Relaxed);
+        space.counters.stubbed_objects.fetch_add(1, Ordering::Relaxed);
         space
             .counters
             .stubbed_bytes
@@ -334,15 +321,11 @@ impl Heap {
     /// # Safety
     /// The app's mutators must be stopped and the handles unreachable.
     pub unsafe fn free_stubs(&self, dead: &[Handle]) -> u64 {
-        let Some(space) = self.stub_space() else {
-            return 0;
-        };
+        let Some(space) = self.stub_space() else { return 0 };
         let mut runs = Vec::new();
         let mut bytes = 0u64;
         for &h in dead {
-            let Some(stub) = space.stubs.lock().remove(&h) else {
-                continue;
-            };
+            let Some(stub) = space.stubs.lock().remove(&h) else { continue };
             let entry = space.table.entry(stub.entry);
             {
                 // Keep the reclaimer out while the entry goes.

@@ -92,12 +92,10 @@ impl Bin {
     }
 
     fn is_compare(self) -> bool {
-        matches!(
-            self,
-            Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne
-        )
+        matches!(self, Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne)
     }
 }
+
 
 /// Finds the longest fusable run starting at `code[i]`.
 fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
@@ -111,21 +109,15 @@ fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
         (Op::Load(a), Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(b))) if a == b => {
             Some(Op::IncLocal(a, k))
         }
-        (Op::Load(a), Some(Op::Push(k)), Some(op), br)
-            if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() =>
-        {
+        (Op::Load(a), Some(Op::Push(k)), Some(op), br) if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() => {
             let (on, t) = branch(br)?;
             Some(Op::BrLocalConst(a, k, Bin::of(op)?, on, t))
         }
-        (Op::Load(a), Some(Op::Load(b)), Some(op), br)
-            if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() =>
-        {
+        (Op::Load(a), Some(Op::Load(b)), Some(op), br) if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() => {
             let (on, t) = branch(br)?;
             Some(Op::BrLocalLocal(a, b, Bin::of(op)?, on, t))
         }
-        (Op::Load(a), Some(Op::Push(k)), Some(op), _)
-            if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) =>
-        {
+        (Op::Load(a), Some(Op::Push(k)), Some(op), _) if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) => {
             Some(Op::LoadBinConst(a, Bin::of(op)?, k))
         }
         (Op::Load(a), Some(Op::Load(b)), Some(op), _) if Bin::of(op).is_some() => {
@@ -138,9 +130,7 @@ fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
         (Op::Push(k), Some(op), _, _) if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) => {
             Some(Op::BinConst(Bin::of(op)?, k))
         }
-        (Op::Load(a), Some(op), _, _) if Bin::of(op).is_some() => {
-            Some(Op::BinLocal(Bin::of(op)?, a))
-        }
+        (Op::Load(a), Some(op), _, _) if Bin::of(op).is_some() => Some(Op::BinLocal(Bin::of(op)?, a)),
         (Op::Load(a), Some(Op::GetField(s)), _, _) => Some(Op::LoadGetField(a, s)),
         (Op::Load(a), Some(Op::Load(b)), _, _) => Some(Op::LoadLoad(a, b)),
         _ => None,

@@ -469,9 +469,7 @@ impl Thread {
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Read, s);
                     // SAFETY: the class check proved an instance with slot `s.slot`.
-                    push!(
-                        unsafe { a.obj().slot_unchecked(s.slot as usize) }.load(Ordering::Relaxed)
-                    );
+                    push!(unsafe { a.obj().slot_unchecked(s.slot as usize) }.load(Ordering::Relaxed));
                 }
                 Op::PutField(s) => {
                     let v = pop!();
@@ -630,10 +628,7 @@ impl Thread {
                     return Err(Trap::Halt(code));
                 }
                 Op::LoadLoad(a, b) => {
-                    let (x, y) = (
-                        self.stack.get(bp + a as usize),
-                        self.stack.get(bp + b as usize),
-                    );
+                    let (x, y) = (self.stack.get(bp + a as usize), self.stack.get(bp + b as usize));
                     push!(x);
                     push!(y);
                     pc += 1;
@@ -690,8 +685,7 @@ impl Thread {
                     let acc = instance!(h, AccessKind::Read, s);
                     // SAFETY: the class check proved an instance of `s.class`, whose
                     // layout has slot `s.slot`.
-                    push!(unsafe { acc.obj().slot_unchecked(s.slot as usize) }
-                        .load(Ordering::Relaxed));
+                    push!(unsafe { acc.obj().slot_unchecked(s.slot as usize) }.load(Ordering::Relaxed));
                 }
             }
         }

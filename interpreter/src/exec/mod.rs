@@ -6,6 +6,7 @@ pub mod app;
 pub mod fuse;
 pub mod interp;
 
+
 pub mod messages;
 pub mod op;
 pub mod stats;

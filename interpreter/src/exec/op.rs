@@ -110,11 +110,7 @@ impl Op {
     /// How many original instructions this op covers (1 unless fused).
     pub fn covers(self) -> usize {
         match self {
-            Op::LoadLoad(..)
-            | Op::BinConst(..)
-            | Op::BinLocal(..)
-            | Op::BrCmp(..)
-            | Op::LoadGetField(..) => 2,
+            Op::LoadLoad(..) | Op::BinConst(..) | Op::BinLocal(..) | Op::BrCmp(..) | Op::LoadGetField(..) => 2,
             Op::LoadBinConst(..) | Op::LoadBinLocal(..) => 3,
             Op::IncLocal(..) | Op::BrLocalConst(..) | Op::BrLocalLocal(..) => 4,
             _ => 1,

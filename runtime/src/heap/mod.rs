@@ -112,9 +112,7 @@ impl Heap {
 
     /// Enables stubs for this heap (once; later calls are refused).
     pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), &'static str> {
-        self.stubs
-            .set(space)
-            .map_err(|_| "stubs are already enabled")
+        self.stubs.set(space).map_err(|_| "stubs are already enabled")
     }
 
     /// The stub space, when swapping is enabled.

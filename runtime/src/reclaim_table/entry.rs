@@ -170,16 +170,14 @@ impl Entry {
         self.addr.store(addr, Ordering::Relaxed);
         self.size.store(size, Ordering::Relaxed);
         self.owner.store(owner, Ordering::Relaxed);
-        self.lock
-            .insert_flags(EntryFlags::OCCUPIED | EntryFlags::RESIDENT);
+        self.lock.insert_flags(EntryFlags::OCCUPIED | EntryFlags::RESIDENT);
     }
 
     /// Empties an occupied entry, waiting out a reclaimer that holds it. Only the table calls
     /// this, before putting the entry back on its free list.
     pub(super) fn vacate(&self) {
         let _guard = self.lock_shared();
-        self.lock
-            .remove_flags(EntryFlags::all().difference(EntryFlags::RECLAIMER_LOCK));
+        self.lock.remove_flags(EntryFlags::all().difference(EntryFlags::RECLAIMER_LOCK));
     }
 }
 

@@ -115,46 +115,26 @@ impl Mapping {
         map[8..12].copy_from_slice(&VERSION.to_le_bytes());
         map[12..16].copy_from_slice(&(ENTRY_BYTES as u32).to_le_bytes());
         map[16..20].copy_from_slice(&capacity.to_le_bytes());
-        Mapping {
-            map,
-            capacity,
-            path,
-        }
+        Mapping { map, capacity, path }
     }
 
     /// Checks the header of an existing map before any cast.
     fn validate(map: MmapMut, path: &Path) -> Result<Mapping, ReclaimTableError> {
-        let bad = |reason: String| ReclaimTableError::NotATable {
-            path: path.to_owned(),
-            reason,
-        };
+        let bad = |reason: String| ReclaimTableError::NotATable { path: path.to_owned(), reason };
         if map.len() < HEADER_BYTES {
-            return Err(bad(format!(
-                "{} bytes is shorter than the header",
-                map.len()
-            )));
+            return Err(bad(format!("{} bytes is shorter than the header", map.len())));
         }
         // Read the header through the typed view only (capacity 0: no entries cast yet).
-        let probe = Mapping {
-            map,
-            capacity: 0,
-            path: Some(path.to_owned()),
-        };
+        let probe = Mapping { map, capacity: 0, path: Some(path.to_owned()) };
         let header = probe.header();
         if header.magic != MAGIC {
             return Err(bad(format!("bad magic {:#018x}", header.magic)));
         }
         if header.version != VERSION {
-            return Err(bad(format!(
-                "format version {} (expected {VERSION})",
-                header.version
-            )));
+            return Err(bad(format!("format version {} (expected {VERSION})", header.version)));
         }
         if header.entry_bytes as usize != ENTRY_BYTES {
-            return Err(bad(format!(
-                "entry size {} (expected {ENTRY_BYTES})",
-                header.entry_bytes
-            )));
+            return Err(bad(format!("entry size {} (expected {ENTRY_BYTES})", header.entry_bytes)));
         }
         let capacity = header.capacity;
         if capacity == 0 || capacity > MAX_CAPACITY {
@@ -223,12 +203,7 @@ impl Mapping {
 }
 
 fn open_rw(path: &Path, create: bool) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .truncate(create)
-        .open(path)
+    OpenOptions::new().read(true).write(true).create(create).truncate(create).open(path)
 }
 
 /// The runtime's reclaim table for one app: it inserts and removes entries; reclaimers lock
@@ -255,47 +230,29 @@ impl ReclaimTable {
     /// maps it shared, so another process can open it with [`ReclaimTableView::open`].
     pub fn create(path: &Path, capacity: u32) -> Result<ReclaimTable, ReclaimTableError> {
         check_capacity(capacity)?;
-        let io = |op, source| ReclaimTableError::Io {
-            op,
-            path: path.to_owned(),
-            source,
-        };
+        let io = |op, source| ReclaimTableError::Io { op, path: path.to_owned(), source };
         let file = open_rw(path, true).map_err(|e| io("create the file", e))?;
-        file.set_len(Mapping::bytes_for(capacity) as u64)
-            .map_err(|e| io("size the file", e))?;
+        file.set_len(Mapping::bytes_for(capacity) as u64).map_err(|e| io("size the file", e))?;
         // SAFETY: MAP_SHARED of a file this table just created and sized. The file may be
         // opened by reclaimer processes, which touch it only through the same atomics; a
         // process that truncated or rewrote it would break the table's contract, and no
         // cooperating process does.
         let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| io("map the file", e))?;
-        Ok(ReclaimTable::with_mapping(Mapping::init(
-            map,
-            capacity,
-            Some(path.to_owned()),
-        )))
+        Ok(ReclaimTable::with_mapping(Mapping::init(map, capacity, Some(path.to_owned()))))
     }
 
     /// An anonymous, process-private table (for tests and single-process setups).
     pub fn anonymous(capacity: u32) -> Result<ReclaimTable, ReclaimTableError> {
         check_capacity(capacity)?;
         let map = MmapMut::map_anon(Mapping::bytes_for(capacity)).map_err(|source| {
-            ReclaimTableError::Io {
-                op: "map memory",
-                path: PathBuf::from("<anonymous>"),
-                source,
-            }
+            ReclaimTableError::Io { op: "map memory", path: PathBuf::from("<anonymous>"), source }
         })?;
-        Ok(ReclaimTable::with_mapping(Mapping::init(
-            map, capacity, None,
-        )))
+        Ok(ReclaimTable::with_mapping(Mapping::init(map, capacity, None)))
     }
 
     fn with_mapping(mapping: Mapping) -> ReclaimTable {
         let free = (0..mapping.capacity).rev().collect();
-        ReclaimTable {
-            mapping,
-            free: Mutex::new(free),
-        }
+        ReclaimTable { mapping, free: Mutex::new(free) }
     }
 
     /// The table file, if it has one.
@@ -321,9 +278,7 @@ impl ReclaimTable {
     /// Records an object at `addr` of `size` bytes, owned by handle `owner`. The entry starts
     /// OCCUPIED and RESIDENT, not saved, clean or cold.
     pub fn insert(&self, addr: u64, size: u64, owner: u64) -> Result<EntryId, TableFull> {
-        let index = self.free.lock().pop().ok_or(TableFull {
-            capacity: self.capacity(),
-        })?;
+        let index = self.free.lock().pop().ok_or(TableFull { capacity: self.capacity() })?;
         let id = EntryId::from_index(index);
         self.mapping.entries()[index as usize].occupy(addr, size, owner);
         Ok(id)
@@ -353,10 +308,7 @@ impl ReclaimTable {
     pub fn entry(&self, id: EntryId) -> &Entry {
         match self.get(id) {
             Some(entry) => entry,
-            None => panic!(
-                "reclaim table entry {id} out of range (capacity {})",
-                self.capacity()
-            ),
+            None => panic!("reclaim table entry {id} out of range (capacity {})", self.capacity()),
         }
     }
 
@@ -399,18 +351,12 @@ impl std::fmt::Debug for ReclaimTableView {
 impl ReclaimTableView {
     /// Maps the table file at `path` (written by [`ReclaimTable::create`]), checking its header.
     pub fn open(path: &Path) -> Result<ReclaimTableView, ReclaimTableError> {
-        let io = |op, source| ReclaimTableError::Io {
-            op,
-            path: path.to_owned(),
-            source,
-        };
+        let io = |op, source| ReclaimTableError::Io { op, path: path.to_owned(), source };
         let file = open_rw(path, false).map_err(|e| io("open the file", e))?;
         // SAFETY: MAP_SHARED of a table file; as in `ReclaimTable::create`, every process
         // touches the entries only through atomics, and the header is validated before use.
         let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| io("map the file", e))?;
-        Ok(ReclaimTableView {
-            mapping: Mapping::validate(map, path)?,
-        })
+        Ok(ReclaimTableView { mapping: Mapping::validate(map, path)? })
     }
 
     /// The number of entries the table holds.

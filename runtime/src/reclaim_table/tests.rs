@@ -23,11 +23,7 @@ fn flag_setters_set_and_clear_each_flag_alone() {
     type Getter = fn(&Entry) -> bool;
     type Setter = fn(&Entry, bool);
     let knobs: [(Setter, Getter, EntryFlags); 4] = [
-        (
-            Entry::set_resident,
-            Entry::is_resident,
-            EntryFlags::RESIDENT,
-        ),
+        (Entry::set_resident, Entry::is_resident, EntryFlags::RESIDENT),
         (Entry::set_saved, Entry::is_saved, EntryFlags::SAVED),
         (Entry::set_clean, Entry::is_clean, EntryFlags::CLEAN),
         (Entry::set_cold, Entry::is_cold, EntryFlags::COLD),
@@ -62,10 +58,7 @@ fn reclaimable_needs_every_flag_and_no_lock() {
     }
     let guard = e.try_lock_reclaimer().expect("unlocked entry");
     assert!(guard.is_reclaimable());
-    assert!(
-        !e.looks_reclaimable(),
-        "the reclaimer's own lock hides it from other scans"
-    );
+    assert!(!e.looks_reclaimable(), "the reclaimer's own lock hides it from other scans");
     guard.mark_reclaimed();
     assert!(!guard.is_reclaimable(), "no longer resident");
     drop(guard);
@@ -95,18 +88,12 @@ fn shared_locks_stack_and_exclude_the_reclaimer() {
     assert_eq!(e.lock().shared_count(), 2);
     drop(a);
     assert!(e.try_lock_reclaimer().is_none());
-    assert!(
-        !e.is_reclaimer_locked(),
-        "a failed try leaves no bit behind"
-    );
+    assert!(!e.is_reclaimer_locked(), "a failed try leaves no bit behind");
     drop(b);
     assert_eq!(e.lock().shared_count(), 0);
     let r = e.try_lock_reclaimer().unwrap();
     assert!(e.try_lock_reclaimer().is_none(), "one reclaimer at a time");
-    assert!(
-        e.is_reclaimer_locked(),
-        "a second reclaimer's failure keeps the first's bit"
-    );
+    assert!(e.is_reclaimer_locked(), "a second reclaimer's failure keeps the first's bit");
     drop(r);
     assert!(e.try_lock_reclaimer().is_some());
 }
@@ -125,10 +112,7 @@ fn shared_lock_waits_for_the_reclaimer() {
         std::thread::yield_now();
         released.store(true, SeqCst);
         drop(guard);
-        assert!(
-            app.join().unwrap(),
-            "the app got its lock before the reclaimer let go"
-        );
+        assert!(app.join().unwrap(), "the app got its lock before the reclaimer let go");
     });
 }
 
@@ -145,10 +129,7 @@ fn remove_frees_and_insert_reuses_with_fresh_flags() {
     assert_eq!(table.iter_occupied().count(), 0);
     let b = table.insert(30, 40, 2).unwrap();
     assert_eq!(b, a, "the freed entry is reused first");
-    assert_eq!(
-        table.entry(b).flags(),
-        EntryFlags::OCCUPIED | EntryFlags::RESIDENT
-    );
+    assert_eq!(table.entry(b).flags(), EntryFlags::OCCUPIED | EntryFlags::RESIDENT);
     assert_eq!((table.entry(b).addr(), table.entry(b).owner()), (30, 2));
 }
 
@@ -160,10 +141,7 @@ fn removing_twice_or_out_of_range_is_an_error() {
     assert!(matches!(table.remove(a), Err(ReclaimTableError::NotOccupied { id }) if id == a));
     let far = EntryId::from_index(2);
     let err = table.remove(far).unwrap_err();
-    assert!(
-        matches!(err, ReclaimTableError::UnknownEntry { .. }),
-        "{err}"
-    );
+    assert!(matches!(err, ReclaimTableError::UnknownEntry { .. }), "{err}");
     assert!(table.get(far).is_none());
     // The failed removes did not put anything on the free list twice.
     assert!(table.insert(1, 1, 1).is_ok() && table.insert(1, 1, 1).is_ok());
@@ -196,23 +174,14 @@ fn full_table_reports_its_capacity() {
     let err = table.insert(9, 9, 9).unwrap_err();
     assert_eq!(err, TableFull { capacity: 3 });
     assert!(err.to_string().contains('3'));
-    assert_eq!(
-        table.iter_occupied().map(|(id, _)| id).collect::<Vec<_>>(),
-        ids
-    );
+    assert_eq!(table.iter_occupied().map(|(id, _)| id).collect::<Vec<_>>(), ids);
 }
 
 #[test]
 fn bad_capacities_are_refused() {
-    assert!(matches!(
-        ReclaimTable::anonymous(0),
-        Err(ReclaimTableError::BadCapacity { .. })
-    ));
+    assert!(matches!(ReclaimTable::anonymous(0), Err(ReclaimTableError::BadCapacity { .. })));
     let too_big = MAX_CAPACITY + 1;
-    assert!(matches!(
-        ReclaimTable::anonymous(too_big),
-        Err(ReclaimTableError::BadCapacity { .. })
-    ));
+    assert!(matches!(ReclaimTable::anonymous(too_big), Err(ReclaimTableError::BadCapacity { .. })));
 }
 
 #[test]
@@ -231,10 +200,7 @@ fn file_backed_table_is_shared_with_a_second_mapping() {
 
     let view = ReclaimTableView::open(&path).unwrap();
     assert_eq!(view.capacity(), 16);
-    let seen: Vec<_> = view
-        .iter_occupied()
-        .map(|(id, e)| (id, e.addr(), e.size(), e.owner()))
-        .collect();
+    let seen: Vec<_> = view.iter_occupied().map(|(id, e)| (id, e.addr(), e.size(), e.owner())).collect();
     assert_eq!(seen, vec![(b, 0x9000, 4096, 8)]);
     let remote = view.get(b).unwrap();
     assert!(!std::ptr::eq(remote, e), "two distinct mappings");
@@ -272,12 +238,7 @@ fn opening_a_file_that_is_not_a_table_fails_clearly() {
 
     let path = dir.path().join("cut.table");
     drop(ReclaimTable::create(&path, 100).unwrap());
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(64 + 32 * 10)
-        .unwrap();
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(64 + 32 * 10).unwrap();
     let err = ReclaimTableView::open(&path).unwrap_err();
     assert!(err.to_string().contains("too short"), "{err}");
 
@@ -292,11 +253,7 @@ fn opening_a_file_that_is_not_a_table_fails_clearly() {
 /// holder may briefly see the other side's bit or count while that side is backing off.)
 #[test]
 fn stress_shared_and_reclaimer_locks_exclude_each_other() {
-    let rounds: u32 = if std::env::var_os("MARVIN_STRESS").is_some() {
-        2_000_000
-    } else {
-        20_000
-    };
+    let rounds: u32 = if std::env::var_os("MARVIN_STRESS").is_some() { 2_000_000 } else { 20_000 };
     const APPS: usize = 3;
     let table = Arc::new(ReclaimTable::anonymous(4).unwrap());
     let id = table.insert(1, 2, 3).unwrap();
@@ -322,10 +279,7 @@ fn stress_shared_and_reclaimer_locks_exclude_each_other() {
             for i in 0..rounds {
                 let guard = e.lock_shared();
                 apps_inside.fetch_add(1, SeqCst);
-                assert!(
-                    !reclaimer_inside.load(SeqCst),
-                    "reclaimer inside with an app"
-                );
+                assert!(!reclaimer_inside.load(SeqCst), "reclaimer inside with an app");
                 apps_inside.fetch_sub(1, SeqCst);
                 drop(guard);
                 app_locks.fetch_add(1, SeqCst);
@@ -346,11 +300,7 @@ fn stress_shared_and_reclaimer_locks_exclude_each_other() {
             Some(guard) => {
                 reclaimer_inside.store(true, SeqCst);
                 for _ in 0..4 {
-                    assert_eq!(
-                        apps_inside.load(SeqCst),
-                        0,
-                        "an app is inside with the reclaimer"
-                    );
+                    assert_eq!(apps_inside.load(SeqCst), 0, "an app is inside with the reclaimer");
                     assert!(e.is_reclaimer_locked(), "only the holder clears the bit");
                     std::hint::spin_loop();
                 }
@@ -368,10 +318,7 @@ fn stress_shared_and_reclaimer_locks_exclude_each_other() {
         app.join().unwrap();
     }
     assert_eq!(app_locks.load(SeqCst), rounds as u64 * APPS as u64);
-    assert!(
-        wins > 0,
-        "the reclaimer got in at least once (after the apps finished at worst)"
-    );
+    assert!(wins > 0, "the reclaimer got in at least once (after the apps finished at worst)");
     assert_eq!(e.lock().shared_count(), 0);
     assert!(!e.is_reclaimer_locked());
     eprintln!("reclaimer: {wins} locks, {gave_up} give-ups");
