@@ -9,7 +9,9 @@
 //!   already swept, building back-links (`prev`) and inserting each new node into a
 //!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
 //!   branchless comparator. Sequence numbers follow push order; front-of-queue posts
-//!   (due time 0) get negative ones, so they run first and last-in first-out.
+//!   (due time 0) get negative ones, so they run first and last-in first-out. Nodes
+//!   that arrive already in order skip the heap: they are appended to a sorted run
+//!   beside it ([`timeline`]), and the looper takes the earlier of the two fronts.
 //!   Asynchronous messages live in a second heap, so a sync barrier at the front of
 //!   the synchronous heap holds back only synchronous messages.
 //! - **Unlink**: with back-links, the looper unlinks any node in O(1): by rewriting the
@@ -20,8 +22,12 @@
 //!   [`freelist`]; the looper drains the freelist, drops the payload, unlinks the node.
 //!   The looper claims a message with the same CAS (to `DELIVERED`) before handing it
 //!   out, so a message is run or removed, never both.
-//! - **Memory** ([`reclaim`]): unlinked nodes are retired through crossbeam-epoch and
-//!   freed only when no walker can still reach them.
+//! - **Memory** ([`reclaim`]): unlinked nodes are retired in batches through
+//!   crossbeam-epoch and, only once no walker can still reach them, go back to a node
+//!   pool ([`pool`]) that posts take from before calling the allocator.
+//! - **Counting**: `pending` walks the list like `has` (no shared counter on the post
+//!   path). The looper keeps its latest clock reading and reads the clock again only
+//!   when the first message is not due by then (clocks never go backward).
 //! - **Quit** ([`quit`]): the first quit request pushes a sentinel node on the stack;
 //!   every later post sees it on top and fails, handing the message back. Quit drops
 //!   everything; quit-safely delivers what was due when it was called. Before tearing

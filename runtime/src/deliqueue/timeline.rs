@@ -117,3 +117,97 @@ impl<T> Timeline<T> {
         self.run.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::ptr::NonNull;
+
+    use super::*;
+    use crate::deliqueue::message::MessageKey;
+    use crate::deliqueue::node::{free, into_raw, Kind};
+
+    fn node(when: u64) -> *mut Node<()> {
+        let key = MessageKey {
+            target: 0,
+            what: 0,
+            obj: None,
+        };
+        into_raw(Node::marker(when, Kind::Barrier, key))
+    }
+
+    /// Pushes in runs and out of order, removes from both parts, and checks every pop
+    /// against a sorted reference.
+    #[test]
+    fn pops_in_comparator_order_with_removals_anywhere() {
+        let count: u64 = if cfg!(miri) { 60 } else { 2_000 };
+        let mut line = Timeline::<()>::default();
+        let mut reference = BTreeSet::new();
+        let mut nodes = Vec::new();
+        for i in 0..count {
+            // Mostly rising due times (runs), sometimes a step back (the heap).
+            let when = if i % 7 == 3 { i / 2 } else { i };
+            let ptr = node(when);
+            nodes.push(ptr);
+            let seq = i as i64;
+            line.push(Entry {
+                when,
+                seq,
+                node: NonNull::new(ptr).unwrap(),
+            });
+            reference.insert((when, seq, ptr as usize));
+            // Every fifth push, remove an older node (in the run or in the heap).
+            if i % 5 == 4 {
+                let victim = nodes[(i as usize * 7919) % nodes.len()];
+                // SAFETY: the node is alive until freed at the end of the test.
+                let victim_ref = unsafe { &*victim };
+                if let Some(&entry) = reference.iter().find(|e| e.2 == victim as usize) {
+                    line.remove(victim_ref);
+                    reference.remove(&entry);
+                }
+            }
+            // Now and then, pop the first entry.
+            if i % 3 == 0 {
+                let popped = line.pop().expect("not empty");
+                let first = *reference.iter().next().unwrap();
+                reference.remove(&first);
+                assert_eq!((popped.when, popped.seq), (first.0, first.1));
+            }
+            assert_eq!(line.len(), reference.len());
+        }
+        for expected in std::mem::take(&mut reference) {
+            let popped = line.pop().expect("not empty");
+            assert_eq!((popped.when, popped.seq), (expected.0, expected.1));
+        }
+        assert!(line.is_empty());
+        for ptr in nodes {
+            // SAFETY: each node came from `into_raw` and is freed once, here.
+            unsafe { free(ptr) };
+        }
+    }
+
+    /// Removing a node that already left (popped) is a no-op.
+    #[test]
+    fn removing_a_node_no_longer_held_changes_nothing() {
+        let mut line = Timeline::<()>::default();
+        let (a, b) = (node(10), node(20));
+        for (seq, ptr) in [(1, a), (2, b)] {
+            // SAFETY: alive until freed below.
+            let when = unsafe { &*ptr }.when;
+            line.push(Entry {
+                when,
+                seq,
+                node: NonNull::new(ptr).unwrap(),
+            });
+        }
+        assert_eq!(line.pop().map(|e| e.node.as_ptr()), Some(a));
+        // SAFETY: alive until freed below.
+        line.remove(unsafe { &*a });
+        assert_eq!(line.len(), 1);
+        assert_eq!(line.pop().map(|e| e.node.as_ptr()), Some(b));
+        for ptr in [a, b] {
+            // SAFETY: each node came from `into_raw` and is freed once, here.
+            unsafe { free(ptr) };
+        }
+    }
+}
