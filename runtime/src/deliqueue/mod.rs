@@ -732,22 +732,28 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             if st.torn_down {
                 return;
             }
-            let snapshot = self.waker.snapshot();
-            if self.waker.take_request() {
-                return;
-            }
-            self.sweep_and_reclaim(st);
-            let deadline = Self::candidate(st).map_or(u64::MAX, |(_, e)| e.when);
-            let now = self.clock.now();
-            st.now = now;
-            if st.quit.is_some() || deadline <= now {
-                return;
-            }
-            // Spin a little first (as channel receivers do): a post arriving within
-            // microseconds then costs no futex sleep and wake-up.
-            if self.spin_for_news(st.swept_top) {
-                return;
-            }
+            let mut spun = false;
+            let (snapshot, deadline, now) = loop {
+                let snapshot = self.waker.snapshot();
+                if self.waker.take_request() {
+                    return;
+                }
+                self.sweep_and_reclaim(st);
+                let deadline = Self::candidate(st).map_or(u64::MAX, |(_, e)| e.when);
+                let now = self.clock.now();
+                st.now = now;
+                if st.quit.is_some() || deadline <= now {
+                    return;
+                }
+                // Spin a little first (as channel receivers do): a post arriving within
+                // microseconds then costs no futex sleep and wake-up. Once only: news
+                // that leave nothing due (say, later timers) do not keep the looper
+                // polling; it sleeps, and posters wake it for anything due earlier.
+                if spun || !self.spin_for_news(st.swept_top) {
+                    break (snapshot, deadline, now);
+                }
+                spun = true;
+            };
             // Going to sleep: hand the retired nodes over so they need not wait for more.
             st.reclaimer.flush();
             self.waker.publish_deadline(deadline);

@@ -42,24 +42,25 @@ pub enum Kind {
 /// "Not in any heap".
 pub const NO_INDEX: usize = usize::MAX;
 
-/// A queue node. The fields the looper's sweep reads (`next`, `prev`, `when`, `state`,
-/// `kind`) come first, so a sweep touches one cache line per node.
+/// A queue node. Field order follows the readers: walkers (`remove`, `has`) read
+/// `next`, `key`, `state` and `kind`, which come first; the looper's sweep adds `when`
+/// and `prev`. Both then touch as few cache lines per node as the layout allows.
 #[repr(C)]
 pub struct Node<T> {
     /// The next older node on the stack (toward the bottom).
     pub next: AtomicPtr<Node<T>>,
-    /// Looper only: the next newer node (the back-link built by the sweep).
-    pub prev: AtomicPtr<Node<T>>,
-    pub when: u64,
-    /// Looper only: position in its heap, or [`NO_INDEX`].
-    pub heap_index: AtomicUsize,
+    pub key: MessageKey,
     /// `PENDING`, `DELIVERED` or `REMOVED`.
     pub state: AtomicU8,
     pub kind: Kind,
+    pub when: u64,
+    /// Looper only: the next newer node (the back-link built by the sweep).
+    pub prev: AtomicPtr<Node<T>>,
+    /// Looper only: position in its heap, or [`NO_INDEX`].
+    pub heap_index: AtomicUsize,
     /// The freelist link, written once by the remover that tombstoned the node (and
     /// the retirement link once the node is unlinked).
     pub free_next: AtomicPtr<Node<T>>,
-    pub key: MessageKey,
     payload: UnsafeCell<MaybeUninit<T>>,
 }
 
