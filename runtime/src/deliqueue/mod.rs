@@ -554,8 +554,11 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Spins with backoff while nothing new arrives; true when something did (a post,
-    /// a removal or a wake request). Not under loom, where it would only add states.
-    fn spin_for_news(&self, swept_top: *mut Node<T>) -> bool {
+    /// a removal or a wake request). With `may_yield`, the last steps yield the CPU
+    /// instead of spinning (worth it only when the looper has nothing to wait for: with
+    /// a deadline, a yield on a busy machine can cost it whole time slices). Not under
+    /// loom, where it would only add states.
+    fn spin_for_news(&self, swept_top: *mut Node<T>, may_yield: bool) -> bool {
         #[cfg(not(loom))]
         for step in 0..10u32 {
             let news = self.stack.head(Ordering::Relaxed) != swept_top
@@ -568,11 +571,13 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 for _ in 0..1u32 << step {
                     std::hint::spin_loop();
                 }
-            } else {
+            } else if may_yield {
                 std::thread::yield_now();
+            } else {
+                break;
             }
         }
-        let _ = swept_top;
+        let _ = (swept_top, may_yield);
         false
     }
 
@@ -749,7 +754,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
                 // microseconds then costs no futex sleep and wake-up. Once only: news
                 // that leave nothing due (say, later timers) do not keep the looper
                 // polling; it sleeps, and posters wake it for anything due earlier.
-                if spun || !self.spin_for_news(st.swept_top) {
+                if spun || !self.spin_for_news(st.swept_top, deadline == u64::MAX) {
                     break (snapshot, deadline, now);
                 }
                 spun = true;
