@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A source of the current time in nanoseconds (never 0).
+/// A source of the current time in nanoseconds (never 0). Readings never go backward:
+/// the looper relies on it to skip reading the clock when a message is known due.
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> u64;
 }
@@ -61,9 +62,10 @@ impl VirtualClock {
         self.now.fetch_add(ns, Ordering::Relaxed);
     }
 
-    /// Sets the clock (never below 1).
+    /// Moves the clock forward to `ns`; an earlier time is ignored (a clock never goes
+    /// backward).
     pub fn set(&self, ns: u64) {
-        self.now.store(ns.max(1), Ordering::Relaxed);
+        self.now.fetch_max(ns.max(1), Ordering::Relaxed);
     }
 }
 

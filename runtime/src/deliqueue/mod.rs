@@ -9,7 +9,9 @@
 //!   already swept, building back-links (`prev`) and inserting each new node into a
 //!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
 //!   branchless comparator. Sequence numbers follow push order; front-of-queue posts
-//!   (due time 0) get negative ones, so they run first and last-in first-out.
+//!   (due time 0) get negative ones, so they run first and last-in first-out. Nodes
+//!   that arrive already in order skip the heap: they are appended to a sorted run
+//!   beside it ([`timeline`]), and the looper takes the earlier of the two fronts.
 //!   Asynchronous messages live in a second heap, so a sync barrier at the front of
 //!   the synchronous heap holds back only synchronous messages.
 //! - **Unlink**: with back-links, the looper unlinks any node in O(1): by rewriting the
@@ -20,8 +22,12 @@
 //!   [`freelist`]; the looper drains the freelist, drops the payload, unlinks the node.
 //!   The looper claims a message with the same CAS (to `DELIVERED`) before handing it
 //!   out, so a message is run or removed, never both.
-//! - **Memory** ([`reclaim`]): unlinked nodes are retired through crossbeam-epoch and
-//!   freed only when no walker can still reach them.
+//! - **Memory** ([`reclaim`]): unlinked nodes are retired in batches through
+//!   crossbeam-epoch and, only once no walker can still reach them, go back to a node
+//!   pool ([`pool`]) that posts take from before calling the allocator.
+//! - **Counting**: `pending` walks the list like `has` (no shared counter on the post
+//!   path). The looper keeps its latest clock reading and reads the clock again only
+//!   when the first message is not due by then (clocks never go backward).
 //! - **Quit** ([`quit`]): the first quit request pushes a sentinel node on the stack;
 //!   every later post sees it on top and fails, handing the message back. Quit drops
 //!   everything; quit-safely delivers what was due when it was called. Before tearing
@@ -40,9 +46,11 @@ pub mod freelist;
 pub mod heap;
 pub mod message;
 pub mod node;
+pub mod pool;
 pub mod quit;
 pub mod reclaim;
 pub mod stack;
+pub mod timeline;
 pub mod wake;
 
 use std::ptr::{self, NonNull};
@@ -57,15 +65,18 @@ pub use message::{
 };
 
 use freelist::FreeList;
-use heap::{Entry, Heap};
-use node::{Kind, Node, DELIVERED, NO_INDEX, PENDING, REMOVED};
+use heap::Entry;
+use node::{Kind, Node, DELIVERED, PENDING, REMOVED};
+use pool::NodePool;
 use quit::{QuitMode, QuitRequest, TaggedCount};
-use reclaim::{Guard, Reclaimer};
+use reclaim::Reclaimer;
 use stack::Stack;
+use timeline::Timeline;
 use wake::Waker;
 
-use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::cell::UnsafeCell;
+use crate::sync::Arc;
 
 /// How many DeliQueue nodes (in every queue, retired ones included) are allocated now;
 /// `None` unless built with the `node-census` feature (the crate's tests turn it on).
@@ -82,14 +93,15 @@ pub struct DeliQueue<T: Send + 'static, C: Clock = MonotonicClock> {
     freelist: FreeList<T>,
     waker: Waker,
     walkers: TaggedCount,
-    /// Pending messages (not barriers): up before a push, down at claim or tombstone.
-    live: CachePadded<AtomicUsize>,
+    /// Recycled nodes for posts (fed by the looper's reclaimer through the epoch).
+    pool: Arc<NodePool<T>>,
     quit: QuitRequest,
     /// The quit sentinel, allocated up front; owned by the queue, pushed at most once.
     sentinel: *mut Node<T>,
     next_barrier: AtomicU64,
-    looper_busy: AtomicBool,
-    looper: UnsafeCell<LooperState<T>>,
+    /// The looper's fields sit on their own cache lines: posters never read them.
+    looper_busy: CachePadded<AtomicBool>,
+    looper: CachePadded<UnsafeCell<LooperState<T>>>,
     clock: C,
 }
 
@@ -106,10 +118,13 @@ unsafe impl<T: Send + 'static, C: Clock> Sync for DeliQueue<T, C> {}
 struct LooperState<T> {
     /// The topmost node already swept (the head as of the last sweep, after unlinks).
     swept_top: *mut Node<T>,
-    sync_heap: Heap<T>,
-    async_heap: Heap<T>,
+    sync_heap: Timeline<T>,
+    async_heap: Timeline<T>,
     /// Insert sequence counter (push order of swept nodes).
     seq: i64,
+    /// The latest clock reading (the clock never goes back, so a node due by then is
+    /// due now: the looper reads the clock only when the first node is not).
+    now: u64,
     /// Set when the sweep meets the quit sentinel.
     quit: Option<QuitMode>,
     /// Quit-safely already dropped the messages due after the quit time.
@@ -165,26 +180,28 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             what: 0,
             obj: None,
         };
+        let pool = Arc::new(NodePool::default());
         DeliQueue {
             stack: Stack::default(),
             freelist: FreeList::default(),
             waker: Waker::default(),
             walkers: TaggedCount::default(),
-            live: CachePadded::new(AtomicUsize::new(0)),
+            pool: pool.clone(),
             quit: QuitRequest::default(),
             sentinel: node::into_raw(Node::marker(0, Kind::Sentinel, no_key)),
             next_barrier: AtomicU64::new(1),
-            looper_busy: AtomicBool::new(false),
-            looper: UnsafeCell::new(LooperState {
+            looper_busy: CachePadded::new(AtomicBool::new(false)),
+            looper: CachePadded::new(UnsafeCell::new(LooperState {
                 swept_top: ptr::null_mut(),
-                sync_heap: Heap::default(),
-                async_heap: Heap::default(),
+                sync_heap: Timeline::default(),
+                async_heap: Timeline::default(),
                 seq: 0,
+                now: 0,
                 quit: None,
                 quit_applied: false,
                 torn_down: false,
-                reclaimer: Reclaimer::default(),
-            }),
+                reclaimer: Reclaimer::new(pool),
+            })),
             clock,
         }
     }
@@ -214,10 +231,20 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         self.looper.with_mut(|state| f(unsafe { &mut *state }))
     }
 
-    fn heap(st: &mut LooperState<T>, side: Side) -> &mut Heap<T> {
+    fn heap(st: &mut LooperState<T>, side: Side) -> &mut Timeline<T> {
         match side {
             Side::Sync => &mut st.sync_heap,
             Side::Async => &mut st.async_heap,
+        }
+    }
+
+    /// Places `node` in a recycled node, or in a fresh allocation.
+    #[inline]
+    fn new_node(&self, node: Node<T>) -> *mut Node<T> {
+        match self.pool.take() {
+            // SAFETY: a node from the pool is dead (no payload, unreachable) and ours.
+            Some(slot) => unsafe { node::reuse(slot, node) },
+            None => node::into_raw(node),
         }
     }
 
@@ -248,9 +275,6 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     fn tombstone(&self, node: &Node<T>, ptr: *mut Node<T>) -> bool {
         if !node.try_transition(REMOVED) {
             return false;
-        }
-        if node.is_message() {
-            self.live.fetch_sub(1, Ordering::Relaxed);
         }
         self.freelist.push(node, ptr);
         true
@@ -355,7 +379,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// Takes the freelist, sweeps, and reclaims the tombstoned nodes taken. The freelist
     /// is taken first: a node on it was pushed on the stack before, so the sweep that
     /// follows has met it.
-    fn sweep_and_reclaim(&self, st: &mut LooperState<T>, guard: &Guard) {
+    fn sweep_and_reclaim(&self, st: &mut LooperState<T>) {
         let mut removed = self.freelist.take_all();
         self.sweep(st);
         while !removed.is_null() {
@@ -364,13 +388,10 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             let node = unsafe { node_ref(ptr) };
             // Relaxed: published by the freelist push we acquired.
             removed = node.free_next.load(Ordering::Relaxed);
-            let index = node.heap_index.load(Ordering::Relaxed);
-            if index != NO_INDEX {
-                Self::heap(st, side_of(node)).remove_at(index);
-            }
+            Self::heap(st, side_of(node)).remove(node);
             // SAFETY: the node is tombstoned (its remover won) and we are the looper: the
             // payload is ours to drop, once; it then leaves the list and is retired once.
-            unsafe { self.discard(st, guard, ptr) };
+            unsafe { self.discard(st, ptr) };
         }
     }
 
@@ -379,7 +400,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// # Safety
     /// The node is linked, out of every heap, in state `REMOVED` with its payload still
     /// in place, and this is the only discard of it.
-    unsafe fn discard(&self, st: &mut LooperState<T>, guard: &Guard, ptr: *mut Node<T>) {
+    unsafe fn discard(&self, st: &mut LooperState<T>, ptr: *mut Node<T>) {
         // SAFETY: by the contract the node is linked, so alive.
         let node = unsafe { node_ref(ptr) };
         debug_assert_eq!(node.state.load(Ordering::Relaxed), REMOVED);
@@ -389,11 +410,11 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         }
         self.unlink(st, ptr);
         // SAFETY: unlinked, out of the heaps, payload dropped, retired once.
-        unsafe { st.reclaimer.retire(guard, ptr) };
+        unsafe { st.reclaimer.retire(ptr) };
     }
 
     /// Pops tombstoned nodes off the top of a heap (the freelist reclaims them).
-    fn clean_top(heap: &mut Heap<T>) {
+    fn clean_top(heap: &mut Timeline<T>) {
         while let Some(top) = heap.peek() {
             // SAFETY: nodes in a heap are alive.
             if unsafe { top.node.as_ref() }.is_pending() {
@@ -421,12 +442,16 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         }
     }
 
-    /// Claims and hands out the first message due at `now`, if any.
-    fn take_due(&self, st: &mut LooperState<T>, now: u64, guard: &Guard) -> Option<Next<T>> {
+    /// Claims and hands out the first message due now, if any.
+    fn take_due(&self, st: &mut LooperState<T>) -> Option<Next<T>> {
         loop {
             let (side, entry) = Self::candidate(st)?;
-            if entry.when > now {
-                return None;
+            if entry.when > st.now {
+                // Everything swept so far was posted before this reading.
+                st.now = self.clock.now();
+                if entry.when > st.now {
+                    return None;
+                }
             }
             Self::heap(st, side).pop();
             // SAFETY: just taken from the heap; linked, so alive.
@@ -434,7 +459,6 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             if !node.try_transition(DELIVERED) {
                 continue; // a remover won: the freelist reclaims it
             }
-            self.live.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: we won the claim; the payload is in place and ours alone.
             let payload = unsafe { node.take_payload() };
             let message = Message {
@@ -445,13 +469,13 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             let when = node.when;
             self.unlink(st, entry.node.as_ptr());
             // SAFETY: unlinked, out of the heaps, payload moved out, retired once.
-            unsafe { st.reclaimer.retire(guard, entry.node.as_ptr()) };
+            unsafe { st.reclaimer.retire(entry.node.as_ptr()) };
             return Some(Next::Message { when, message });
         }
     }
 
     /// Quit-safely: drops every node due after `at`.
-    fn drop_future(&self, st: &mut LooperState<T>, at: u64, guard: &Guard) {
+    fn drop_future(&self, st: &mut LooperState<T>, at: u64) {
         let doomed: Vec<(Side, NonNull<Node<T>>)> = st
             .sync_heap
             .iter()
@@ -466,15 +490,9 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             if !node.try_transition(REMOVED) {
                 continue; // a remover won: the freelist reclaims it
             }
-            if node.is_message() {
-                self.live.fetch_sub(1, Ordering::Relaxed);
-            }
-            let index = node.heap_index.load(Ordering::Relaxed);
-            if index != NO_INDEX {
-                Self::heap(st, side).remove_at(index);
-            }
+            Self::heap(st, side).remove(node);
             // SAFETY: we won the tombstone, so the payload is ours; out of the heap now.
-            unsafe { self.discard(st, guard, ptr.as_ptr()) };
+            unsafe { self.discard(st, ptr.as_ptr()) };
         }
     }
 
@@ -494,9 +512,6 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             } else {
                 let state = node.state.load(Ordering::Relaxed);
                 debug_assert_ne!(state, DELIVERED, "delivered nodes are unlinked at once");
-                if node.is_message() && state == PENDING {
-                    self.live.fetch_sub(1, Ordering::Relaxed);
-                }
                 if node.is_message() {
                     // SAFETY: a linked node's payload is in place (delivered and
                     // reclaimed nodes leave the list), and walkers are gone.
@@ -539,8 +554,11 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Spins with backoff while nothing new arrives; true when something did (a post,
-    /// a removal or a wake request). Not under loom, where it would only add states.
-    fn spin_for_news(&self, swept_top: *mut Node<T>) -> bool {
+    /// a removal or a wake request). With `may_yield`, the last steps yield the CPU
+    /// instead of spinning (worth it only when the looper has nothing to wait for: with
+    /// a deadline, a yield on a busy machine can cost it whole time slices). Not under
+    /// loom, where it would only add states.
+    fn spin_for_news(&self, swept_top: *mut Node<T>, may_yield: bool) -> bool {
         #[cfg(not(loom))]
         for step in 0..10u32 {
             let news = self.stack.head(Ordering::Relaxed) != swept_top
@@ -553,11 +571,13 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 for _ in 0..1u32 << step {
                     std::hint::spin_loop();
                 }
-            } else {
+            } else if may_yield {
                 std::thread::yield_now();
+            } else {
+                break;
             }
         }
-        let _ = swept_top;
+        let _ = (swept_top, may_yield);
         false
     }
 
@@ -573,15 +593,11 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
     }
 
     fn post_at(&self, when: u64, message: Message<T>) -> Result<(), PostError<T>> {
-        let node = node::into_raw(Node::message(when, message));
-        // Relaxed: a plain count; the increment comes before the push in this thread, so
-        // no remover can decrement for this node first.
-        self.live.fetch_add(1, Ordering::Relaxed);
+        let node = self.new_node(Node::message(when, message));
         if self.push_node(node) {
             self.waker.notify_if_earlier(when);
             return Ok(());
         }
-        self.live.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: the push failed, so the node was never published: it is still ours.
         let node_ref = unsafe { node_ref(node) };
         // SAFETY: an unpublished message node: its payload is in place and ours.
@@ -604,7 +620,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             what: token as i64,
             obj: None,
         };
-        let node = node::into_raw(Node::marker(when, Kind::Barrier, key));
+        let node = self.new_node(Node::marker(when, Kind::Barrier, key));
         if self.push_node(node) {
             Ok(BarrierToken(token))
         } else {
@@ -673,7 +689,19 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
     }
 
     fn pending(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
+        // Counted by walking (no shared counter on the post path): the pending message
+        // nodes still linked. Delivered nodes are unlinked at once; removed ones are no
+        // longer pending.
+        let mut count = 0;
+        self.walk(|node, _| {
+            count += usize::from(node.is_message() && node.is_pending());
+            true
+        });
+        count
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.has(&|_| true)
     }
 
     fn next(&self) -> Next<T> {
@@ -681,25 +709,22 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             if st.torn_down {
                 return Next::Quit;
             }
-            let guard = reclaim::pin();
-            self.sweep_and_reclaim(st, &guard);
+            self.sweep_and_reclaim(st);
             match st.quit {
                 Some(QuitMode::Now) => {
-                    drop(guard);
                     self.teardown(st);
                     return Next::Quit;
                 }
                 Some(QuitMode::Safely { at }) if !st.quit_applied => {
                     st.quit_applied = true;
-                    self.drop_future(st, at, &guard);
+                    self.drop_future(st, at);
                 }
                 _ => {}
             }
-            if let Some(next) = self.take_due(st, self.clock.now(), &guard) {
+            if let Some(next) = self.take_due(st) {
                 return next;
             }
             if st.quit.is_some() {
-                drop(guard);
                 self.teardown(st);
                 return Next::Quit;
             }
@@ -712,24 +737,30 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             if st.torn_down {
                 return;
             }
-            let snapshot = self.waker.snapshot();
-            if self.waker.take_request() {
-                return;
-            }
-            let deadline = {
-                let guard = reclaim::pin();
-                self.sweep_and_reclaim(st, &guard);
-                Self::candidate(st).map_or(u64::MAX, |(_, e)| e.when)
+            let mut spun = false;
+            let (snapshot, deadline, now) = loop {
+                let snapshot = self.waker.snapshot();
+                if self.waker.take_request() {
+                    return;
+                }
+                self.sweep_and_reclaim(st);
+                let deadline = Self::candidate(st).map_or(u64::MAX, |(_, e)| e.when);
+                let now = self.clock.now();
+                st.now = now;
+                if st.quit.is_some() || deadline <= now {
+                    return;
+                }
+                // Spin a little first (as channel receivers do): a post arriving within
+                // microseconds then costs no futex sleep and wake-up. Once only: news
+                // that leave nothing due (say, later timers) do not keep the looper
+                // polling; it sleeps, and posters wake it for anything due earlier.
+                if spun || !self.spin_for_news(st.swept_top, deadline == u64::MAX) {
+                    break (snapshot, deadline, now);
+                }
+                spun = true;
             };
-            let now = self.clock.now();
-            if st.quit.is_some() || deadline <= now {
-                return;
-            }
-            // Spin a little first (as channel receivers do): a post arriving within
-            // microseconds then costs no futex sleep and wake-up.
-            if self.spin_for_news(st.swept_top) {
-                return;
-            }
+            // Going to sleep: hand the retired nodes over so they need not wait for more.
+            st.reclaimer.flush();
             self.waker.publish_deadline(deadline);
             // The looper's half of the pairing with posters (deadline store, then head
             // check; a poster pushes, then reads the deadline): one sees the other.
@@ -748,7 +779,7 @@ impl<T: Send + 'static, C: Clock> Drop for DeliQueue<T, C> {
             if !st.torn_down {
                 self.teardown(st);
             }
-            st.reclaimer.free_kept();
+            st.reclaimer.free_all();
         });
         // SAFETY: the sentinel was allocated by `with_clock`, teardown unlinked it from
         // the list, and nothing else frees it.

@@ -42,22 +42,26 @@ pub enum Kind {
 /// "Not in any heap".
 pub const NO_INDEX: usize = usize::MAX;
 
-/// A queue node.
+/// A queue node. Field order follows the readers: walkers (`remove`, `has`) read
+/// `next`, `key`, `state` and `kind`, which come first; the looper's sweep adds `when`
+/// and `prev`. Both then touch as few cache lines per node as the layout allows.
+#[repr(C)]
 pub struct Node<T> {
-    pub when: u64,
-    pub kind: Kind,
-    pub key: MessageKey,
-    payload: UnsafeCell<MaybeUninit<T>>,
-    /// `PENDING`, `DELIVERED` or `REMOVED`.
-    pub state: AtomicU8,
     /// The next older node on the stack (toward the bottom).
     pub next: AtomicPtr<Node<T>>,
+    pub key: MessageKey,
+    /// `PENDING`, `DELIVERED` or `REMOVED`.
+    pub state: AtomicU8,
+    pub kind: Kind,
+    pub when: u64,
     /// Looper only: the next newer node (the back-link built by the sweep).
     pub prev: AtomicPtr<Node<T>>,
     /// Looper only: position in its heap, or [`NO_INDEX`].
     pub heap_index: AtomicUsize,
-    /// The freelist link, written once by the remover that tombstoned the node.
+    /// The freelist link, written once by the remover that tombstoned the node (and
+    /// the retirement link once the node is unlinked).
     pub free_next: AtomicPtr<Node<T>>,
+    payload: UnsafeCell<MaybeUninit<T>>,
 }
 
 impl<T> Node<T> {
@@ -151,6 +155,21 @@ pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
     #[cfg(feature = "node-census")]
     LIVE_NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Box::into_raw(Box::new(node))
+}
+
+/// Builds `node` in the memory of a dead node, for reuse.
+///
+/// # Safety
+/// `slot` came from [`into_raw`], holds no payload (moved out or dropped) and no other
+/// thread can reach it.
+pub unsafe fn reuse<T>(slot: *mut Node<T>, node: Node<T>) -> *mut Node<T> {
+    // SAFETY: by the contract the old node is ours and its payload is gone, so dropping
+    // it in place drops no payload; the memory then takes the new node.
+    unsafe {
+        ptr::drop_in_place(slot);
+        ptr::write(slot, node);
+    }
+    slot
 }
 
 /// Frees a node's memory (never its payload: a node's payload is moved out or dropped

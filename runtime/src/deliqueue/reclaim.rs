@@ -3,12 +3,26 @@
 //! trivially safe. (crossbeam-epoch is not built for loom here, and crossbeam-epoch
 //! 0.9 itself trips Miri's Stacked Borrows checks inside its own participant list, so
 //! Miri checks the queue's own protocol with the stand-in.)
+//!
+//! The looper retires nodes in batches: it chains unlinked nodes through their
+//! `free_next` link (unused once a node is unlinked) and hands a whole batch to the
+//! epoch in one deferred function, pinning only then. Deferring later than the unlink
+//! is only more conservative: the batch is freed after every thread pinned when it was
+//! handed over has unpinned, and a thread pinned after the unlink cannot reach the node.
+//! The looper itself needs no pin to touch nodes: only it retires them. Once freed by
+//! the epoch, a batch goes back to the queue's [`NodePool`] for posters to reuse.
 
 use super::node::Node;
+use super::pool::{free_chain, NodePool};
+use crate::sync::atomic::Ordering;
+use crate::sync::Arc;
+
+/// How many retired nodes the looper collects before handing them to the epoch.
+const BATCH: usize = 128;
 
 /// A pinned region: nodes reachable now stay allocated until it ends.
 #[cfg(not(any(loom, miri)))]
-pub struct Guard(crossbeam_epoch::Guard);
+pub struct Guard(#[allow(dead_code)] crossbeam_epoch::Guard);
 
 #[cfg(any(loom, miri))]
 pub struct Guard(());
@@ -24,46 +38,121 @@ pub fn pin() -> Guard {
 
 /// The looper's retirement of unlinked nodes.
 pub struct Reclaimer<T> {
+    /// Retired nodes not yet handed over, chained through `free_next`, newest first.
+    batch: *mut Node<T>,
+    /// The oldest node of the batch (its chain's end).
+    batch_last: *mut Node<T>,
+    batch_len: usize,
+    /// Where handed-over nodes go once unreachable, to be reused by posters.
+    pool: Arc<NodePool<T>>,
     #[cfg(any(loom, miri))]
     kept: Vec<*mut Node<T>>,
-    _nodes: std::marker::PhantomData<*mut Node<T>>,
-}
-
-impl<T> Default for Reclaimer<T> {
-    fn default() -> Self {
-        Reclaimer {
-            #[cfg(any(loom, miri))]
-            kept: Vec::new(),
-            _nodes: std::marker::PhantomData,
-        }
-    }
 }
 
 impl<T> Reclaimer<T> {
-    /// Frees `node` once no thread pinned now can still reach it.
-    ///
-    /// # Safety
-    /// `node` came from `node::into_raw`, is unlinked from the stack and out of every
-    /// heap, its payload was moved out or dropped, and it is retired once.
-    #[allow(unused_variables)]
-    pub unsafe fn retire(&mut self, guard: &Guard, node: *mut Node<T>) {
-        #[cfg(not(any(loom, miri)))]
-        // SAFETY: by the contract nobody can reach the node from the stack any more, so
-        // only threads pinned now can hold it; the epoch runs the free after they unpin.
-        // Freeing the memory drops no payload, so running it on any thread is fine.
-        unsafe {
-            guard.0.defer_unchecked(move || super::node::free(node))
-        };
-        #[cfg(any(loom, miri))]
-        self.kept.push(node);
+    /// A reclaimer that recycles into `pool`.
+    pub fn new(pool: Arc<NodePool<T>>) -> Self {
+        Reclaimer {
+            batch: std::ptr::null_mut(),
+            batch_last: std::ptr::null_mut(),
+            batch_len: 0,
+            pool,
+            #[cfg(any(loom, miri))]
+            kept: Vec::new(),
+        }
     }
 
-    /// Frees what the stand-in kept (nothing with epochs). Called from the queue's drop.
-    pub fn free_kept(&mut self) {
+    /// Recycles `node` once no thread that may still reach it is pinned.
+    ///
+    /// # Safety
+    /// `node` came from `node::into_raw`, is unlinked from the stack, off the freelist
+    /// (taken) and out of every heap, its payload was moved out or dropped, and it is
+    /// retired once.
+    pub unsafe fn retire(&mut self, node: *mut Node<T>) {
+        // SAFETY: by the contract the node is alive and only the looper touches it now
+        // (walkers may still read it, but never `free_next`).
+        let node_ref = unsafe { &*node };
+        // Relaxed: looper-only from now on.
+        node_ref.free_next.store(self.batch, Ordering::Relaxed);
+        if self.batch.is_null() {
+            self.batch_last = node;
+        }
+        self.batch = node;
+        self.batch_len += 1;
+        if self.batch_len >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Hands the current batch over: back to the pool once every thread pinned now has
+    /// unpinned.
+    pub fn flush(&mut self) {
+        let (first, last) = (self.batch, self.batch_last);
+        let len = std::mem::take(&mut self.batch_len);
+        self.batch = std::ptr::null_mut();
+        self.batch_last = std::ptr::null_mut();
+        if first.is_null() {
+            return;
+        }
+        #[cfg(not(any(loom, miri)))]
+        {
+            let chain = Chain {
+                first,
+                last,
+                len,
+                pool: self.pool.clone(),
+            };
+            let guard = crossbeam_epoch::pin();
+            // SAFETY: every node of the chain is unlinked, so only threads pinned now can
+            // hold it; the epoch runs the hand-back after they unpin. The nodes hold no
+            // payload, so running it on any thread is fine.
+            unsafe { guard.defer_unchecked(move || chain.give()) };
+            // Moves the deferred work along now rather than after many more pins, so
+            // nodes come back to the pool while posting goes on.
+            guard.flush();
+        }
+        #[cfg(any(loom, miri))]
+        {
+            let _ = (last, len, &self.pool);
+            let mut cursor = first;
+            while !cursor.is_null() {
+                self.kept.push(cursor);
+                // SAFETY: kept nodes stay allocated until `free_all`.
+                cursor = unsafe { &*cursor }.free_next.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Frees what is not yet handed over (and what the stand-in kept). Called when the
+    /// queue is dropped, when no thread can reach any node.
+    pub fn free_all(&mut self) {
+        let chain = std::mem::replace(&mut self.batch, std::ptr::null_mut());
+        self.batch_last = std::ptr::null_mut();
+        self.batch_len = 0;
+        // SAFETY: the queue is being dropped: nobody can reach the batch.
+        unsafe { free_chain(chain) };
         #[cfg(any(loom, miri))]
         for node in self.kept.drain(..) {
             // SAFETY: the queue is being dropped: no thread can reach any node.
             unsafe { super::node::free(node) };
         }
+    }
+}
+
+/// A retired batch on its way back to the pool (moved into the deferred function).
+#[cfg(not(any(loom, miri)))]
+struct Chain<T> {
+    first: *mut Node<T>,
+    last: *mut Node<T>,
+    len: usize,
+    pool: Arc<NodePool<T>>,
+}
+
+#[cfg(not(any(loom, miri)))]
+impl<T> Chain<T> {
+    fn give(self) {
+        // SAFETY: the epoch runs this once no thread can reach the nodes; they hold no
+        // payload and came from `node::into_raw`.
+        unsafe { self.pool.give(self.first, self.last, self.len) };
     }
 }

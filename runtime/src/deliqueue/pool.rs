@@ -1,0 +1,260 @@
+//! Recycled nodes: the looper's retired batches come back here once no walker can reach
+//! them (the epoch runs the hand-back, see [`super::reclaim`]), and posters take a node
+//! from here before asking the allocator.
+//!
+//! Batches arrive on `incoming`, a push-only Treiber stack drained whole (no ABA: nothing
+//! is popped singly from it). Takers pop singly from `owned`, a plain list that only the
+//! holder of the `taking` flag touches; when it runs dry the holder swaps `incoming` in
+//! whole. A poster that finds the flag held (another poster is taking) allocates
+//! instead of waiting. The pool keeps at most [`CAP`] nodes and frees the rest.
+
+use crossbeam_utils::CachePadded;
+
+use super::node::{self, Node};
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::cell::UnsafeCell;
+
+/// The most nodes a pool keeps; a batch handed back beyond it is freed.
+pub const CAP: usize = 4096;
+
+/// Dead nodes (no payload, unreachable) ready to be reused.
+pub struct NodePool<T> {
+    /// Batches handed back, chained through `free_next`.
+    incoming: CachePadded<AtomicPtr<Node<T>>>,
+    /// Nodes handed back so far (by count).
+    given: CachePadded<AtomicUsize>,
+    /// The taker's side: the flag, the list it pops from and how many it took.
+    taker: CachePadded<Taker<T>>,
+}
+
+struct Taker<T> {
+    taking: AtomicBool,
+    owned: UnsafeCell<*mut Node<T>>,
+    /// Written only by the flag holder; read by givers to bound the pool.
+    taken: AtomicUsize,
+}
+
+// SAFETY: the pool holds only dead nodes (no payload) through raw pointers; `owned` is
+// touched only by the holder of `taking` (acquired and released around every access),
+// everything else is atomic.
+unsafe impl<T> Send for NodePool<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for NodePool<T> {}
+
+impl<T> Default for NodePool<T> {
+    fn default() -> Self {
+        NodePool {
+            incoming: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
+            given: CachePadded::new(AtomicUsize::new(0)),
+            taker: CachePadded::new(Taker {
+                taking: AtomicBool::new(false),
+                owned: UnsafeCell::new(std::ptr::null_mut()),
+                taken: AtomicUsize::new(0),
+            }),
+        }
+    }
+}
+
+impl<T> NodePool<T> {
+    /// Takes a dead node to reuse, if one is at hand and no other thread is taking.
+    #[inline]
+    pub fn take(&self) -> Option<*mut Node<T>> {
+        let taker = &*self.taker;
+        // Acquire: pairs with the previous holder's Release below, so its `owned` and
+        // `taken` writes are visible.
+        if taker.taking.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: we hold `taking`, so nobody else touches `owned` until we release it.
+        let node = taker.owned.with_mut(|owned| unsafe {
+            if (*owned).is_null() {
+                // Relaxed test first: an empty pool costs no read-modify-write.
+                if !self.incoming.load(Ordering::Relaxed).is_null() {
+                    // Acquire: pairs with the givers' Release push, so the chain's
+                    // `free_next` links are visible.
+                    *owned = self.incoming.swap(std::ptr::null_mut(), Ordering::Acquire);
+                }
+            }
+            let node = *owned;
+            if !node.is_null() {
+                // Relaxed: the link was published by the give we acquired.
+                *owned = (*node).free_next.load(Ordering::Relaxed);
+            }
+            node
+        });
+        if !node.is_null() {
+            // Relaxed: a bound for givers, nothing is published through it.
+            let taken = taker.taken.load(Ordering::Relaxed);
+            taker.taken.store(taken + 1, Ordering::Relaxed);
+        }
+        // Release: pairs with the next holder's Acquire swap.
+        taker.taking.store(false, Ordering::Release);
+        (!node.is_null()).then_some(node)
+    }
+
+    /// Hands back a chain of `len` dead nodes from `first` to `last`, linked through
+    /// `free_next`; frees them instead when the pool is full.
+    ///
+    /// # Safety
+    /// Every node of the chain came from `node::into_raw`, holds no payload and is
+    /// unreachable by any other thread; the caller gives up the chain.
+    pub unsafe fn give(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
+        // Relaxed: only a bound; being off by a batch either way is harmless.
+        let pooled = self
+            .given
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.taker.taken.load(Ordering::Relaxed));
+        if pooled + len > CAP {
+            // SAFETY: by the contract the chain is ours and unreachable.
+            unsafe { free_chain(first) };
+            return;
+        }
+        self.given.fetch_add(len, Ordering::Relaxed);
+        // SAFETY: by the contract `last` is alive and ours.
+        let last_ref = unsafe { &*last };
+        let mut head = self.incoming.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the CAS below.
+            last_ref.free_next.store(head, Ordering::Relaxed);
+            // Release: pairs with the taker's Acquire swap.
+            match self.incoming.compare_exchange_weak(
+                head,
+                first,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(current) => head = current,
+            }
+        }
+    }
+}
+
+impl<T> Drop for NodePool<T> {
+    fn drop(&mut self) {
+        let incoming = self.incoming.load(Ordering::Relaxed);
+        // SAFETY: dropping: nobody else can touch the pool, and every node in it is dead
+        // and owned by the pool.
+        unsafe { free_chain(incoming) };
+        let owned = self.taker.owned.with_mut(|owned| {
+            // SAFETY: as above.
+            unsafe { std::mem::replace(&mut *owned, std::ptr::null_mut()) }
+        });
+        // SAFETY: as above.
+        unsafe { free_chain(owned) };
+    }
+}
+
+/// Frees a chain of dead nodes linked through `free_next`.
+///
+/// # Safety
+/// Every node of the chain came from `node::into_raw`, holds no payload and is
+/// unreachable by any other thread; each is freed once, here.
+pub unsafe fn free_chain<T>(mut cursor: *mut Node<T>) {
+    while !cursor.is_null() {
+        // SAFETY: by the contract the node is alive until freed just below.
+        let next = unsafe { &*cursor }.free_next.load(Ordering::Relaxed);
+        // SAFETY: by the contract, dead and unreachable; freed once.
+        unsafe { node::free(cursor) };
+        cursor = next;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::deliqueue::message::MessageKey;
+    use crate::deliqueue::node::Kind;
+    use std::sync::Arc;
+
+    fn dead_node() -> *mut Node<u64> {
+        let key = MessageKey {
+            target: 0,
+            what: 0,
+            obj: None,
+        };
+        node::into_raw(Node::marker(0, Kind::Barrier, key))
+    }
+
+    /// Links `n` fresh nodes through `free_next`; returns (first, last).
+    fn chain(n: usize) -> (*mut Node<u64>, *mut Node<u64>) {
+        let nodes: Vec<_> = (0..n).map(|_| dead_node()).collect();
+        for pair in nodes.windows(2) {
+            // SAFETY: fresh nodes, ours.
+            unsafe { &*pair[0] }
+                .free_next
+                .store(pair[1], Ordering::Relaxed);
+        }
+        (nodes[0], nodes[n - 1])
+    }
+
+    #[test]
+    fn gives_back_what_it_took_once_each() {
+        let pool = NodePool::<u64>::default();
+        assert!(pool.take().is_none());
+        let (first, last) = chain(5);
+        // SAFETY: a fresh chain we give up.
+        unsafe { pool.give(first, last, 5) };
+        let mut taken: Vec<_> = std::iter::from_fn(|| pool.take()).collect();
+        assert_eq!(taken.len(), 5);
+        taken.sort();
+        taken.dedup();
+        assert_eq!(taken.len(), 5, "no node handed out twice");
+        for node in taken {
+            // SAFETY: taken from the pool: ours.
+            unsafe { node::free(node) };
+        }
+    }
+
+    #[test]
+    fn frees_beyond_the_cap() {
+        let pool = NodePool::<u64>::default();
+        let (first, last) = chain(CAP);
+        // SAFETY: a fresh chain we give up.
+        unsafe { pool.give(first, last, CAP) };
+        let (first, last) = chain(3);
+        // SAFETY: as above; the pool is full, so these are freed at once.
+        unsafe { pool.give(first, last, 3) };
+        let mut taken = 0;
+        while let Some(node) = pool.take() {
+            taken += 1;
+            // SAFETY: taken from the pool: ours.
+            unsafe { node::free(node) };
+        }
+        assert_eq!(taken, CAP);
+    }
+
+    #[test]
+    fn concurrent_takers_and_a_giver_never_share_a_node() {
+        let rounds = if cfg!(miri) { 20 } else { 2_000 };
+        let pool = Arc::new(NodePool::<u64>::default());
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    // Addresses, so the result can cross threads.
+                    let mut got = Vec::new();
+                    for _ in 0..rounds {
+                        got.extend(pool.take().map(|node| node as usize));
+                    }
+                    got
+                })
+            })
+            .collect();
+        for _ in 0..rounds / 2 {
+            let (first, last) = chain(2);
+            // SAFETY: a fresh chain we give up.
+            unsafe { pool.give(first, last, 2) };
+        }
+        let mut all: Vec<_> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), count, "no node handed out twice");
+        for node in all {
+            // SAFETY: taken from the pool: ours.
+            unsafe { node::free(node as *mut Node<u64>) };
+        }
+        // The rest is freed with the pool (the census would show a leak).
+    }
+}
