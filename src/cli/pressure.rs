@@ -15,7 +15,7 @@ use super::size::{parse_duration, parse_size};
 use crate::system::{self, summary, Pressure, SystemConfig};
 
 /// Workload constants the small model sets unless `-D` says otherwise.
-const MODEL_DEFINES: &[(&str, i64)] = &[("ARRAYS", 256)];
+const MODEL_DEFINES: &[(&str, i64)] = &[("ARRAYS", 256), ("STRIDE", 256)];
 
 #[derive(Debug, Args)]
 pub struct PressureArgs {

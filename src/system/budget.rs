@@ -174,7 +174,8 @@ impl Budget {
                             break;
                         }
                         if let Some(s) = a.swap() {
-                            got += pageout::page_out(&a.heap, s, (short - got).max(RECLAIM_BATCH)).bytes;
+                            got += pageout::page_out(&a.heap, s, (short - got).max(RECLAIM_BATCH))
+                                .bytes;
                         }
                     }
                     total += got;

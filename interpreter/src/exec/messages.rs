@@ -27,9 +27,11 @@ pub struct MasmMessage {
     _pin: Option<Pin>,
 }
 
-/// Keeps a reference alive as a root while a message or a thread start holds it.
+/// Keeps a reference alive as a root while a message or a thread start holds it. It
+/// holds its app weakly: pending messages live in the app's own queue, and a strong
+/// reference would keep an ended app (and its heap) alive forever.
 pub struct Pin {
-    app: Arc<App>,
+    app: std::sync::Weak<App>,
     value: u64,
 }
 
@@ -40,7 +42,7 @@ impl Pin {
         }
         *app.pinned.lock().entry(value).or_insert(0) += 1;
         Some(Pin {
-            app: app.clone(),
+            app: Arc::downgrade(app),
             value,
         })
     }
@@ -48,7 +50,10 @@ impl Pin {
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        let mut p = self.app.pinned.lock();
+        let Some(app) = self.app.upgrade() else {
+            return;
+        };
+        let mut p = app.pinned.lock();
         if let Some(n) = p.get_mut(&self.value) {
             *n -= 1;
             if *n == 0 {
