@@ -7,14 +7,17 @@
 mod common;
 
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use common::{expected, pattern, Fixture, WORDS};
 use marvin_runtime::barrier::{AccessKind, Barriers, NoBarriers};
 use marvin_runtime::header::{HeaderBits, ObjKind};
 use marvin_runtime::heap::{Handle, PAGE};
 use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::policy::{PolicyConfig, RestoreMode, SwapPolicy, VictimOrder};
 use marvin_swap::{reclaimer, restore, saver};
 
 /// Bytes a reclaim of one test array returns: header and 8 KiB of payload, in pages.
@@ -324,6 +327,83 @@ fn a_write_spanning_the_saver_copy_leaves_the_object_unsaved() {
         "the checkpoint misses the write"
     );
     assert!(f.header_bits(&s).contains(HeaderBits::DIRTY));
+    assert_eq!(f.reclaim_all().objects, 0);
+    assert_eq!(f.save_all().saved_objects, 1);
+    assert_eq!(f.reclaim_all().objects, 1);
+    assert_eq!(f.words(h), expected(2), "the write was lost");
+}
+
+/// The default policy, plus a one-shot hook run when the saver asks whether an object
+/// is cold, which it does after its copy and its dirty check and before it publishes
+/// the checkpoint as clean: a way to land an app thread's whole write at exactly that
+/// point of the saver's protocol, deterministically.
+struct HookedPolicy {
+    inner: PolicyConfig,
+    #[allow(clippy::type_complexity)]
+    hook: Mutex<Option<Box<dyn FnOnce() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for HookedPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookedPolicy")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SwapPolicy for HookedPolicy {
+    fn is_candidate(&self, kind: ObjKind, size_bytes: usize) -> bool {
+        self.inner.is_candidate(kind, size_bytes)
+    }
+    fn is_cold(&self, read_history: u8, write_history: u8) -> bool {
+        let hook = self.hook.lock().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.is_cold(read_history, write_history)
+    }
+    fn saver_period(&self, foreground: bool) -> Duration {
+        self.inner.saver_period(foreground)
+    }
+    fn saver_budget(&self) -> Duration {
+        self.inner.saver_budget()
+    }
+    fn working_set_period(&self, foreground: bool) -> Duration {
+        self.inner.working_set_period(foreground)
+    }
+    fn victim_order(&self) -> VictimOrder {
+        self.inner.victim_order()
+    }
+    fn reclaim_batch_bytes(&self, requested: u64) -> u64 {
+        self.inner.reclaim_batch_bytes(requested)
+    }
+    fn restore_mode(&self) -> RestoreMode {
+        self.inner.restore_mode()
+    }
+    fn compaction_threshold(&self) -> f64 {
+        self.inner.compaction_threshold()
+    }
+}
+
+#[test]
+fn a_write_finishing_just_before_the_checkpoint_is_published_keeps_it_unclean() {
+    let policy = Arc::new(HookedPolicy {
+        inner: PolicyConfig::default(),
+        hook: Mutex::new(None),
+    });
+    let f = Arc::new(Fixture::with_policy(policy.clone(), true));
+    let (h, s) = f.stubbed(1);
+    // A whole write (enter, stores, exit) lands after the saver's copy and its dirty
+    // check, before it marks the entry clean.
+    let app = f.clone();
+    *policy.hook.lock() = Some(Box::new(move || app.fill(h, 2)));
+    f.save_all();
+    assert!(policy.hook.lock().is_none(), "the hook ran");
+    assert!(f.header_bits(&s).contains(HeaderBits::DIRTY));
+    assert!(
+        !f.flags(&s).contains(EntryFlags::CLEAN),
+        "a stale checkpoint is marked clean"
+    );
     assert_eq!(f.reclaim_all().objects, 0);
     assert_eq!(f.save_all().saved_objects, 1);
     assert_eq!(f.reclaim_all().objects, 1);

@@ -13,7 +13,7 @@ use marvin_runtime::header::{HeaderBits, ObjKind};
 use marvin_runtime::heap::{Handle, Heap, HeapConfig};
 use marvin_runtime::reclaim_table::{Entry, EntryFlags};
 use marvin_runtime::stub::{Stub, StubSpace};
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use marvin_swap::reclaimer::{self, ReclaimReport};
 use marvin_swap::saver::{self, SaveReport};
 use marvin_swap::AppSwap;
@@ -36,21 +36,17 @@ impl Fixture {
     }
 
     pub fn with(policy: PolicyConfig, bookmarking: bool) -> Fixture {
+        Fixture::with_policy(Arc::new(policy), bookmarking)
+    }
+
+    pub fn with_policy(policy: Arc<dyn SwapPolicy>, bookmarking: bool) -> Fixture {
         let heap = Heap::new(HeapConfig {
             handle_capacity: 1 << 16,
             ..HeapConfig::default()
         })
         .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let swap = AppSwap::attach(
-            &heap,
-            dir.path(),
-            "app",
-            Arc::new(policy),
-            4096,
-            bookmarking,
-        )
-        .unwrap();
+        let swap = AppSwap::attach(&heap, dir.path(), "app", policy, 4096, bookmarking).unwrap();
         let f = Fixture { heap, swap, dir };
         f.space().table.set_foreground(false);
         f
