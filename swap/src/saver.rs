@@ -53,7 +53,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             continue;
         }
         let mut st = stub.state.lock();
-        if st.dead {
+        // Checked again under the state lock: another saver run may have saved the
+        // object while this one waited for the lock.
+        if st.dead || entry.flags().contains(EntryFlags::CLEAN) {
             continue;
         }
         // SAFETY: resident under the shared lock.

@@ -103,7 +103,9 @@ impl App {
         } else {
             swap.policy.saver_budget()
         };
-        let r = saver::save(&self.heap, swap, budget, false);
+        // To completion (a lifecycle `save`): every stubbed object, cold or not; the
+        // reclaimer still takes only the cold ones.
+        let r = saver::save(&self.heap, swap, budget, complete);
         saver::compact_if_needed(&self.heap, swap)?;
         if complete {
             return Ok(self.record("save", t0, rss, r.saved_objects, r.saved_bytes));
