@@ -405,7 +405,7 @@ impl Heap {
         let mut runs = Vec::new();
         let mut bytes = 0u64;
         for &h in dead {
-            let Some(stub) = space.stubs.lock().remove(&h) else {
+            let Some(stub) = space.get(h) else {
                 continue;
             };
             let entry = space.table.entry(stub.entry);
@@ -423,6 +423,11 @@ impl Heap {
                 }
                 entry.lock().remove_flags(EntryFlags::RESIDENT);
             }
+            // Out of the registry only now that its slot is released: a compaction
+            // (which holds the state of every stub it finds there) that missed a stub
+            // still owning a live slot would move that slot without telling the stub,
+            // and the late release would then free another object's checkpoint.
+            space.stubs.lock().remove(&h);
             let _ = space.table.remove(stub.entry);
             let size = crate::heap::large_space::page_round(stub.bytes);
             runs.push((stub.addr, size));

@@ -56,6 +56,12 @@ pub struct RunArgs {
     /// A swap policy file (TOML; see `marvin policy show`). Turns swapping on.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The swap file never grows past SIZE (e.g. 256k), as if its disk were full: for
+    /// testing how an app copes (saves that do not fit fail, their objects stay
+    /// resident). Room the file already has (64 KiB at start) is still used. Turns
+    /// swapping on. Hidden from --help: a testing aid, not an experiment knob.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, hide = true)]
+    pub swap_limit: Option<usize>,
     /// Write a Perfetto trace of the run to this file (open it at ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -133,13 +139,15 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         },
         None => None,
     };
-    if a.no_barrier && (lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some()) {
+    let swap_flags =
+        lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some() || a.swap_limit.is_some();
+    if a.no_barrier && swap_flags {
         eprintln!("error: --no-barrier cannot be combined with swapping (--lifecycle, --swap-dir, --policy)");
         return Ok(super::EXIT_USAGE);
     }
     // Keeps a temporary swap directory alive until the run ends.
     let mut _tmp = None;
-    let swap = if lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some() {
+    let swap = if swap_flags {
         let dir = match &a.swap_dir {
             Some(d) => d.clone(),
             None => {
@@ -153,6 +161,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             dir,
             policy: Arc::new(policy.unwrap_or_default()),
             lifecycle,
+            file_limit: a.swap_limit.map(|n| n as u64),
         })
     } else {
         None

@@ -189,33 +189,6 @@ impl Budget {
                 st.reclaimed_bytes += total;
             }
         }
-        if short > 0 && std::env::var_os("MARVIN_DEBUG_PRESSURE").is_some() {
-            for (m, a) in self.lru_background(requester) {
-                if let Some(space) = a.heap.stub_space() {
-                    let (mut n, mut res, mut saved, mut clean, mut cold) = (0, 0, 0, 0, 0);
-                    let mut recl = 0;
-                    for (_, e) in space.table.iter_occupied() {
-                        n += 1;
-                        let f = e.flags();
-                        res +=
-                            f.contains(marvin_runtime::reclaim_table::EntryFlags::RESIDENT) as u32;
-                        saved +=
-                            f.contains(marvin_runtime::reclaim_table::EntryFlags::SAVED) as u32;
-                        clean +=
-                            f.contains(marvin_runtime::reclaim_table::EntryFlags::CLEAN) as u32;
-                        cold += f.contains(marvin_runtime::reclaim_table::EntryFlags::COLD) as u32;
-                        recl += e.looks_reclaimable() as u32;
-                    }
-                    eprintln!(
-                        "app{} fg {} reclaimable {recl} entries {n} resident {res} saved {saved} clean {clean} cold {cold} heap {} resident {}",
-                        m.id,
-                        space.table.is_foreground(),
-                        a.heap.in_use(),
-                        a.heap.resident_bytes()
-                    );
-                }
-            }
-        }
         // Kill (the policy itself, or the fallback) until it fits or nobody is left.
         while short > 0 && self.pressure != Pressure::PageSwap && self.kill_one(requester) {
             short = need(self);

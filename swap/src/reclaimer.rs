@@ -59,6 +59,11 @@ fn reclaim_runs(heap: &Heap, want: u64, coalesce: bool) -> ReclaimReport {
             continue;
         }
         match entry.try_lock_reclaimer() {
+            // Asked again under the entry's lock: an app that came to the foreground
+            // while this scan ran loses nothing more. Its eager restore takes each
+            // entry's shared lock after the switch, so an entry it already brought
+            // back is locked here only after the switch is visible.
+            Some(_) if space.table.is_foreground() => break,
             Some(g) if g.is_reclaimable() => {
                 runs.push((entry.addr() as usize, entry.size() as usize));
                 r.bytes += entry.size();

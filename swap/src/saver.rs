@@ -7,7 +7,8 @@
 //! (in place when it has one), then look at DIRTY again. A write that raced the copy set
 //! it (writers set DIRTY again after writing, still under their shared lock), and the
 //! object stays unsaved: never CLEAN with a stale checkpoint. Otherwise the entry
-//! becomes SAVED and CLEAN.
+//! becomes SAVED and CLEAN, and DIRTY is checked once more: a write that ended between
+//! the check and the publication cleared CLEAN too early, so the saver takes it back.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -52,7 +53,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             continue;
         }
         let mut st = stub.state.lock();
-        if st.dead {
+        // Checked again under the state lock: another saver run may have saved the
+        // object while this one waited for the lock.
+        if st.dead || entry.flags().contains(EntryFlags::CLEAN) {
             continue;
         }
         // SAFETY: resident under the shared lock.
@@ -87,12 +90,22 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             swap.counters.save_races.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        hdr.set(HeaderBits::SAVED);
-        entry
-            .lock()
-            .insert_flags(EntryFlags::SAVED | EntryFlags::CLEAN);
+        let mut flags = EntryFlags::SAVED | EntryFlags::CLEAN;
         if swap.policy.is_cold(hdr.read_history(), hdr.write_history()) {
-            entry.lock().insert_flags(EntryFlags::COLD);
+            flags |= EntryFlags::COLD;
+        }
+        hdr.set(HeaderBits::SAVED);
+        entry.lock().insert_flags(flags);
+        // A write that ended between the check above and this insert cleared CLEAN
+        // before it was set. Look again: either that writer's CLEAN removal comes after
+        // our insert, or our insert (an acquire RMW on the flags) reads from it and so
+        // sees its DIRTY. The reclaimer cannot see the brief CLEAN meanwhile: we hold
+        // the entry shared.
+        if hdr.bits().contains(HeaderBits::DIRTY) {
+            entry.lock().remove_flags(EntryFlags::CLEAN);
+            r.raced += 1;
+            swap.counters.save_races.fetch_add(1, Ordering::Relaxed);
+            continue;
         }
         r.saved_objects += 1;
         r.saved_bytes += stub.bytes as u64;

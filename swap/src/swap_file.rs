@@ -44,6 +44,12 @@ const GROWTH_GRANULE: u64 = 64 * 1024;
 /// A free slot is reused only when it wastes at most this factor of the space needed.
 const BEST_FIT_SLACK: u64 = 2;
 
+/// The page size the mapping is dropped by.
+const PAGE: u64 = 4096;
+/// A read fault on a file mapping maps the page-cache pages around the page touched too
+/// ("fault-around": aligned blocks of 64 KiB by default).
+const FAULT_AROUND: u64 = 64 * 1024;
+
 /// Where a checkpoint lives: the byte offset of its slot in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SlotId(u64);
@@ -183,6 +189,13 @@ impl SwapFile {
         })
     }
 
+    /// From now on the file never grows past `limit` bytes (`None`: no limit); room it
+    /// already has is still used. A write that needs more fails with
+    /// [`SwapError::LimitReached`], as it would on a full disk.
+    pub fn set_limit(&mut self, limit: Option<u64>) {
+        self.limit = limit;
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -292,7 +305,11 @@ impl SwapFile {
     /// Drops this process's mapping of `slot`'s pages (after reading one checkpoint).
     pub fn release_slot(&self, slot: SlotId) {
         if let Some(info) = self.slots.get(&slot.0) {
-            self.unmap_pages(slot.0, SLOT_HEADER_BYTES + info.capacity as u64);
+            self.unmap_pages(
+                slot.0,
+                SLOT_HEADER_BYTES + info.capacity as u64,
+                FAULT_AROUND,
+            );
         }
     }
 
@@ -300,15 +317,18 @@ impl SwapFile {
     /// reads): the data stays in the file and the page cache, so the swap file does not
     /// count as the process's resident memory. One call, however many checkpoints.
     pub fn release_all(&self) {
-        self.unmap_pages(0, self.map.len() as u64);
+        self.unmap_pages(0, self.map.len() as u64, PAGE);
     }
 
     /// Drops this process's mapping of the pages under `[offset, offset + len)`: the data
-    /// stays in the file (and the page cache).
-    fn unmap_pages(&self, offset: u64, len: u64) {
-        const PAGE: u64 = 4096;
-        let start = offset / PAGE * PAGE;
-        let end = (offset + len).div_ceil(PAGE) * PAGE;
+    /// stays in the file (and the page cache), so the swap file's pages do not count as
+    /// the process's resident memory once a checkpoint is written or read.
+    ///
+    /// Whole aligned `block`s are dropped: [`PAGE`] after a write, [`FAULT_AROUND`] after
+    /// a read, whose faults mapped the neighbouring pages too.
+    fn unmap_pages(&self, offset: u64, len: u64, block: u64) {
+        let start = offset / block * block;
+        let end = (offset + len).div_ceil(block) * block;
         let end = end.min(self.map.len() as u64);
         if end > start {
             // SAFETY: the range lies inside this shared file mapping. For a MAP_SHARED file

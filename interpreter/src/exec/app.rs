@@ -90,6 +90,9 @@ pub struct SwapSetup {
     pub dir: std::path::PathBuf,
     pub policy: Arc<dyn marvin_swap::SwapPolicy>,
     pub lifecycle: Option<super::lifecycle::Lifecycle>,
+    /// The swap file never grows past this many bytes (`--swap-limit`: a full disk,
+    /// for testing how the app copes).
+    pub file_limit: Option<u64>,
 }
 
 impl Default for RunConfig {

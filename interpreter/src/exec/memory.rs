@@ -157,15 +157,14 @@ impl App {
         } else {
             swap.policy.saver_budget()
         };
+        // To completion (a lifecycle `save`): every stubbed object, cold or not; the
+        // reclaimer still takes only the cold ones.
         let r = self.traced(names::SWAP_WRITE_TASK, || {
             self.cpu
                 .measure(marvin_runtime::cpuaccount::Activity::Saver, || {
-                    saver::save(&self.heap, swap, budget, false)
+                    saver::save(&self.heap, swap, budget, complete)
                 })
         });
-        if std::env::var_os("MARVIN_DEBUG_PRESSURE").is_some() {
-            eprintln!("save fg={} {:?}", self.is_foreground(), r);
-        }
         self.traced(names::SWAP_COMPACT, || {
             saver::compact_if_needed(&self.heap, swap)
         })?;

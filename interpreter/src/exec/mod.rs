@@ -43,6 +43,9 @@ pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
     if let Some(setup) = swap {
         app.enable_swap(&setup.dir, "app", setup.policy, true)
             .map_err(std::io::Error::other)?;
+        if let (Some(limit), Some(swap)) = (setup.file_limit, app.swap()) {
+            swap.file.lock().set_limit(Some(limit));
+        }
         helpers.extend(memory::start_heap_task(&app));
         if let Some(l) = setup.lifecycle {
             helpers.push(lifecycle::start(&app, l));
