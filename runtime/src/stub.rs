@@ -122,6 +122,8 @@ pub struct StubSpace {
     /// says so: in the background (objects made there are candidates like the rest), and
     /// always for page-granular swapping, where every page run is a candidate.
     pub stub_on_alloc: AtomicBool,
+    /// Where the reclaimer's next scan of the table starts (a clock hand).
+    pub reclaim_hand: std::sync::atomic::AtomicU32,
     /// Told of every object fault: (handle, start and end in trace-clock ns, bytes).
     pub fault_observer: std::sync::OnceLock<FaultObserver>,
 }
@@ -141,6 +143,7 @@ impl StubSpace {
             out_bytes: AtomicU64::new(0),
             stub_on_alloc: AtomicBool::new(false),
             fault_observer: std::sync::OnceLock::new(),
+            reclaim_hand: std::sync::atomic::AtomicU32::new(0),
         }
     }
 

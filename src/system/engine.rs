@@ -383,9 +383,14 @@ impl Run {
             .iter_mut()
             .map(|s| (s.app.take(), s.looper.take(), s.heap_task.take()))
             .collect();
-        for (app, looper, task) in slots {
+        // Tell every app first, so they all wind down together, then wait for each.
+        for (app, _, _) in &slots {
             if let Some(app) = app {
                 app.end_with(Trap::Terminated);
+            }
+        }
+        for (app, looper, task) in slots {
+            if let Some(app) = app {
                 if let Some(l) = looper {
                     let _ = l.join();
                 }

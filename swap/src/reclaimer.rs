@@ -4,6 +4,7 @@
 //! lock is contended is skipped), never takes memory from the foreground app, and does
 //! no disk I/O.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use marvin_runtime::heap::Heap;
@@ -51,10 +52,22 @@ fn reclaim_runs(heap: &Heap, want: u64, coalesce: bool) -> ReclaimReport {
     }
     let mut guards = Vec::new();
     let mut runs = Vec::new();
-    for (_, entry) in space.table.iter_occupied() {
+    // A clock hand: each scan starts where the last one stopped, so small requests do
+    // not rescan the same taken-over entries from the start of the table.
+    let hand = space.reclaim_hand.load(Ordering::Relaxed);
+    let after = space
+        .table
+        .iter_occupied()
+        .filter(|(id, _)| id.index() >= hand);
+    let before = space
+        .table
+        .iter_occupied()
+        .filter(|(id, _)| id.index() < hand);
+    for (id, entry) in after.chain(before) {
         if r.bytes >= want {
             break;
         }
+        space.reclaim_hand.store(id.index() + 1, Ordering::Relaxed);
         if !entry.looks_reclaimable() {
             continue;
         }

@@ -35,39 +35,57 @@ pub struct Frame {
 
 /// A thread's value stack with unchecked indexing.
 pub struct ValueStack {
-    slots: Vec<u64>,
+    /// A private anonymous mapping: the kernel hands out zeroed pages on first touch, so
+    /// a deep stack costs memory only as deep as it is used (a `calloc` of this size may
+    /// come from the allocator's heap and be zeroed, that is touched, at once).
+    map: memmap2::MmapMut,
+    ptr: *mut u64,
+    len: usize,
 }
 
 impl ValueStack {
-    pub fn new(slots: usize) -> ValueStack {
-        // vec![0; n] maps zeroed memory lazily: untouched slots cost nothing.
-        ValueStack {
-            slots: vec![0; slots.max(16)],
-        }
+    pub fn new(slots: usize) -> std::io::Result<ValueStack> {
+        let len = slots.max(16);
+        let mut map = memmap2::MmapOptions::new()
+            .len(len * 8)
+            .no_reserve_swap()
+            .map_anon()?;
+        let ptr = map.as_mut_ptr() as *mut u64;
+        Ok(ValueStack { map, ptr, len })
     }
 
     pub fn capacity(&self) -> usize {
-        self.slots.len()
+        self.len
     }
 
     #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> u64 {
-        debug_assert!(i < self.slots.len());
+        debug_assert!(i < self.len);
         // SAFETY: every index the loop uses is below bp + locals + max_stack of the
         // running frame (proved by the verifier), and `call` checked that this bound
-        // is within the stack's capacity.
-        unsafe { *self.slots.get_unchecked(i) }
+        // is within the stack's capacity; `ptr` points at `len` u64s of `map`, which
+        // lives as long as `self` and is only accessed through `self`.
+        unsafe { *self.ptr.add(i) }
     }
 
     #[inline(always)]
     pub(crate) fn set(&mut self, i: usize, v: u64) {
-        debug_assert!(i < self.slots.len());
-        // SAFETY: as in `get`.
-        unsafe { *self.slots.get_unchecked_mut(i) = v }
+        debug_assert!(i < self.len);
+        // SAFETY: as in `get`; `&mut self` makes this the only access.
+        unsafe { *self.ptr.add(i) = v }
     }
 
     pub fn slice(&self, from: usize, to: usize) -> &[u64] {
-        &self.slots[from.min(to)..to.min(self.slots.len())]
+        let to = to.min(self.len);
+        let from = from.min(to);
+        // SAFETY: `from..to` lies within the mapping (clamped above), borrowed for as
+        // long as `self` is.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(from), to - from) }
+    }
+
+    /// The mapping (kept for its lifetime; the pointer above borrows it).
+    pub fn mapped_bytes(&self) -> usize {
+        self.map.len()
     }
 }
 
@@ -123,15 +141,24 @@ fn root(t: Ty, v: u64, out: &mut Vec<u64>) {
 }
 
 impl Thread {
-    pub fn new(app: &Arc<App>) -> Thread {
-        Thread {
+    /// A new thread of `app`, registered as a mutator; fails only when its value stack
+    /// cannot be mapped.
+    pub fn new(app: &Arc<App>) -> Result<Thread, Trap> {
+        let stack = ValueStack::new(app.stack_slots).map_err(|e| {
+            error(
+                format!("out of memory: cannot map a thread's stack: {e}"),
+                0,
+                0,
+            )
+        })?;
+        Ok(Thread {
             app: app.clone(),
             mutator: app.register(),
-            stack: ValueStack::new(app.stack_slots),
+            stack,
             frames: Vec::new(),
             id: marvin_runtime::monitor::thread_id(),
             tid: current_tid(),
-        }
+        })
     }
 
     /// Runs `method` with `args` to completion on this thread.

@@ -154,11 +154,15 @@ fn spawn_thread(app: &Arc<App>, method: u32, arg: u64, pin: Option<Pin>) -> Resu
         .spawn(move || {
             a.trace
                 .register_thread(&a.loaded.vp.program.methods[method as usize].name);
-            let mut t = Thread::new(&a);
-            drop(pin); // registered: from here on a collection waits for this thread
-            let r = t.invoke(method, &[arg]);
-            a.monitors.release_all(t.id);
-            drop(t);
+            let r = match Thread::new(&a) {
+                Ok(mut t) => {
+                    drop(pin); // registered: from here on a collection waits for this thread
+                    let r = t.invoke(method, &[arg]);
+                    a.monitors.release_all(t.id);
+                    r
+                }
+                Err(e) => Err(e),
+            };
             if let Err(trap) = r {
                 a.end_with(trap);
             }
@@ -196,7 +200,13 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
     // The main looper is latency-critical: holders of monitors it waits on are boosted.
     fasttrack::set_latency_critical(true);
     let main_track = app.trace.register_thread("main");
-    let mut t = Thread::new(app);
+    let mut t = match Thread::new(app) {
+        Ok(t) => t,
+        Err(e) => {
+            app.end_with(e);
+            return app.outcome.lock().clone();
+        }
+    };
     loop {
         if app.safepoints.is_terminating() {
             break;
