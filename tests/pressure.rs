@@ -19,7 +19,13 @@ fn marvin() -> Command {
 const ONE_ALLOCATION: u64 = 4096;
 
 /// Runs `marvin pressure` on a tiny model and returns the summaries by policy.
-fn pressure(policies: &str, extra: &[&str], out: Option<&PathBuf>) -> Vec<Value> {
+fn pressure(
+    policies: &str,
+    apps: &str,
+    budget: &str,
+    extra: &[&str],
+    out: Option<&PathBuf>,
+) -> Vec<Value> {
     let mut cmd = marvin();
     cmd.args([
         "pressure",
@@ -28,13 +34,13 @@ fn pressure(policies: &str, extra: &[&str], out: Option<&PathBuf>) -> Vec<Value>
         "--policy",
         policies,
         "--apps",
-        "5",
+        apps,
         "--budget",
-        "9m",
+        budget,
         "--launch-every",
-        "400ms",
+        "1s",
         "--duration",
-        "4s",
+        "6s",
         "--time-scale",
         "0.05",
         "--gc-max-free",
@@ -76,7 +82,7 @@ fn common_checks(s: &Value) {
 
 #[test]
 fn kill_kills_and_restarts() {
-    let v = pressure("kill", &["--switch-every", "300ms", "--apps", "4"], None);
+    let v = pressure("kill", "4", "12m", &["--switch-every", "300ms"], None);
     let s = &v[0];
     assert_eq!(s["policy"], "kill");
     common_checks(s);
@@ -95,7 +101,23 @@ fn kill_kills_and_restarts() {
 fn page_swap_writes_and_reads_pages_and_marvin_reclaims_without_killing() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
-    let v = pressure("page-swap,marvin", &[], Some(&dir));
+    // A policy under which arrays go cold within a round and the saver runs often: a
+    // tiny run has no time for four working-set rounds before the budget fills.
+    let policy = out.path().join("tiny.toml");
+    std::fs::write(
+        &policy,
+        "[coldness]\nwindow_rounds = 1\n[working_set]\nforeground_period = \"100ms\"\n\
+         background_period = \"100ms\"\n[saver]\nbackground_period = \"2s\"\n",
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap().to_string();
+    let v = pressure(
+        "page-swap,marvin",
+        "5",
+        "15m",
+        &["--policy-file", &policy],
+        Some(&dir),
+    );
     let (ps, mv) = (&v[0], &v[1]);
     assert_eq!(ps["policy"], "page-swap");
     assert_eq!(mv["policy"], "marvin");
