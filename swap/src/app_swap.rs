@@ -5,9 +5,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind};
+use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
 use marvin_runtime::heap::Heap;
-use marvin_runtime::object::Obj;
 use marvin_runtime::reclaim_table::ReclaimTable;
 use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
@@ -41,6 +40,9 @@ pub struct AppSwap {
     pub last_error: Mutex<Option<String>>,
     /// Marvin's bookmarking collector, or the page-swap baseline.
     bookmarking: bool,
+    /// An eager restore is reading many checkpoints: the file is checked once and its
+    /// pages released once, at the end ([`AppSwap::batch`]).
+    batch: std::sync::atomic::AtomicBool,
 }
 
 impl AppSwap {
@@ -65,10 +67,25 @@ impl AppSwap {
             counters: SwapCounters::default(),
             last_error: Mutex::new(None),
             bookmarking,
+            batch: std::sync::atomic::AtomicBool::new(false),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|e| e.to_string())?;
         Ok(swap)
+    }
+
+    /// Runs `f` (many faults in a row, an eager restore) with the swap file checked once
+    /// up front and its pages released once at the end instead of per checkpoint.
+    pub fn batch<R>(&self, f: impl FnOnce() -> R) -> Result<R, SwapError> {
+        self.file
+            .lock()
+            .check()
+            .inspect_err(|e| self.record_error(e))?;
+        self.batch.store(true, Ordering::Relaxed);
+        let r = f();
+        self.batch.store(false, Ordering::Relaxed);
+        self.file.lock().release_all();
+        Ok(r)
     }
 
     pub(crate) fn record_error(&self, e: &SwapError) {
@@ -82,22 +99,33 @@ impl StubHooks for AppSwap {
             return Err(format!("object {} has no checkpoint", stub.handle.value()));
         };
         let payload_len = stub.kind.payload_bytes(stub.len);
-        let mut buf = vec![0u8; payload_len];
+        // SAFETY: the object is not resident (its pages were dropped), the entry is
+        // locked shared (no reclaimer) and the stub state locked (no saver, no other
+        // fault): nothing else touches this memory, which is the object's own
+        // page-aligned allocation of `stub.bytes` bytes; the checkpoint is read straight
+        // into its payload.
+        let payload = unsafe {
+            std::slice::from_raw_parts_mut((stub.addr + HEADER_BYTES) as *mut u8, payload_len)
+        };
         {
             let file = self.file.lock();
-            let read = file.read(SlotId::from_offset(slot), stub.handle.value(), &mut buf);
-            file.release_slot(SlotId::from_offset(slot));
+            let batch = self.batch.load(Ordering::Relaxed);
+            let slot = SlotId::from_offset(slot);
+            let read = if batch {
+                file.read_checked(slot, stub.handle.value(), payload)
+            } else {
+                let r = file.read(slot, stub.handle.value(), payload);
+                file.release_slot(slot);
+                r
+            };
             read.map_err(|e| {
                 self.record_error(&e);
                 e.to_string()
             })?;
         }
         let header = ObjHeader::new(stub.kind, stub.class, stub.len, stub.nrefs);
-        // SAFETY: the object is not resident (its pages were dropped), the entry is
-        // locked shared (no reclaimer) and the stub state locked (no saver, no other
-        // fault): nothing else touches this memory, which is the object's own
-        // page-aligned allocation of `stub.bytes` bytes.
-        unsafe { Obj::write_at(stub.addr, header, &buf) };
+        // SAFETY: as above; the payload is in place, the header goes in front of it.
+        unsafe { std::ptr::write(stub.addr as *mut ObjHeader, header) };
         // SAFETY: just written.
         let obj = unsafe { stub.object() };
         // It comes back as its checkpoint: saved and clean.

@@ -26,18 +26,23 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
     let Some(space) = heap.stub_space() else {
         return r;
     };
-    for stub in space.all() {
-        if !space.table.entry(stub.entry).is_resident() {
-            heap.before_growth(stub.bytes);
-        }
-        match space.restore(&stub) {
-            Ok(true) => {
-                r.objects += 1;
-                r.bytes += stub.bytes as u64;
+    let batch = swap.batch(|| {
+        for stub in space.all() {
+            if !space.table.entry(stub.entry).is_resident() {
+                heap.before_growth(stub.bytes);
             }
-            Ok(false) => {}
-            Err(e) => r.errors.push(e.to_string()),
+            match space.restore(&stub) {
+                Ok(true) => {
+                    r.objects += 1;
+                    r.bytes += stub.bytes as u64;
+                }
+                Ok(false) => {}
+                Err(e) => r.errors.push(e.to_string()),
+            }
         }
+    });
+    if let Err(e) = batch {
+        r.errors.push(e.to_string());
     }
     // Eager restores were counted as faults by the stub space; book them here too.
     swap.counters

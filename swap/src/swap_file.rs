@@ -253,6 +253,18 @@ impl SwapFile {
     /// checkpoint's. Checks the file, the header, the key, the length and the checksum.
     pub fn read(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
         self.check_file()?;
+        self.read_checked(slot, key, out)
+    }
+
+    /// Checks the file itself (still linked, not truncated): what [`SwapFile::read`] does
+    /// before each read, for a batch of [`SwapFile::read_checked`] calls.
+    pub fn check(&self) -> Result<(), SwapError> {
+        self.check_file()
+    }
+
+    /// As [`SwapFile::read`], for a batch whose file was [`check`](SwapFile::check)ed
+    /// first: every slot check (header, key, length, checksum) still runs.
+    pub fn read_checked(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
         let info = self.live_info(slot)?;
         let corrupt = |kind| SwapError::Corrupt {
             path: self.path.clone(),
