@@ -135,6 +135,11 @@ fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
             let (on, t) = branch(br)?;
             Some(Op::BrCmp(Bin::of(op)?, on, t))
         }
+        (Op::Push(k), Some(op), Some(Op::Store(a)), _)
+            if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) =>
+        {
+            Some(Op::BinConstStore(Bin::of(op)?, k, a))
+        }
         (Op::Push(k), Some(op), _, _) if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) => {
             Some(Op::BinConst(Bin::of(op)?, k))
         }

@@ -750,6 +750,12 @@ impl Thread {
                     push!(v as u64);
                     pc += 1;
                 }
+                Op::BinConstStore(b, k, a) => {
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, k, 1);
+                    self.stack.set(bp + a as usize, v as u64);
+                    pc += 2;
+                }
                 Op::BinLocal(b, a) => {
                     let y = self.stack.get(bp + a as usize) as i64;
                     let x = pop!() as i64;

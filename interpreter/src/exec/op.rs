@@ -97,6 +97,8 @@ pub enum Op {
     LoadLoad(u32, u32),
     /// `push k; OP`
     BinConst(Bin, i64),
+    /// `push k; OP; store a`
+    BinConstStore(Bin, i64, u32),
     /// `load a; OP`
     BinLocal(Bin, u32),
     /// `load a; push k; OP`
@@ -124,7 +126,7 @@ impl Op {
             | Op::BinLocal(..)
             | Op::BrCmp(..)
             | Op::LoadGetField(..) => 2,
-            Op::LoadBinConst(..) | Op::LoadBinLocal(..) => 3,
+            Op::LoadBinConst(..) | Op::LoadBinLocal(..) | Op::BinConstStore(..) => 3,
             Op::IncLocal(..) | Op::BrLocalConst(..) | Op::BrLocalLocal(..) => 4,
             _ => 1,
         }
