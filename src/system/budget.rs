@@ -22,9 +22,9 @@ use parking_lot::Mutex;
 use super::Pressure;
 
 /// The least a swap policy takes back per make-room call, as a kernel reclaims towards a
-/// watermark rather than page by page (1 MiB: 256 pages), so that a run of small
+/// watermark rather than page by page (4 MiB: 1,024 pages), so that a run of small
 /// allocations under pressure does not stop for each page.
-pub const RECLAIM_BATCH: u64 = 1 << 20;
+pub const RECLAIM_BATCH: u64 = 4 << 20;
 
 /// One app as the budget sees it.
 pub struct Member {
