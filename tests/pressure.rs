@@ -111,13 +111,27 @@ fn page_swap_writes_and_reads_pages_and_marvin_reclaims_without_killing() {
     )
     .unwrap();
     let policy = policy.to_str().unwrap().to_string();
+    let trace = out.path().join("run.pftrace");
+    let trace_arg = trace.to_str().unwrap().to_string();
     let v = pressure(
         "page-swap,marvin",
         "5",
         "15m",
-        &["--policy-file", &policy],
+        &["--policy-file", &policy, "--trace", &trace_arg],
         Some(&dir),
     );
+    // The trace has a process track per app of each policy and the saver's slices
+    // (track names and slice names are plain strings in the protobuf).
+    let bytes = std::fs::read(&trace).unwrap();
+    let has = |s: &str| bytes.windows(s.len()).any(|w| w == s.as_bytes());
+    for name in [
+        "page-swap app0",
+        "marvin app4",
+        "swap write task",
+        "Looper dispatch",
+    ] {
+        assert!(has(name), "the trace lacks {name:?}");
+    }
     let (ps, mv) = (&v[0], &v[1]);
     assert_eq!(ps["policy"], "page-swap");
     assert_eq!(mv["policy"], "marvin");

@@ -66,6 +66,9 @@ pub struct PressureArgs {
     /// Write summary.json, series.csv and the plots here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write a Perfetto trace of every app of every policy to this file.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Print the summary as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -179,6 +182,10 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         sample_every: a.sample_every,
         gc_max_free: a.gc_max_free,
         swap_dir: a.swap_dir.clone(),
+        tracer: a
+            .trace
+            .as_ref()
+            .map(|_| marvin_runtime::trace::Tracer::new()),
     };
     let multi = MultiProgress::new();
     let bars: Vec<(Pressure, ProgressBar)> = a
@@ -217,6 +224,11 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
     )?;
     for (_, bar) in &bars {
         bar.finish();
+    }
+    if let (Some(tracer), Some(path)) = (&cfg.tracer, &a.trace) {
+        tracer
+            .write_to(path)
+            .with_context(|| format!("writing the trace {}", path.display()))?;
     }
     let summaries: Vec<_> = results.iter().map(|(s, _)| s.clone()).collect();
     if a.json {

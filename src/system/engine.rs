@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use marvin_interpreter::exec::messages::run_looper;
-use marvin_interpreter::exec::{memory, App, Loaded, RunConfig, Trap};
+use marvin_interpreter::exec::{memory, App, Loaded, RunConfig, TraceTarget, Trap};
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
@@ -154,8 +154,18 @@ pub fn run_policy(
 }
 
 impl Run {
-    fn app_config(&self) -> RunConfig {
+    fn app_config(&self, id: usize) -> RunConfig {
+        let policy_index = match self.pressure {
+            Pressure::Kill => 1,
+            Pressure::PageSwap => 2,
+            Pressure::Marvin => 3,
+        };
         RunConfig {
+            trace: self.cfg.tracer.as_ref().map(|tracer| TraceTarget {
+                tracer: tracer.clone(),
+                pid: (policy_index * 1000 + id + 1) as i32,
+                name: format!("{} app{id}", self.pressure.name()),
+            }),
             heap: HeapConfig {
                 gc_min_free: self.cfg.gc_max_free.min(1 << 20),
                 gc_max_free: self.cfg.gc_max_free,
@@ -168,7 +178,7 @@ impl Run {
 
     /// Starts app `id` (a launch or a cold restart) in the foreground.
     fn start_app(&self, id: usize) -> anyhow::Result<Slot> {
-        let app = Arc::new(App::new(self.loaded.clone(), self.app_config())?);
+        let app = Arc::new(App::new(self.loaded.clone(), self.app_config(id))?);
         let dir = self.dir.path().join(format!("app{id}"));
         let member = Arc::new(Member {
             id,

@@ -72,6 +72,8 @@ pub struct SystemConfig {
     pub gc_max_free: usize,
     /// Where swap files and reclaim tables go (a temporary directory by default).
     pub swap_dir: Option<PathBuf>,
+    /// Records every app of every policy into this trace (one process track per app).
+    pub tracer: Option<marvin_runtime::trace::Tracer>,
 }
 
 /// Runs every policy in turn; `progress` gets (policy, elapsed, alive, active, kills,
