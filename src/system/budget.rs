@@ -126,68 +126,59 @@ impl Budget {
             return;
         }
         let requester = self.member_of(heap);
+        // Take memory back until the allocation fits: other apps keep allocating while
+        // we work, so one pass over the victims may not be enough; stop when a pass finds
+        // nothing. Each take is at least a batch.
+        let mut take_until_fits =
+            |victims: &dyn Fn() -> Vec<(Arc<Member>, Arc<App>)>,
+             take: &dyn Fn(&App, u64) -> u64| {
+                let t0 = Instant::now();
+                let mut total = 0;
+                while short > 0 {
+                    let mut got = 0;
+                    for (_, a) in victims() {
+                        if got >= short {
+                            break;
+                        }
+                        got += take(&a, (short - got).max(RECLAIM_BATCH));
+                    }
+                    total += got;
+                    short = need(self);
+                    if got == 0 {
+                        break;
+                    }
+                }
+                let mut st = self.stats.lock();
+                st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
+                st.reclaimed_bytes += total;
+            };
         match self.pressure {
             Pressure::Kill => {}
-            Pressure::Marvin => {
-                // Reclaim until the allocation fits: other apps keep allocating while we
-                // work, so one pass may not be enough; stop when a pass finds nothing.
-                let t0 = Instant::now();
-                let mut total = 0;
-                while short > 0 {
-                    let mut got = 0;
-                    for (_, a) in self.lru_background(requester) {
-                        if got >= short {
-                            break;
-                        }
-                        if let Ok(r) = a.reclaim((short - got).max(RECLAIM_BATCH)) {
-                            got += r.bytes;
-                        }
-                    }
-                    total += got;
-                    short = need(self);
-                    if got == 0 {
-                        break;
-                    }
-                }
-                let mut st = self.stats.lock();
-                st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
-                st.reclaimed_bytes += total;
-            }
-            Pressure::PageSwap => {
-                let t0 = Instant::now();
-                let mut total = 0;
-                while short > 0 {
+            // Saved, clean, cold objects of background apps, least recently used first.
+            Pressure::Marvin => take_until_fits(&|| self.lru_background(requester), &|a, want| {
+                a.reclaim(want).map_or(0, |r| r.bytes)
+            }),
+            // Any page run, background apps first, then the foreground ones with the
+            // requester last: a kernel's LRU spans every process.
+            Pressure::PageSwap => take_until_fits(
+                &|| {
                     let mut order = self.lru_background(requester);
-                    // Then the foreground apps (the requester last): a kernel's LRU spans
-                    // every process.
-                    order.extend(self.alive().into_iter().filter(|(m, _)| {
-                        m.foreground.load(Ordering::Relaxed) && Some(m.id) != requester
-                    }));
-                    order.extend(
-                        self.alive()
-                            .into_iter()
-                            .filter(|(m, _)| Some(m.id) == requester),
-                    );
-                    let mut got = 0;
-                    for (_, a) in &order {
-                        if got >= short {
-                            break;
-                        }
-                        if let Some(s) = a.swap() {
-                            got += pageout::page_out(&a.heap, s, (short - got).max(RECLAIM_BATCH))
-                                .bytes;
-                        }
-                    }
-                    total += got;
-                    short = need(self);
-                    if got == 0 {
-                        break;
-                    }
-                }
-                let mut st = self.stats.lock();
-                st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
-                st.reclaimed_bytes += total;
-            }
+                    let alive = self.alive();
+                    let (fg, rest): (Vec<_>, Vec<_>) = alive
+                        .into_iter()
+                        .filter(|(m, _)| {
+                            m.foreground.load(Ordering::Relaxed) || Some(m.id) == requester
+                        })
+                        .partition(|(m, _)| Some(m.id) != requester);
+                    order.extend(fg);
+                    order.extend(rest);
+                    order
+                },
+                &|a, want| {
+                    a.swap()
+                        .map_or(0, |s| pageout::page_out(&a.heap, s, want).bytes)
+                },
+            ),
         }
         // Kill (the policy itself, or the fallback) until it fits or nobody is left.
         while short > 0 && self.pressure != Pressure::PageSwap && self.kill_one(requester) {
