@@ -20,6 +20,9 @@ use marvin_runtime::reclaim_table::EntryFlags;
 use crate::app_swap::AppSwap;
 use crate::swap_file::SlotId;
 
+/// Bytes the saver writes between two releases of the swap file's mapped pages.
+const RELEASE_EVERY: usize = 1 << 20;
+
 /// What one saver run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SaveReport {
@@ -41,6 +44,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         return r;
     };
     let mut buf = Vec::new();
+    let mut written_since_release = 0usize;
     let stubs = space.all();
     for (i, stub) in stubs.iter().enumerate() {
         if t0.elapsed() > budget {
@@ -71,6 +75,13 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             swap.file
                 .lock()
                 .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
+        written_since_release += buf.len();
+        if written_since_release >= RELEASE_EVERY {
+            // Keep the swap file's mapped pages from piling up in the process's resident
+            // memory during a long run.
+            swap.file.lock().release_all();
+            written_since_release = 0;
+        }
         match written {
             Ok(slot) => st.slot = Some(slot.offset()),
             Err(e) => {
