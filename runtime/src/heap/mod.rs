@@ -1,15 +1,14 @@
 //! The heap of one app: allocation, handles, accounting and freeing.
 //!
-//! Small objects (under [`LARGE_OBJECT_BYTES`]) come from the system allocator, whose
-//! per-thread caches and size classes serve small fixed-size requests well; large
-//! objects come from the page-aligned [`large_space`], so their pages can be returned to
-//! the OS alone or with their neighbours. Every object is reached through the
+//! Small objects (under [`LARGE_OBJECT_BYTES`]) come from [`small_space`]'s size-class
+//! free lists; large objects come from the page-aligned [`large_space`], so their pages
+//! can be returned to the OS alone or with their neighbours. Every object is reached through the
 //! [`handle_table`]. Reading and writing objects goes through [`crate::barrier`].
 
 pub mod handle_table;
 pub mod large_space;
+pub mod small_space;
 
-use std::alloc::Layout;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 pub use handle_table::{Handle, HandleTable, ENTRY_STUB};
@@ -54,7 +53,7 @@ impl Default for HeapConfig {
         HeapConfig {
             handle_capacity: 1 << 24,
             limit: None,
-            gc_min_free: 4 << 20,
+            gc_min_free: 32 << 20,
             gc_max_free: 64 << 20,
         }
     }
@@ -87,6 +86,7 @@ pub enum GcNeed {
 pub struct Heap {
     table: HandleTable,
     large: LargeSpace,
+    small: small_space::SmallSpace,
     config: HeapConfig,
     pub counters: HeapCounters,
     /// Stubs and the reclaim table, once swapping is enabled.
@@ -120,6 +120,7 @@ impl Heap {
         Ok(Heap {
             table: HandleTable::new(config.handle_capacity)?,
             large: LargeSpace::new(),
+            small: small_space::SmallSpace::new(),
             counters: HeapCounters::default(),
             stubs: std::sync::OnceLock::new(),
             pressure: std::sync::OnceLock::new(),
@@ -210,13 +211,8 @@ impl Heap {
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
         } else {
-            let layout = small_layout(raw);
-            // SAFETY: `layout` has a non-zero size (at least the header).
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            if p.is_null() {
-                return Err(AllocError::OutOfMemory);
-            }
-            (p as usize, layout.size())
+            let size = small_space::block_size(raw);
+            (self.small.alloc(size)?, size)
         };
         // SAFETY: `addr` is fresh, zeroed, 16-byte aligned memory of at least `raw` bytes
         // that nothing else references yet.
@@ -276,6 +272,7 @@ impl Heap {
     /// handles are unreachable.
     pub unsafe fn free(&self, dead: &[Handle]) {
         let mut runs = Vec::new();
+        let mut small = Vec::new();
         let mut bytes = 0usize;
         for &h in dead {
             let e = self.table.entry(h).load(Ordering::Acquire);
@@ -289,11 +286,12 @@ impl Heap {
                 runs.push((e as usize, raw));
                 bytes += large_space::page_round(raw);
             } else {
-                bytes += small_layout(raw).size();
-                // SAFETY: small object allocated with this layout, now dead.
-                unsafe { std::alloc::dealloc(e as *mut u8, small_layout(raw)) };
+                let size = small_space::block_size(raw);
+                bytes += size;
+                small.push((e as usize, size));
             }
         }
+        self.small.free(small);
         self.large.free(&mut runs);
         self.table.release(dead.iter().copied());
         self.account_freed(dead.len() as u64, bytes);
@@ -313,8 +311,7 @@ impl Heap {
         if raw >= LARGE_OBJECT_BYTES {
             self.large.free(&mut [(addr, raw)]);
         } else {
-            // SAFETY: allocated with this layout, unused per the caller.
-            unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(raw)) };
+            self.small.free([(addr, small_space::block_size(raw))]);
         }
     }
 
@@ -330,30 +327,4 @@ impl Heap {
     pub fn in_use(&self) -> usize {
         self.counters.in_use.load(Ordering::Relaxed)
     }
-}
-
-impl Drop for Heap {
-    fn drop(&mut self) {
-        let mut small = Vec::new();
-        self.table.for_each(|_, e| {
-            if e & ENTRY_STUB == 0 {
-                // SAFETY: the heap is being dropped: no mutator is left.
-                let obj = unsafe { Obj::from_addr(e as usize) };
-                let raw = obj.size();
-                if raw < LARGE_OBJECT_BYTES {
-                    small.push((e as usize, raw));
-                }
-            }
-        });
-        for (addr, raw) in small {
-            // SAFETY: small objects allocated with this layout; the heap is gone.
-            unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(raw)) };
-        }
-        // Large objects vanish with their regions' mappings.
-    }
-}
-
-#[inline]
-fn small_layout(raw: usize) -> Layout {
-    Layout::from_size_align(raw.div_ceil(16) * 16, 16).expect("small object layout")
 }

@@ -1,0 +1,114 @@
+//! Space for small objects (under 2 KiB): segregated free lists in 16-byte size classes
+//! over 1 MiB chunks of anonymous memory.
+//!
+//! An allocation pops a block of its class (zeroing it) or bumps through the current
+//! chunk (fresh pages are already zero); a free pushes the block back on its class's
+//! list. A collection frees many blocks under one lock. Chunks go back to the OS with
+//! the heap. This replaced the system allocator, whose malloc/free/consolidate cost about
+//! a quarter of an allocation-heavy program's time.
+
+use memmap2::{MmapMut, MmapOptions};
+use parking_lot::Mutex;
+
+/// Block sizes are multiples of this.
+pub const GRAIN: usize = 16;
+const CHUNK: usize = 1 << 20;
+
+#[derive(Default)]
+struct Inner {
+    /// Free blocks per size class (index = size / GRAIN).
+    free: Vec<Vec<usize>>,
+    bump: usize,
+    end: usize,
+    chunks: Vec<MmapMut>,
+}
+
+/// The small-object space of one heap.
+#[derive(Default)]
+pub struct SmallSpace {
+    inner: Mutex<Inner>,
+}
+
+/// A block size for `raw` bytes.
+#[inline]
+pub fn block_size(raw: usize) -> usize {
+    raw.div_ceil(GRAIN) * GRAIN
+}
+
+impl SmallSpace {
+    pub fn new() -> SmallSpace {
+        SmallSpace::default()
+    }
+
+    /// A zeroed, 16-byte aligned block of `size` bytes (a multiple of [`GRAIN`], under a
+    /// chunk).
+    pub fn alloc(&self, size: usize) -> std::io::Result<usize> {
+        debug_assert!(size.is_multiple_of(GRAIN) && size > 0 && size <= CHUNK);
+        let mut g = self.inner.lock();
+        let class = size / GRAIN;
+        if let Some(addr) = g.free.get_mut(class).and_then(Vec::pop) {
+            // SAFETY: a freed block of exactly `size` bytes of one of our chunks, owned
+            // by no object any more.
+            unsafe { std::ptr::write_bytes(addr as *mut u8, 0, size) };
+            return Ok(addr);
+        }
+        if g.end - g.bump < size {
+            let mut map = MmapOptions::new().len(CHUNK).map_anon()?;
+            g.bump = map.as_mut_ptr() as usize;
+            g.end = g.bump + CHUNK;
+            g.chunks.push(map);
+        }
+        let addr = g.bump;
+        g.bump += size;
+        Ok(addr)
+    }
+
+    /// Takes blocks back: `(address, size)` pairs from [`SmallSpace::alloc`].
+    pub fn free(&self, blocks: impl IntoIterator<Item = (usize, usize)>) {
+        let mut g = self.inner.lock();
+        for (addr, size) in blocks {
+            let class = size / GRAIN;
+            if g.free.len() <= class {
+                g.free.resize_with(class + 1, Vec::new);
+            }
+            g.free[class].push(addr);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_zeroed_aligned_and_reused_by_class() {
+        let s = SmallSpace::new();
+        let a = s.alloc(32).unwrap();
+        let b = s.alloc(32).unwrap();
+        assert_eq!(a % 16, 0);
+        assert_ne!(a, b);
+        // SAFETY: `a` is a 32-byte block this test owns.
+        unsafe { std::ptr::write_bytes(a as *mut u8, 0xab, 32) };
+        s.free([(a, 32)]);
+        // A block of another class does not take it...
+        let c = s.alloc(48).unwrap();
+        assert_ne!(c, a);
+        // ...one of its class does, zeroed.
+        let d = s.alloc(32).unwrap();
+        assert_eq!(d, a);
+        // SAFETY: `d` is a 32-byte block this test owns.
+        let bytes = unsafe { std::slice::from_raw_parts(d as *const u8, 32) };
+        assert!(bytes.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn a_new_chunk_comes_when_one_is_used_up() {
+        let s = SmallSpace::new();
+        let n = CHUNK / 2048 + 1;
+        let blocks: Vec<usize> = (0..n).map(|_| s.alloc(2048).unwrap()).collect();
+        let mut sorted = blocks.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), n, "no block handed out twice");
+    }
+}
