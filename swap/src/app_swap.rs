@@ -31,6 +31,14 @@ pub struct SwapCounters {
     pub compactions: AtomicU64,
 }
 
+impl SwapCounters {
+    /// Books objects whose pages were returned to the OS (a reclaim or a page-out).
+    pub fn book_reclaim(&self, objects: u64, bytes: u64) {
+        self.reclaimed_objects.fetch_add(objects, Ordering::Relaxed);
+        self.reclaimed_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
 /// The swap side of one app.
 pub struct AppSwap {
     pub policy: Arc<dyn SwapPolicy>,

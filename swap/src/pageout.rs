@@ -86,12 +86,7 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
     swap.counters
         .bytes_written
         .fetch_add(r.bytes_written, Ordering::Relaxed);
-    swap.counters
-        .reclaimed_objects
-        .fetch_add(r.objects, Ordering::Relaxed);
-    swap.counters
-        .reclaimed_bytes
-        .fetch_add(r.bytes, Ordering::Relaxed);
+    swap.counters.book_reclaim(r.objects, r.bytes);
     r.latency = t0.elapsed();
     r
 }

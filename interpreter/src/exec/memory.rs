@@ -192,13 +192,13 @@ impl App {
     /// Reclaims up to `want` bytes without recording a transition (the pressure path).
     pub fn reclaim(&self, want: u64) -> Result<reclaimer::ReclaimReport, String> {
         let swap = self.swap().ok_or("swapping is not enabled")?;
-        let r = reclaimer::reclaim_from(&self.heap, want);
-        swap.counters
-            .reclaimed_objects
-            .fetch_add(r.objects, Ordering::Relaxed);
-        swap.counters
-            .reclaimed_bytes
-            .fetch_add(r.bytes, Ordering::Relaxed);
+        let r = self.traced(names::RECLAIM, || {
+            self.cpu
+                .measure(marvin_runtime::cpuaccount::Activity::Reclaimer, || {
+                    reclaimer::reclaim_from(&self.heap, want)
+                })
+        });
+        swap.counters.book_reclaim(r.objects, r.bytes);
         self.reclaim_latencies
             .lock()
             .push(r.latency.as_nanos() as u64);
