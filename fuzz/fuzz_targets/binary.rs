@@ -4,24 +4,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use marvin_interpreter::binary::{MAGIC, VERSION};
+use marvin_interpreter::binary::{checksum, MAGIC, VERSION};
 use marvin_interpreter::load::load_bytes;
 use marvin_interpreter::verify::verify;
-
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
 
 fuzz_target!(|payload: &[u8]| {
     let mut file = MAGIC.to_vec();
     file.extend_from_slice(&VERSION.to_le_bytes());
     file.extend_from_slice(&0u16.to_le_bytes());
-    file.extend_from_slice(&fnv1a64(payload).to_le_bytes());
+    file.extend_from_slice(&checksum(payload).to_le_bytes());
     file.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     file.extend_from_slice(payload);
     let Ok(mut program) = load_bytes("fuzz.mvb", &file) else {

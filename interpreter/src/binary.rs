@@ -50,8 +50,8 @@ pub fn is_binary(bytes: &[u8]) -> bool {
     bytes.starts_with(&MAGIC)
 }
 
-/// FNV-1a, 64-bit.
-fn fnv1a64(bytes: &[u8]) -> u64 {
+/// The binary form's checksum of a payload: FNV-1a, 64-bit.
+pub fn checksum(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         hash ^= u64::from(b);
@@ -99,7 +99,7 @@ pub fn encode(p: &Program) -> Vec<u8> {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&fnv1a64(&payload).to_le_bytes());
+    out.extend_from_slice(&checksum(&payload).to_le_bytes());
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&payload);
     out
@@ -142,7 +142,7 @@ fn decode_inner(file: &str, bytes: &[u8]) -> Result<Program, String> {
             payload.len()
         ));
     }
-    if fnv1a64(payload) != u64::from_le_bytes(sum) {
+    if checksum(payload) != u64::from_le_bytes(sum) {
         return Err("corrupt binary program: checksum mismatch".into());
     }
     let mut r = Reader {
@@ -664,7 +664,7 @@ mod tests {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&VERSION.to_le_bytes());
         v.extend_from_slice(&[0, 0]);
-        v.extend_from_slice(&fnv1a64(&payload).to_le_bytes());
+        v.extend_from_slice(&checksum(&payload).to_le_bytes());
         v.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         v.extend_from_slice(&payload);
         let err = decode("f.mvb", &v).unwrap_err().to_string();

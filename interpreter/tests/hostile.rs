@@ -5,7 +5,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use marvin_interpreter::asm::assemble;
-use marvin_interpreter::binary::encode;
+use marvin_interpreter::binary::{checksum, encode};
 use marvin_interpreter::disasm::disassemble;
 use marvin_interpreter::load::load_bytes;
 use marvin_interpreter::verify::verify;
@@ -16,20 +16,9 @@ use common::samples;
 
 const HEADER_LEN: usize = 20;
 
-/// FNV-1a 64, as the binary form's checksum, to re-seal mutated payloads so that the
-/// decoder's inner checks are reached.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
-
 fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
     if bytes.len() >= HEADER_LEN {
-        let sum = fnv1a64(&bytes[HEADER_LEN..]).to_le_bytes();
+        let sum = checksum(&bytes[HEADER_LEN..]).to_le_bytes();
         let len = ((bytes.len() - HEADER_LEN) as u32).to_le_bytes();
         bytes[8..16].copy_from_slice(&sum);
         bytes[16..20].copy_from_slice(&len);
