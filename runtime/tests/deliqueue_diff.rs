@@ -8,6 +8,7 @@ use marvin_runtime::deliqueue::{
 };
 use marvin_runtime::legacy_queue::LegacyQueue;
 use proptest::prelude::*;
+use std::time::Duration;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -92,7 +93,14 @@ impl<Q: MessageQueue<u32>> Run<Q> {
                 if asynchronous {
                     m = m.asynchronous();
                 }
-                Seen::Posted(q.post_at(self.clock_now() + delay, m).is_ok())
+                // All three ways of posting a timed message (DeliQueue has its own
+                // `post` and `post_delayed`, legacy the trait's defaults).
+                let posted = match (delay, self.next_id % 2) {
+                    (0, _) => q.post(m),
+                    (_, 0) => q.post_delayed(Duration::from_nanos(delay), m),
+                    _ => q.post_at(self.clock_now() + delay, m),
+                };
+                Seen::Posted(posted.is_ok())
             }
             Op::PostFront { what } => {
                 self.next_id += 1;

