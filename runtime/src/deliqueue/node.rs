@@ -16,6 +16,7 @@ use std::mem::MaybeUninit;
 use std::ptr;
 
 use super::message::{Message, MessageKey};
+use super::slab::{self, Slab};
 use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
 
@@ -64,6 +65,8 @@ pub struct Node<T> {
     /// The freelist link, written once by the remover that tombstoned the node (and
     /// the retirement link once the node is unlinked).
     pub free_next: AtomicPtr<Node<T>>,
+    /// The slab the node's memory belongs to, or null for a node allocated on its own.
+    slab: *mut Slab,
     payload: UnsafeCell<MaybeUninit<T>>,
 }
 
@@ -95,6 +98,7 @@ impl<T> Node<T> {
             prev: AtomicPtr::new(ptr::null_mut()),
             heap_index: AtomicUsize::new(NO_INDEX),
             free_next: AtomicPtr::new(ptr::null_mut()),
+            slab: ptr::null_mut(),
         }
     }
 
@@ -163,15 +167,33 @@ pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
 /// Builds `node` in the memory of a dead node, for reuse.
 ///
 /// # Safety
-/// `slot` came from [`into_raw`], holds no payload (moved out or dropped) and no other
-/// thread can reach it.
-pub unsafe fn reuse<T>(slot: *mut Node<T>, node: Node<T>) -> *mut Node<T> {
+/// `slot` came from [`into_raw`] or [`init_carved`], holds no payload (moved out or
+/// dropped) and no other thread can reach it.
+pub unsafe fn reuse<T>(slot: *mut Node<T>, mut node: Node<T>) -> *mut Node<T> {
     // SAFETY: by the contract the old node is ours and its payload is gone, so dropping
-    // it in place drops no payload; the memory then takes the new node.
+    // it in place drops no payload; the memory then takes the new node, which keeps the
+    // memory's slab.
     unsafe {
+        node.slab = (*slot).slab;
         ptr::drop_in_place(slot);
         ptr::write(slot, node);
     }
+    slot
+}
+
+/// Builds `node` in a slot freshly carved from `slab`.
+///
+/// # Safety
+/// `slot` is uninitialised memory that [`slab::Carver::carve`] returned, carved from
+/// `slab`, and used once.
+pub unsafe fn init_carved<T>(
+    slot: *mut Node<T>,
+    mut node: Node<T>,
+    slab: *mut Slab,
+) -> *mut Node<T> {
+    node.slab = slab;
+    // SAFETY: by the contract the slot is ours, sized and aligned for a node.
+    unsafe { ptr::write(slot, node) };
     slot
 }
 
@@ -179,10 +201,22 @@ pub unsafe fn reuse<T>(slot: *mut Node<T>, node: Node<T>) -> *mut Node<T> {
 /// explicitly first).
 ///
 /// # Safety
-/// `node` came from [`into_raw`], is freed once, and no thread can reach it any more.
+/// `node` came from [`into_raw`] or [`init_carved`], is freed once, and no thread can
+/// reach it any more.
 pub unsafe fn free<T>(node: *mut Node<T>) {
-    // SAFETY: by the contract the pointer is a live, unique `Box` allocation.
-    drop(unsafe { Box::from_raw(node) });
+    // SAFETY: by the contract the node is alive and ours.
+    let slab = unsafe { (*node).slab };
+    if slab.is_null() {
+        // SAFETY: by the contract the pointer is a live, unique `Box` allocation.
+        drop(unsafe { Box::from_raw(node) });
+    } else {
+        // SAFETY: the node lives in `slab`, which counts it until this release; it holds
+        // no payload, so dropping it in place frees nothing else.
+        unsafe {
+            ptr::drop_in_place(node);
+            slab::release::<T>(slab, 1);
+        }
+    }
     #[cfg(feature = "node-census")]
     LIVE_NODES.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }

@@ -7,10 +7,16 @@
 //! holder of the `taking` flag touches; when it runs dry the holder swaps `incoming` in
 //! whole. A poster that finds the flag held (another poster is taking) allocates
 //! instead of waiting. The pool keeps at most [`CAP`] nodes and frees the rest.
+//!
+//! When the pool is dry, the flag holder carves a fresh node from its slab (see
+//! [`super::slab`]) rather than asking the allocator for each one.
 
 use crossbeam_utils::CachePadded;
 
 use super::node::{self, Node};
+#[cfg(not(loom))]
+use super::slab::Carver;
+use super::slab::Slab;
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
 
@@ -27,16 +33,28 @@ pub struct NodePool<T> {
     taker: CachePadded<Taker<T>>,
 }
 
+/// A node handed to a poster.
+pub enum Taken<T> {
+    /// A dead node to build the new one in (see [`node::reuse`]).
+    Recycled(*mut Node<T>),
+    /// Uninitialised memory carved from a slab (see [`node::init_carved`]).
+    Carved(*mut Node<T>, *mut Slab),
+}
+
 struct Taker<T> {
     taking: AtomicBool,
     owned: UnsafeCell<*mut Node<T>>,
+    /// The slab fresh nodes are carved from (not under loom, whose models keep to the
+    /// pool's own protocol).
+    #[cfg(not(loom))]
+    carver: UnsafeCell<Carver<T>>,
     /// Written only by the flag holder; read by givers to bound the pool.
     taken: AtomicUsize,
 }
 
-// SAFETY: the pool holds only dead nodes (no payload) through raw pointers; `owned` is
-// touched only by the holder of `taking` (acquired and released around every access),
-// everything else is atomic.
+// SAFETY: the pool holds only dead nodes (no payload) through raw pointers; `owned` and
+// `carver` are touched only by the holder of `taking` (acquired and released around
+// every access), everything else is atomic.
 unsafe impl<T> Send for NodePool<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for NodePool<T> {}
@@ -49,6 +67,8 @@ impl<T> Default for NodePool<T> {
             taker: CachePadded::new(Taker {
                 taking: AtomicBool::new(false),
                 owned: UnsafeCell::new(std::ptr::null_mut()),
+                #[cfg(not(loom))]
+                carver: UnsafeCell::new(Carver::default()),
                 taken: AtomicUsize::new(0),
             }),
         }
@@ -56,9 +76,10 @@ impl<T> Default for NodePool<T> {
 }
 
 impl<T> NodePool<T> {
-    /// Takes a dead node to reuse, if one is at hand and no other thread is taking.
+    /// Takes a dead node to reuse, or else carves a fresh one, unless another thread is
+    /// taking (the caller then allocates a node on its own).
     #[inline]
-    pub fn take(&self) -> Option<*mut Node<T>> {
+    pub fn take(&self) -> Option<Taken<T>> {
         let taker = &*self.taker;
         // Acquire: pairs with the previous holder's Release below, so its `owned` and
         // `taken` writes are visible.
@@ -82,22 +103,40 @@ impl<T> NodePool<T> {
             }
             node
         });
-        if !node.is_null() {
+        let taken = if !node.is_null() {
             // Relaxed: a bound for givers, nothing is published through it.
             let taken = taker.taken.load(Ordering::Relaxed);
             taker.taken.store(taken + 1, Ordering::Relaxed);
-        }
+            Some(Taken::Recycled(node))
+        } else {
+            self.carve()
+        };
         // Release: pairs with the next holder's Acquire swap.
         taker.taking.store(false, Ordering::Release);
-        (!node.is_null()).then_some(node)
+        taken
+    }
+
+    /// Carves a fresh node. The caller holds `taking`.
+    #[inline]
+    fn carve(&self) -> Option<Taken<T>> {
+        #[cfg(not(loom))]
+        {
+            // SAFETY: the caller holds `taking`, so nobody else touches the carver.
+            self.taker.carver.with_mut(|carver| unsafe {
+                let slot = (*carver).carve();
+                Some(Taken::Carved(slot, (*carver).slab()))
+            })
+        }
+        #[cfg(loom)]
+        None
     }
 
     /// Hands back a chain of `len` dead nodes from `first` to `last`, linked through
     /// `free_next`; frees them instead when the pool is full.
     ///
     /// # Safety
-    /// Every node of the chain came from `node::into_raw`, holds no payload and is
-    /// unreachable by any other thread; the caller gives up the chain.
+    /// Every node of the chain came from `node::into_raw` or `node::init_carved`, holds no
+    /// payload and is unreachable by any other thread; the caller gives up the chain.
     pub unsafe fn give(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
         // Relaxed: only a bound; being off by a batch either way is harmless.
         let pooled = self
@@ -148,8 +187,8 @@ impl<T> Drop for NodePool<T> {
 /// Frees a chain of dead nodes linked through `free_next`.
 ///
 /// # Safety
-/// Every node of the chain came from `node::into_raw`, holds no payload and is
-/// unreachable by any other thread; each is freed once, here.
+/// Every node of the chain came from `node::into_raw` or `node::init_carved`, holds no
+/// payload and is unreachable by any other thread; each is freed once, here.
 pub unsafe fn free_chain<T>(mut cursor: *mut Node<T>) {
     while !cursor.is_null() {
         // SAFETY: by the contract the node is alive until freed just below.
@@ -188,19 +227,46 @@ mod tests {
         (nodes[0], nodes[n - 1])
     }
 
+    /// Takes a node: a recycled one as is; a carved one is built (as a barrier node) so
+    /// that it can be freed like any other.
+    fn take_any(pool: &NodePool<u64>) -> Option<(*mut Node<u64>, bool)> {
+        let key = MessageKey {
+            target: 0,
+            what: 0,
+            obj: None,
+        };
+        match pool.take()? {
+            Taken::Recycled(node) => Some((node, true)),
+            // SAFETY: a freshly carved slot, used once.
+            Taken::Carved(slot, slab) => Some((
+                unsafe { node::init_carved(slot, Node::marker(0, Kind::Barrier, key), slab) },
+                false,
+            )),
+        }
+    }
+
     #[test]
-    fn gives_back_what_it_took_once_each() {
+    fn recycles_what_was_given_once_each_then_carves() {
         let pool = NodePool::<u64>::default();
-        assert!(pool.take().is_none());
+        let (carved, recycled) = take_any(&pool).expect("an idle pool always hands out");
+        assert!(!recycled, "an empty pool carves");
         let (first, last) = chain(5);
         // SAFETY: a fresh chain we give up.
         unsafe { pool.give(first, last, 5) };
-        let mut taken: Vec<_> = std::iter::from_fn(|| pool.take()).collect();
-        assert_eq!(taken.len(), 5);
-        taken.sort();
-        taken.dedup();
-        assert_eq!(taken.len(), 5, "no node handed out twice");
-        for node in taken {
+        let mut taken: Vec<_> = (0..6).map(|_| take_any(&pool).unwrap()).collect();
+        assert!(taken[..5].iter().all(|&(_, recycled)| recycled));
+        assert!(!taken[5].1, "carves again once the given nodes are used up");
+        assert_eq!(
+            taken[5].0 as usize - carved as usize,
+            std::mem::size_of::<Node<u64>>(),
+            "carved nodes follow each other in memory"
+        );
+        taken.push((carved, false));
+        let mut addresses: Vec<_> = taken.iter().map(|&(node, _)| node).collect();
+        addresses.sort();
+        addresses.dedup();
+        assert_eq!(addresses.len(), 7, "no node handed out twice");
+        for node in addresses {
             // SAFETY: taken from the pool: ours.
             unsafe { node::free(node) };
         }
@@ -215,13 +281,17 @@ mod tests {
         let (first, last) = chain(3);
         // SAFETY: as above; the pool is full, so these are freed at once.
         unsafe { pool.give(first, last, 3) };
-        let mut taken = 0;
-        while let Some(node) = pool.take() {
-            taken += 1;
+        let mut recycled = 0;
+        loop {
+            let (node, was_recycled) = take_any(&pool).unwrap();
             // SAFETY: taken from the pool: ours.
             unsafe { node::free(node) };
+            if !was_recycled {
+                break;
+            }
+            recycled += 1;
         }
-        assert_eq!(taken, CAP);
+        assert_eq!(recycled, CAP);
     }
 
     #[test]
@@ -235,7 +305,7 @@ mod tests {
                     // Addresses, so the result can cross threads.
                     let mut got = Vec::new();
                     for _ in 0..rounds {
-                        got.extend(pool.take().map(|node| node as usize));
+                        got.extend(take_any(&pool).map(|(node, _)| node as usize));
                     }
                     got
                 })

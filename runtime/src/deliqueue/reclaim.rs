@@ -65,7 +65,7 @@ impl<T> Reclaimer<T> {
     /// Recycles `node` once no thread that may still reach it is pinned.
     ///
     /// # Safety
-    /// `node` came from `node::into_raw`, is unlinked from the stack, off the freelist
+    /// `node` came from `node::into_raw` or `node::init_carved`, is unlinked from the stack, off the freelist
     /// (taken) and out of every heap, its payload was moved out or dropped, and it is
     /// retired once.
     pub unsafe fn retire(&mut self, node: *mut Node<T>) {
@@ -152,7 +152,7 @@ struct Chain<T> {
 impl<T> Chain<T> {
     fn give(self) {
         // SAFETY: the epoch runs this once no thread can reach the nodes; they hold no
-        // payload and came from `node::into_raw`.
+        // payload and came from `node::into_raw` or `node::init_carved`.
         unsafe { self.pool.give(self.first, self.last, self.len) };
     }
 }
