@@ -8,10 +8,10 @@
 //! address order, which the looper's sweep (a chain of dependent loads) benefits from.
 //!
 //! A slab starts with a header holding its count of nodes not yet freed (every slot
-//! counts from the start, carved or not); [`free`] of a carved node counts one down and
-//! the last one frees the slab. Whoever carves (the pool's taker) gives back the slots it
-//! never carved with [`Carver::abandon`]. Nodes remember their slab
-//! ([`Node::slab`]); a node allocated on its own has none.
+//! counts from the start, carved or not); [`super::node::free`] of a carved node counts
+//! one down and the last one frees the slab. Whoever carves (the pool's taker) gives back
+//! the slots it never carved with [`Carver::abandon`]. Nodes remember their slab (their
+//! `slab` field); a node allocated on its own has none.
 
 use std::alloc::{self, Layout};
 use std::mem::{align_of, size_of};
