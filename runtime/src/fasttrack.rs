@@ -218,6 +218,8 @@ pub struct Stats {
     /// Spins on a fast-tracked holder, and how many ended with the lock free.
     pub spins: u64,
     pub spins_acquired: u64,
+    /// Spins that stopped because the holder was not running.
+    pub spins_stalled: u64,
     /// CPU time spent spinning (also counted in `cpu_ns`).
     pub spin_cpu_ns: u64,
 }
@@ -262,6 +264,7 @@ pub struct FastTracker {
     spin_avg_ns: AtomicU64,
     spins: AtomicU64,
     spins_acquired: AtomicU64,
+    spins_stalled: AtomicU64,
     spin_cpu_ns: AtomicU64,
 }
 
@@ -295,6 +298,7 @@ impl FastTracker {
             spin_avg_ns: AtomicU64::new(SPIN_LIMIT_NS / 2),
             spins: AtomicU64::new(0),
             spins_acquired: AtomicU64::new(0),
+            spins_stalled: AtomicU64::new(0),
             spin_cpu_ns: AtomicU64::new(0),
         }
     }
@@ -343,6 +347,7 @@ impl FastTracker {
             cpu_ns: self.cpu_ns.load(Ordering::Relaxed),
             spins: self.spins.load(Ordering::Relaxed),
             spins_acquired: self.spins_acquired.load(Ordering::Relaxed),
+            spins_stalled: self.spins_stalled.load(Ordering::Relaxed),
             spin_cpu_ns: self.spin_cpu_ns.load(Ordering::Relaxed),
         }
     }
@@ -496,9 +501,11 @@ impl FastTracker {
             self.spin_avg_ns.store(next, Ordering::Relaxed);
         }
         self.spins.fetch_add(1, Ordering::Relaxed);
-        if end == SpinEnd::Free {
-            self.spins_acquired.fetch_add(1, Ordering::Relaxed);
-        }
+        match end {
+            SpinEnd::Free => self.spins_acquired.fetch_add(1, Ordering::Relaxed),
+            SpinEnd::Stalled => self.spins_stalled.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
         let cpu = cpuclock::thread_cpu_time_ns().saturating_sub(cpu0);
         self.spin_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
         self.cpu_ns.fetch_add(cpu, Ordering::Relaxed);

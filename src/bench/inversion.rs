@@ -98,6 +98,9 @@ struct Round {
     janky: u64,
     detector_cpu_ns: u64,
     spin_cpu_ns: u64,
+    spins: u64,
+    spins_acquired: u64,
+    spins_stalled: u64,
     process_cpu_ns: u64,
 }
 
@@ -149,13 +152,6 @@ fn round(args: &InversionArgs, mode: Mode, medium: usize, looper_nice: i32) -> R
                     let entry = monitors.enter_blocking(MONITOR, me, tid);
                     r.blocked_ns.push(b.elapsed().as_nanos() as f64);
                     r.parked += u64::from(entry.parked);
-                    if std::env::var_os("INV_DEBUG").is_some() && b.elapsed().as_millis() > 20 {
-                        eprintln!(
-                            "{mode} long block {:?} {entry:?} {:?}",
-                            b.elapsed(),
-                            tracker2.stats()
-                        );
-                    }
                 }
                 spin_cpu(work);
                 let _ = monitors.exit(MONITOR, me);
@@ -181,7 +177,10 @@ fn round(args: &InversionArgs, mode: Mode, medium: usize, looper_nice: i32) -> R
     }
     r.process_cpu_ns = process_cpu_time_ns().saturating_sub(cpu0);
     r.detector_cpu_ns = tracker.stats().cpu_ns;
-    r.spin_cpu_ns = tracker.stats().spin_cpu_ns;
+    let stats = tracker.stats();
+    r.spin_cpu_ns = stats.spin_cpu_ns;
+    (r.spins, r.spins_acquired, r.spins_stalled) =
+        (stats.spins, stats.spins_acquired, stats.spins_stalled);
     r
 }
 
@@ -215,6 +214,9 @@ pub fn run(args: &InversionArgs) -> anyhow::Result<()> {
             t.janky += r.janky;
             t.detector_cpu_ns += r.detector_cpu_ns;
             t.spin_cpu_ns += r.spin_cpu_ns;
+            t.spins += r.spins;
+            t.spins_acquired += r.spins_acquired;
+            t.spins_stalled += r.spins_stalled;
             t.process_cpu_ns += r.process_cpu_ns;
         }
     }
@@ -243,6 +245,9 @@ pub fn run(args: &InversionArgs) -> anyhow::Result<()> {
                 .with("p999_ns", p999)
                 .with("count", count)
                 .with("contended", contended)
+                .with("spins", t.spins)
+                .with("spins_acquired", t.spins_acquired)
+                .with("spins_stalled", t.spins_stalled)
                 .with("janky", t.janky)
                 .with("dispatches", t.dispatches)
                 .with("cpu_overhead", cpu_overhead)
