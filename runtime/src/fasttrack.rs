@@ -24,6 +24,17 @@
 //! refusal and carries on. Every boost, restore and refusal is reported to an optional
 //! observer (the interpreter records them in the trace).
 //!
+//! Spinning on a fast-tracked holder: once a holder is boosted, the waiter's expected wait is
+//! what is left of one critical section run at full speed, often shorter than a park and a
+//! wake-up. [`FastTracker::spin_on_holder`] lets the waiter spin (lock released) while the
+//! boosted holder is on a CPU (its scheduler clock advances), for at most an adaptive budget
+//! (twice the recent successful spins, between [`SPIN_MIN_NS`] and the tracker's limit,
+//! [`SPIN_LIMIT_NS`] by default), and stops at once when the holder has not run for
+//! [`SPIN_STALL_NS`]: an adaptive mutex's rule (spin while the owner runs, then sleep). It
+//! spins only on holders this tracker boosted, so [`Mode::Off`] never spins. The spin's CPU
+//! time is part of the detector's overhead ([`Stats::cpu_ns`], and on its own in
+//! [`Stats::spin_cpu_ns`]).
+//!
 //! Ordering contract for lock implementations: call `on_block` while the lock's own state
 //! cannot change (under its internal mutex) and `on_release` under the same mutex, so a
 //! release always sees a boost made before it.
@@ -32,13 +43,35 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use crate::cpuclock;
+use crate::cpuclock::{self, CpuClockType};
 
 /// The nice value [`Mode::FastTrack`] gives a holder by default.
 pub const FAST_TRACK_NICE: i32 = -20;
+
+/// Longest a waiter spins on a fast-tracked holder before parking, by default.
+pub const SPIN_LIMIT_NS: u64 = 400_000;
+/// Shortest spin budget the adaptation goes down to.
+pub const SPIN_MIN_NS: u64 = 20_000;
+/// A holder whose scheduler clock has not advanced for this long is not on a CPU: the
+/// waiter stops spinning and parks.
+pub const SPIN_STALL_NS: u64 = 50_000;
+
+/// How a [`FastTracker::spin_on_holder`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinEnd {
+    /// No spin (nothing fast-tracked, or spinning disabled).
+    Skipped,
+    /// The lock became free: take it without parking.
+    Free,
+    /// The spin budget ran out while the holder still ran.
+    Budget,
+    /// The holder stopped running (or is gone): park.
+    Stalled,
+}
 
 /// Readers a shared lock records for fast tracking (more readers are not boosted).
 pub const MAX_READERS: usize = 4;
@@ -179,8 +212,16 @@ pub struct Stats {
     pub boosts: u64,
     pub restores: u64,
     pub denied: u64,
-    /// CPU time spent in the tracker's block and release paths (the detector's overhead).
+    /// CPU time spent in the tracker's block, spin and release paths (the detector's
+    /// overhead, spins included).
     pub cpu_ns: u64,
+    /// Spins on a fast-tracked holder, and how many ended with the lock free.
+    pub spins: u64,
+    pub spins_acquired: u64,
+    /// Spins that stopped because the holder was not running.
+    pub spins_stalled: u64,
+    /// CPU time spent spinning (also counted in `cpu_ns`).
+    pub spin_cpu_ns: u64,
 }
 
 type Observer = Box<dyn Fn(&Event) + Send + Sync>;
@@ -192,12 +233,21 @@ struct Boost {
     locks: Vec<LockKey>,
 }
 
+/// The tracker's record of boosted holders.
+#[derive(Default)]
+struct Boosts {
+    holders: HashMap<i32, Boost>,
+    /// Holders whose boost is being undone outside this mutex, with their own nice value:
+    /// a boost made meanwhile starts from that value and is re-applied after the restore.
+    restoring: HashMap<i32, i32>,
+}
+
 /// Boosts the holders of locks that latency-critical threads wait on (see the module doc).
 pub struct FastTracker {
     mode: Mode,
     fast_nice: i32,
     priorities: Arc<dyn Priorities>,
-    boosted: Mutex<HashMap<i32, Boost>>,
+    boosted: Mutex<Boosts>,
     /// Number of boosted holders: the release path's one relaxed load when nobody is.
     active: AtomicUsize,
     warned: AtomicBool,
@@ -207,6 +257,15 @@ pub struct FastTracker {
     restores: AtomicU64,
     denied: AtomicU64,
     cpu_ns: AtomicU64,
+    /// Upper bound of a spin (0: never spin).
+    spin_limit_ns: u64,
+    /// Moving average of recent spin lengths (successful or timed out while the holder ran);
+    /// the budget is twice this, clamped.
+    spin_avg_ns: AtomicU64,
+    spins: AtomicU64,
+    spins_acquired: AtomicU64,
+    spins_stalled: AtomicU64,
+    spin_cpu_ns: AtomicU64,
 }
 
 impl std::fmt::Debug for FastTracker {
@@ -226,7 +285,7 @@ impl FastTracker {
             mode,
             fast_nice: FAST_TRACK_NICE,
             priorities,
-            boosted: Mutex::new(HashMap::new()),
+            boosted: Mutex::new(Boosts::default()),
             active: AtomicUsize::new(0),
             warned: AtomicBool::new(false),
             observer: Mutex::new(None),
@@ -235,6 +294,12 @@ impl FastTracker {
             restores: AtomicU64::new(0),
             denied: AtomicU64::new(0),
             cpu_ns: AtomicU64::new(0),
+            spin_limit_ns: SPIN_LIMIT_NS,
+            spin_avg_ns: AtomicU64::new(SPIN_LIMIT_NS / 2),
+            spins: AtomicU64::new(0),
+            spins_acquired: AtomicU64::new(0),
+            spins_stalled: AtomicU64::new(0),
+            spin_cpu_ns: AtomicU64::new(0),
         }
     }
 
@@ -247,6 +312,17 @@ impl FastTracker {
     pub fn with_fast_nice(mut self, nice: i32) -> FastTracker {
         self.fast_nice = nice.clamp(-20, 19);
         self
+    }
+
+    /// Sets the longest spin on a fast-tracked holder (0: always park at once).
+    pub fn with_spin_limit_ns(mut self, limit_ns: u64) -> FastTracker {
+        self.spin_limit_ns = limit_ns;
+        self.spin_avg_ns = AtomicU64::new(limit_ns / 2);
+        self
+    }
+
+    pub fn spin_limit_ns(&self) -> u64 {
+        self.spin_limit_ns
     }
 
     pub fn mode(&self) -> Mode {
@@ -269,12 +345,16 @@ impl FastTracker {
             restores: self.restores.load(Ordering::Relaxed),
             denied: self.denied.load(Ordering::Relaxed),
             cpu_ns: self.cpu_ns.load(Ordering::Relaxed),
+            spins: self.spins.load(Ordering::Relaxed),
+            spins_acquired: self.spins_acquired.load(Ordering::Relaxed),
+            spins_stalled: self.spins_stalled.load(Ordering::Relaxed),
+            spin_cpu_ns: self.spin_cpu_ns.load(Ordering::Relaxed),
         }
     }
 
     /// Whether `holder_tid` is boosted now.
     pub fn is_boosted(&self, holder_tid: i32) -> bool {
-        self.boosted.lock().contains_key(&holder_tid)
+        self.boosted.lock().holders.contains_key(&holder_tid)
     }
 
     /// The calling thread, latency-critical, with OS thread id `waiter_tid`, is about to
@@ -306,16 +386,19 @@ impl FastTracker {
 
     fn boost_one(
         &self,
-        boosted: &mut HashMap<i32, Boost>,
+        boosts: &mut Boosts,
         lock: LockKey,
         holder: i32,
         waiter_tid: i32,
         target: i32,
         events: &mut Vec<Event>,
     ) {
-        let current = match boosted.get(&holder) {
-            Some(b) => b.nice,
-            None => match self.priorities.nice_of(holder) {
+        let boosted = &mut boosts.holders;
+        let current = match (boosted.get(&holder), boosts.restoring.get(&holder)) {
+            (Some(b), _) => b.nice,
+            // Its restore is under way: its own priority is what it is going back to.
+            (None, Some(&own)) => own,
+            (None, None) => match self.priorities.nice_of(holder) {
                 Ok(n) => n,
                 // The holder is gone (it exited): nothing to boost.
                 Err(_) => return,
@@ -363,6 +446,72 @@ impl FastTracker {
         }
     }
 
+    /// The calling latency-critical thread, whose [`FastTracker::on_block`] boosted
+    /// `holder_tid`, spins (with the lock's internal mutex released) until `is_free` says the
+    /// lock can be taken, the holder stops running ([`SPIN_STALL_NS`] without CPU progress),
+    /// or the adaptive budget runs out (module doc); [`SpinEnd::Free`] tells the caller to
+    /// take the lock without parking. Returns [`SpinEnd::Skipped`] at once when the mode is
+    /// `Off`, spinning is disabled, the caller is not latency-critical, or `holder_tid` is
+    /// not boosted by this tracker.
+    pub fn spin_on_holder(&self, holder_tid: i32, mut is_free: impl FnMut() -> bool) -> SpinEnd {
+        if self.mode == Mode::Off
+            || self.spin_limit_ns == 0
+            || !is_latency_critical()
+            || !self.is_boosted(holder_tid)
+        {
+            return SpinEnd::Skipped;
+        }
+        let cpu0 = cpuclock::thread_cpu_time_ns();
+        let start = Instant::now();
+        let budget = (2 * self.spin_avg_ns.load(Ordering::Relaxed))
+            .clamp(SPIN_MIN_NS.min(self.spin_limit_ns), self.spin_limit_ns);
+        let clock = cpuclock::thread_cpu_clock_id(holder_tid, CpuClockType::Sched);
+        let mut last_run = cpuclock::read_clock_ns(clock).ok();
+        let mut last_progress = 0;
+        let end = loop {
+            if is_free() {
+                break SpinEnd::Free;
+            }
+            let now = start.elapsed().as_nanos() as u64;
+            if now >= budget {
+                break SpinEnd::Budget;
+            }
+            let run = cpuclock::read_clock_ns(clock).ok();
+            if run.is_none() {
+                // The holder is gone; the lock's own release path wakes parked waiters.
+                break SpinEnd::Stalled;
+            }
+            if run != last_run {
+                last_run = run;
+                last_progress = now;
+            } else if now - last_progress >= SPIN_STALL_NS {
+                break SpinEnd::Stalled;
+            }
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        };
+        let spun = start.elapsed().as_nanos() as u64;
+        // Adapt to what a wait on a running, boosted holder costs: a success or a budget
+        // exhausted while the holder ran both say how long such waits are; a stall says
+        // nothing about it.
+        if !matches!(end, SpinEnd::Stalled) {
+            let avg = self.spin_avg_ns.load(Ordering::Relaxed);
+            let next = avg - avg / 8 + spun / 8;
+            self.spin_avg_ns.store(next, Ordering::Relaxed);
+        }
+        self.spins.fetch_add(1, Ordering::Relaxed);
+        match end {
+            SpinEnd::Free => self.spins_acquired.fetch_add(1, Ordering::Relaxed),
+            SpinEnd::Stalled => self.spins_stalled.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+        let cpu = cpuclock::thread_cpu_time_ns().saturating_sub(cpu0);
+        self.spin_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+        self.cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+        end
+    }
+
     /// `holder_tid` released `lock`: if it was boosted for it and holds no other lock it was
     /// boosted for, its own priority comes back.
     #[inline]
@@ -382,12 +531,18 @@ impl FastTracker {
         self.release_slow(None, holder_tid);
     }
 
+    /// Undoes a boost. The priority is lowered outside every lock: lowering the calling
+    /// thread's own priority lets the scheduler preempt it at once, and a low-priority thread
+    /// preempted inside a lock is the inversion this module exists to avoid. A boost of the
+    /// same thread made while the restore is under way (for another lock it holds) starts
+    /// from its own priority and is re-applied after the restore.
     #[cold]
     fn release_slow(&self, lock: Option<LockKey>, holder_tid: i32) {
         let cpu0 = cpuclock::thread_cpu_time_ns();
         let mut events = Vec::new();
-        {
-            let mut boosted = self.boosted.lock();
+        let restore = {
+            let mut boosts = self.boosted.lock();
+            let boosted = &mut boosts.holders;
             let done = match boosted.get_mut(&holder_tid) {
                 None => false,
                 Some(b) => {
@@ -401,15 +556,27 @@ impl FastTracker {
             if done {
                 let b = boosted.remove(&holder_tid).expect("present");
                 self.active.fetch_sub(1, Ordering::Relaxed);
-                // Lowering a priority back needs no privilege; a failure means the thread
-                // is gone.
-                if self.priorities.set_nice(holder_tid, b.saved_nice).is_ok() {
-                    self.restores.fetch_add(1, Ordering::Relaxed);
-                    events.push(Event::Restore {
-                        holder_tid,
-                        nice: b.saved_nice,
-                    });
-                }
+                boosts.restoring.insert(holder_tid, b.saved_nice);
+                Some(b.saved_nice)
+            } else {
+                None
+            }
+        };
+        if let Some(own) = restore {
+            // Lowering a priority back needs no privilege; a failure means the thread is
+            // gone.
+            let restored = self.priorities.set_nice(holder_tid, own).is_ok();
+            let mut boosts = self.boosted.lock();
+            boosts.restoring.remove(&holder_tid);
+            if let Some(again) = boosts.holders.get(&holder_tid) {
+                // Boosted again meanwhile: raising needs no preemption, so under the lock.
+                let _ = self.priorities.set_nice(holder_tid, again.nice);
+            } else if restored {
+                self.restores.fetch_add(1, Ordering::Relaxed);
+                events.push(Event::Restore {
+                    holder_tid,
+                    nice: own,
+                });
             }
         }
         self.cpu_ns.fetch_add(
@@ -578,6 +745,89 @@ mod tests {
         p.nice.lock().insert(10, -10);
         critical(|| ft.on_block(LOCK, 20, &[10]));
         assert_eq!(p.nice_of(10).unwrap(), -10);
+        assert!(!ft.is_boosted(10));
+    }
+
+    #[test]
+    fn spinning_needs_a_boosted_holder_and_stops_when_free_or_stalled() {
+        let (_, off) = setup(Mode::Off);
+        assert_eq!(
+            critical(|| off.spin_on_holder(10, || true)),
+            SpinEnd::Skipped
+        );
+        let (_, ft) = setup(Mode::FastTrack);
+        assert_eq!(
+            critical(|| ft.spin_on_holder(10, || true)),
+            SpinEnd::Skipped,
+            "not boosted"
+        );
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        assert_eq!(
+            ft.spin_on_holder(10, || true),
+            SpinEnd::Skipped,
+            "not critical"
+        );
+        assert_eq!(critical(|| ft.spin_on_holder(10, || true)), SpinEnd::Free);
+        // Tid 10 is no thread of this process: its clock cannot be read, so it never runs.
+        assert_eq!(
+            critical(|| ft.spin_on_holder(10, || false)),
+            SpinEnd::Stalled
+        );
+        let s = ft.stats();
+        assert_eq!((s.spins, s.spins_acquired), (2, 1));
+        assert!(s.cpu_ns >= s.spin_cpu_ns);
+        let (_, never) = setup(Mode::FastTrack);
+        let never = never.with_spin_limit_ns(0);
+        critical(|| never.on_block(LOCK, 20, &[10]));
+        assert_eq!(
+            critical(|| never.spin_on_holder(10, || true)),
+            SpinEnd::Skipped
+        );
+    }
+
+    /// Lowers go through a hook that boosts the same holder for another lock, as a looper
+    /// blocking on a second lock of that holder would while its restore is under way.
+    struct ReboostDuringRestore {
+        inner: MockPriorities,
+        tracker: std::sync::OnceLock<std::sync::Weak<FastTracker>>,
+        fired: AtomicBool,
+    }
+
+    impl Priorities for ReboostDuringRestore {
+        fn nice_of(&self, tid: i32) -> io::Result<i32> {
+            self.inner.nice_of(tid)
+        }
+        fn set_nice(&self, tid: i32, nice: i32) -> io::Result<()> {
+            self.inner.set_nice(tid, nice)?;
+            if nice == 19 && !self.fired.swap(true, Ordering::Relaxed) {
+                let ft = self.tracker.get().unwrap().upgrade().unwrap();
+                critical(|| ft.on_block(OTHER, 20, &[tid]));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_boost_made_while_a_restore_is_under_way_is_kept() {
+        let p = Arc::new(ReboostDuringRestore {
+            inner: MockPriorities::default(),
+            tracker: std::sync::OnceLock::new(),
+            fired: AtomicBool::new(false),
+        });
+        p.inner.nice.lock().insert(10, 19);
+        let ft = Arc::new(FastTracker::new(Mode::FastTrack, p.clone()));
+        p.tracker.set(Arc::downgrade(&ft)).unwrap();
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        ft.on_release(LOCK, 10);
+        assert!(p.fired.load(Ordering::Relaxed));
+        assert_eq!(p.nice_of(10).unwrap(), FAST_TRACK_NICE, "boosted for OTHER");
+        assert!(ft.is_boosted(10));
+        ft.on_release(OTHER, 10);
+        assert_eq!(
+            p.nice_of(10).unwrap(),
+            19,
+            "its own priority, not the boost"
+        );
         assert!(!ft.is_boosted(10));
     }
 

@@ -7,14 +7,25 @@
 //! Each monitor records its owner's OS thread id. With a [`FastTracker`] attached
 //! ([`Monitors::with_fast_track`]), a latency-critical thread that blocks on a monitor
 //! boosts the owner, and the owner's priority comes back when it releases the monitor.
+//!
+//! Blocking, defined once for every fast-track mode: an entry that finds the monitor taken
+//! ([`Monitors::try_enter`] fails) is *contended*; a contended entry that had to park on the
+//! monitor's condition variable at least once is *blocked* ([`Entry::parked`]). Before
+//! parking, a latency-critical waiter whose owner was just fast-tracked spins while that
+//! owner runs ([`FastTracker::spin_on_holder`]); an entry that got the monitor in that spin
+//! is contended, not blocked. With the tracker off nobody is boosted, so nobody spins.
+//!
+//! Wake-ups: a release wakes one waiter, or every waiter when a latency-critical thread is
+//! among them, so that it re-checks at once: it takes the monitor if it wins, and if another
+//! waiter won it fast-tracks the new owner instead of sleeping behind it unboosted.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::fasttrack::{self, FastTracker, LockKey};
+use crate::fasttrack::{self, FastTracker, LockKey, SpinEnd};
 
 /// A small integer naming the calling thread, unique for the life of the process.
 pub fn thread_id() -> u64 {
@@ -30,6 +41,8 @@ struct MonState {
     owner_tid: i32,
     count: u32,
     waiters: u32,
+    /// Latency-critical threads among the waiters.
+    critical_waiters: u32,
     /// Removed from the table: a thread that looked it up before the removal must look
     /// the object's monitor up again (it may be a new one).
     deflated: bool,
@@ -48,6 +61,15 @@ pub struct Holder {
     pub owner_tid: i32,
     /// Threads already waiting for the monitor.
     pub waiters: u32,
+}
+
+/// How a blocking entry went (see the module doc for the definitions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Entry {
+    /// The thread parked on the monitor at least once: the entry was blocked.
+    pub parked: bool,
+    /// The thread spun on a fast-tracked owner at least once.
+    pub spun: bool,
 }
 
 /// The monitors of one app.
@@ -127,61 +149,85 @@ impl Monitors {
         }
     }
 
-    /// Takes the monitor of `obj`, blocking until it is free.
-    pub fn enter_blocking(&self, obj: u64, me: u64, my_tid: i32) {
+    /// Takes the monitor of `obj`, waiting until it is free: spinning on a fast-tracked
+    /// owner first when the caller is latency-critical, then parking.
+    pub fn enter_blocking(&self, obj: u64, me: u64, my_tid: i32) -> Entry {
         let m = self.live_monitor(obj);
         let mut st = m.state.lock();
         if st.deflated {
             drop(st);
             return self.enter_blocking(obj, me, my_tid);
         }
+        let critical = fasttrack::is_latency_critical();
         st.waiters += 1;
-        let tracker = self
-            .fast_track
-            .as_ref()
-            .filter(|_| fasttrack::is_latency_critical());
+        st.critical_waiters += u32::from(critical);
+        let tracker = self.fast_track.as_ref().filter(|_| critical);
+        let mut entry = Entry::default();
         // The owner boosted last, so that a new owner (after a wake-up that lost the race)
         // is boosted too.
         let mut boosted = 0;
         while st.owner != 0 && st.owner != me {
             if let Some(ft) = tracker {
                 if st.owner_tid != boosted {
+                    let owner_tid = st.owner_tid;
                     // Under the state lock: `exit` restores under it (fasttrack's contract).
-                    ft.on_block(self.key(obj), my_tid, &[st.owner_tid]);
-                    boosted = st.owner_tid;
+                    ft.on_block(self.key(obj), my_tid, &[owner_tid]);
+                    boosted = owner_tid;
+                    // Spin with the state lock released, so the owner can exit; the loop
+                    // then re-checks under the lock.
+                    let spin = MutexGuard::unlocked(&mut st, || {
+                        ft.spin_on_holder(owner_tid, || m.state.lock().owner == 0)
+                    });
+                    entry.spun |= spin != SpinEnd::Skipped;
+                    continue;
                 }
             }
+            entry.parked = true;
             m.cv.wait(&mut st);
         }
         st.waiters -= 1;
+        st.critical_waiters -= u32::from(critical);
         st.owner = me;
         st.owner_tid = my_tid;
         st.count += 1;
+        entry
     }
 
-    /// Releases one level of the monitor of `obj`.
+    /// Releases one level of the monitor of `obj`. A fast-tracked owner gets its own
+    /// priority back after the monitor's internal locks are released, so that it is never
+    /// preempted inside them (see `fasttrack`'s release path).
     pub fn exit(&self, obj: u64, me: u64) -> Result<(), NotHeld> {
-        let mut table = self.table.lock();
-        let Some(m) = table.get(&obj).cloned() else {
-            return Err(NotHeld);
-        };
-        let mut st = m.state.lock();
-        if st.owner != me || st.count == 0 {
-            return Err(NotHeld);
-        }
-        st.count -= 1;
-        if st.count == 0 {
-            if let Some(ft) = &self.fast_track {
-                ft.on_release(self.key(obj), st.owner_tid);
+        let released_tid = {
+            let mut table = self.table.lock();
+            let Some(m) = table.get(&obj).cloned() else {
+                return Err(NotHeld);
+            };
+            let mut st = m.state.lock();
+            if st.owner != me || st.count == 0 {
+                return Err(NotHeld);
             }
+            st.count -= 1;
+            if st.count > 0 {
+                return Ok(());
+            }
+            let tid = st.owner_tid;
             st.owner = 0;
             st.owner_tid = 0;
             if st.waiters == 0 {
                 st.deflated = true;
                 table.remove(&obj);
+            } else if st.critical_waiters > 0 {
+                m.cv.notify_all();
             } else {
                 m.cv.notify_one();
             }
+            tid
+        };
+        // After the state lock: a boost made under it before this release is visible here
+        // (the lock orders it), and no boost for this monitor can follow (the owner is
+        // cleared).
+        if let Some(ft) = &self.fast_track {
+            ft.on_release(self.key(obj), released_tid);
         }
         Ok(())
     }
@@ -193,13 +239,11 @@ impl Monitors {
 
     /// Releases every monitor `me` holds (a thread that ends while holding monitors).
     pub fn release_all(&self, me: u64) {
-        let mut table = self.table.lock();
-        table.retain(|_, m| {
+        let mut released_tid = None;
+        self.table.lock().retain(|_, m| {
             let mut st = m.state.lock();
             if st.owner == me {
-                if let Some(ft) = &self.fast_track {
-                    ft.on_release_all(st.owner_tid);
-                }
+                released_tid = Some(st.owner_tid);
                 st.owner = 0;
                 st.owner_tid = 0;
                 st.count = 0;
@@ -209,6 +253,10 @@ impl Monitors {
             st.deflated = !keep;
             keep
         });
+        // Outside the locks, as in `exit`.
+        if let (Some(ft), Some(tid)) = (&self.fast_track, released_tid) {
+            ft.on_release_all(tid);
+        }
     }
 }
 

@@ -11,10 +11,17 @@
 //! - `--medium` medium-priority threads (nice 0; default two per core) spin, saturating
 //!   every core.
 //!
-//! Reported per mode: the looper's blocking time on the monitor (p50 as `median_ns`, p99,
-//! p99.9 over every blocked acquisition of every round), the blocking count, janky
-//! dispatches (a dispatch, blocking included, over 16 ms) and the CPU overhead of the
-//! detector (CPU time in the tracker's block and release paths over the process's CPU time).
+//! Reported per mode, with the same definitions in every mode (those of
+//! `marvin_runtime::monitor`): the looper's blocking time on the monitor, from the failed
+//! `try_enter` to holding the monitor, spin included (p50 as `median_ns`, p99, p99.9 over
+//! every contended acquisition of every round); the blocking count, contended acquisitions
+//! that had to park (`count`; `contended` counts them all); janky dispatches (a dispatch,
+//! blocking included, over 16 ms); and the CPU overhead of the detector: CPU time in the
+//! tracker's block, spin and release paths over the process's CPU time (`cpu_overhead`;
+//! the spin's share alone is `spin_cpu_overhead`).
+//!
+//! `--spin-us` sets the longest spin on a fast-tracked holder (0 turns spinning off, to
+//! see what the boost alone does).
 //!
 //! Published (SuperPass, Pixel 8): -72.0% p99.9 blocking time, -47.7% blocking count, 0.74%
 //! CPU overhead.
@@ -56,6 +63,9 @@ pub struct InversionArgs {
     /// Medium-priority spinning threads (default: two per core).
     #[arg(long)]
     pub medium: Option<usize>,
+    /// Longest spin of the looper on a fast-tracked holder before it parks (0: never spin).
+    #[arg(long, default_value_t = fasttrack::SPIN_LIMIT_NS / 1000)]
+    pub spin_us: u64,
 }
 
 /// A dispatch longer than this is janky (one missed frame at 60 Hz).
@@ -80,15 +90,22 @@ fn spin_cpu(ns: u64) {
 /// What one round of one mode measured.
 #[derive(Default)]
 struct Round {
+    /// Wait of every contended acquisition.
     blocked_ns: Vec<f64>,
+    /// Contended acquisitions that parked.
+    parked: u64,
     dispatches: u64,
     janky: u64,
     detector_cpu_ns: u64,
+    spin_cpu_ns: u64,
+    spins: u64,
+    spins_acquired: u64,
+    spins_stalled: u64,
     process_cpu_ns: u64,
 }
 
 fn round(args: &InversionArgs, mode: Mode, medium: usize, looper_nice: i32) -> Round {
-    let tracker = Arc::new(FastTracker::os(mode));
+    let tracker = Arc::new(FastTracker::os(mode).with_spin_limit_ns(args.spin_us * 1000));
     let monitors = Arc::new(Monitors::with_fast_track(tracker.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let cpu0 = process_cpu_time_ns();
@@ -132,8 +149,9 @@ fn round(args: &InversionArgs, mode: Mode, medium: usize, looper_nice: i32) -> R
                 let start = Instant::now();
                 if monitors.try_enter(MONITOR, me, tid).is_err() {
                     let b = Instant::now();
-                    monitors.enter_blocking(MONITOR, me, tid);
+                    let entry = monitors.enter_blocking(MONITOR, me, tid);
                     r.blocked_ns.push(b.elapsed().as_nanos() as f64);
+                    r.parked += u64::from(entry.parked);
                 }
                 spin_cpu(work);
                 let _ = monitors.exit(MONITOR, me);
@@ -159,6 +177,10 @@ fn round(args: &InversionArgs, mode: Mode, medium: usize, looper_nice: i32) -> R
     }
     r.process_cpu_ns = process_cpu_time_ns().saturating_sub(cpu0);
     r.detector_cpu_ns = tracker.stats().cpu_ns;
+    let stats = tracker.stats();
+    r.spin_cpu_ns = stats.spin_cpu_ns;
+    (r.spins, r.spins_acquired, r.spins_stalled) =
+        (stats.spins, stats.spins_acquired, stats.spins_stalled);
     r
 }
 
@@ -187,35 +209,49 @@ pub fn run(args: &InversionArgs) -> anyhow::Result<()> {
             let r = round(args, mode, medium, looper_nice);
             let t = &mut totals[i];
             t.blocked_ns.extend(r.blocked_ns);
+            t.parked += r.parked;
             t.dispatches += r.dispatches;
             t.janky += r.janky;
             t.detector_cpu_ns += r.detector_cpu_ns;
+            t.spin_cpu_ns += r.spin_cpu_ns;
+            t.spins += r.spins;
+            t.spins_acquired += r.spins_acquired;
+            t.spins_stalled += r.spins_stalled;
             t.process_cpu_ns += r.process_cpu_ns;
         }
     }
     let mut samples = Vec::new();
     let mut summary = Vec::new();
     for (mode, t) in MODES.iter().zip(totals.iter_mut()) {
-        let count = t.blocked_ns.len();
+        let contended = t.blocked_ns.len();
+        let count = t.parked;
         let (p50, p99, p999) = (
             percentile(&mut t.blocked_ns, 50.0),
             percentile(&mut t.blocked_ns, 99.0),
             percentile(&mut t.blocked_ns, 99.9),
         );
-        let cpu_overhead = if t.process_cpu_ns > 0 {
-            t.detector_cpu_ns as f64 / t.process_cpu_ns as f64
-        } else {
-            0.0
+        let share = |ns: u64| {
+            if t.process_cpu_ns > 0 {
+                ns as f64 / t.process_cpu_ns as f64
+            } else {
+                0.0
+            }
         };
+        let (cpu_overhead, spin_cpu_overhead) = (share(t.detector_cpu_ns), share(t.spin_cpu_ns));
         summary.push((p999, count as f64, t.janky as f64, cpu_overhead));
         samples.push(
             Sample::new("looper blocking on a monitor", mode.to_string(), p50)
                 .with("p99_ns", p99)
                 .with("p999_ns", p999)
                 .with("count", count)
+                .with("contended", contended)
+                .with("spins", t.spins)
+                .with("spins_acquired", t.spins_acquired)
+                .with("spins_stalled", t.spins_stalled)
                 .with("janky", t.janky)
                 .with("dispatches", t.dispatches)
-                .with("cpu_overhead", cpu_overhead),
+                .with("cpu_overhead", cpu_overhead)
+                .with("spin_cpu_overhead", spin_cpu_overhead),
         );
     }
     let change = |new: f64, old: f64| {
@@ -227,13 +263,15 @@ pub fn run(args: &InversionArgs) -> anyhow::Result<()> {
     };
     let mut notes = vec![format!(
         "{} rounds x {} ms per mode; {} medium spinners on {cores} cores, {} low threads \
-         ({} us critical sections), looper nice {looper_nice}, every {} us",
+         ({} us critical sections), looper nice {looper_nice}, every {} us, spin limit {} us; \
+         count = contended acquisitions that parked, times over every contended acquisition",
         args.common.reps.max(1),
         args.duration_ms,
         medium,
         args.low,
         args.cs_us,
-        args.period_us
+        args.period_us,
+        args.spin_us
     )];
     if !privileged {
         notes.push(
