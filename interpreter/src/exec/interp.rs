@@ -373,9 +373,19 @@ impl Thread {
                 }
             }};
         }
+        // A reflective updater's `valueCheck`: the new value of a reference field is null
+        // or refers to a live object (MASM references carry no class to cast to).
+        macro_rules! value_check {
+            ($v:expr) => {{
+                let v: u64 = $v;
+                if v != 0 && !heap.table().is_live(v) {
+                    trap!(format!("dangling reference {v}"));
+                }
+            }};
+        }
         macro_rules! by_name {
             ($f:expr, $use:expr) => {{
-                match resolve_by_name(&loaded.vp.program, &loaded.layouts, $f, $use) {
+                match resolve_by_name(&loaded.vp.program, &loaded.names, $f, $use) {
                     Ok(nf) => nf,
                     Err(e) => trap!(e),
                 }
@@ -558,7 +568,8 @@ impl Thread {
                     let expected = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, s);
-                    let w = &a.obj().words()[s.slot as usize];
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
                     let ok = w
                         .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
                         .is_ok();
@@ -571,8 +582,9 @@ impl Thread {
                     let d = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, s);
-                    let old = a.obj().words()[s.slot as usize].fetch_add(d, Ordering::SeqCst);
-                    push!(old);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
+                    push!(w.fetch_add(d, Ordering::SeqCst));
                 }
                 Op::GetFieldByName(f) => {
                     let nf = by_name!(f, FieldUse::Any);
@@ -586,6 +598,7 @@ impl Thread {
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, nf.slot);
                     if nf.is_ref {
+                        value_check!(v);
                         a.store_ref(nf.slot.slot as usize, v);
                     } else {
                         a.obj().words()[nf.slot.slot as usize].store(v, Ordering::Relaxed);
@@ -597,6 +610,9 @@ impl Thread {
                     let expected = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, nf.slot);
+                    if nf.is_ref {
+                        value_check!(new);
+                    }
                     let w = &a.obj().words()[nf.slot.slot as usize];
                     let ok = w
                         .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
@@ -804,6 +820,41 @@ impl Thread {
                     // layout has slot `s.slot`.
                     push!(unsafe { acc.obj().slot_unchecked(s.slot as usize) }
                         .load(Ordering::Relaxed));
+                }
+                Op::LoadGetFieldStore(a, s, b) => {
+                    pc += 1;
+                    let h = handle!(self.stack.get(bp + a as usize));
+                    let acc = instance!(h, AccessKind::Read, s);
+                    // SAFETY: as in `LoadGetField`.
+                    let v = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
+                        .load(Ordering::Relaxed);
+                    self.stack.set(bp + b as usize, v);
+                    pc += 1;
+                }
+                Op::CasBr(s, on, t) => {
+                    let new = pop!();
+                    let expected = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, s);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
+                    let ok = w
+                        .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                    branch!(ok as u64, on, t, 1);
+                }
+                Op::LoadXadd(a, k, s, discard) => {
+                    pc += 2;
+                    let h = handle!(self.stack.get(bp + a as usize));
+                    let acc = instance!(h, AccessKind::Write, s);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { acc.obj().slot_unchecked(s.slot as usize) };
+                    let old = w.fetch_add(k as i64 as u64, Ordering::SeqCst);
+                    if discard {
+                        pc += 1;
+                    } else {
+                        push!(old);
+                    }
                 }
             }
         }
