@@ -7,6 +7,13 @@
 //! bounds checks (see [`ValueStack`]). Every object access goes through the runtime's
 //! access barrier (`Heap::access`); safepoints are polled at calls, backward branches and
 //! allocations.
+//!
+//! `cas` and `xadd` are sequentially consistent, as Java's `compareAndSet` and
+//! `getAndAdd` are (volatile semantics); on x86 that is the same `lock cmpxchg` /
+//! `lock xadd` a weaker ordering would give, so the hot path pays nothing for it. A
+//! resolved field op reaches its slot unchecked once the class compare has passed; the
+//! by-name ops resolve first (`op::resolve_by_name`) and then take the same barrier,
+//! class check and atomic.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -7,7 +7,11 @@
 //!
 //! [`translate_by_name`] is the comparison form (`marvin run --no-resolve`): the four field
 //! instructions keep their operand as a class and field *name* and resolve it on every
-//! execution, as a reflective field updater does (see [`resolve_by_name`]).
+//! execution, as a reflective field updater does (see [`resolve_by_name`]): a hashed lookup
+//! of the class and of the field in [`NameTables`], a check of the field's type, then (in
+//! the interpreter) the holder's class and, for a reference field, the new value. It does
+//! what such an updater really does per call and nothing more; `docs/observability.md`
+//! lists each step and why.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
