@@ -438,6 +438,12 @@ mod tests {
     }
 
     #[test]
+    fn an_op_stays_three_words() {
+        // Every dispatch copies one op: the fused field ops must not widen them all.
+        assert!(std::mem::size_of::<Op>() <= 24, "{}", std::mem::size_of::<Op>());
+    }
+
+    #[test]
     fn name_hash_is_the_java_string_hash() {
         let mut h = NameHash.build_hasher();
         h.write(b"value");
