@@ -186,9 +186,10 @@ pub fn run(args: &AtomicsArgs) -> anyhow::Result<()> {
         notes.push(
             "multi-threaded: every thread updates one shared field, so each atomic waits for \
              the field's cache line to come over from the other core (and a cas whose read \
-             went stale fails and retries); that transfer costs the same in both modes and \
-             hides much of what resolution saves, so the contended ratio is lower and varies \
-             from run to run. The goal is stated for the single-threaded figure."
+             went stale fails and retries). That costs the same in both modes, so when the \
+             threads really run at once it narrows the ratio; on a busy machine they may take \
+             turns on one core and the ratio comes out near the single-threaded one. It varies \
+             from run to run; the goal is stated for the single-threaded figure."
                 .to_string(),
         );
     }

@@ -440,7 +440,11 @@ mod tests {
     #[test]
     fn an_op_stays_three_words() {
         // Every dispatch copies one op: the fused field ops must not widen them all.
-        assert!(std::mem::size_of::<Op>() <= 24, "{}", std::mem::size_of::<Op>());
+        assert!(
+            std::mem::size_of::<Op>() <= 24,
+            "{}",
+            std::mem::size_of::<Op>()
+        );
     }
 
     #[test]
