@@ -18,7 +18,7 @@ use marvin_runtime::trace::{names, Tracer};
 use parking_lot::{Condvar, Mutex};
 
 use super::messages::MasmMessage;
-use super::op::{layouts, translate, translate_by_name, ClassLayout, Op};
+use super::op::{layouts, translate, translate_by_name, ClassLayout, NameTables, Op};
 use super::tracing::{AppTrace, TraceTarget};
 use super::trap::Trap;
 use crate::isa::VerifiedProgram;
@@ -28,6 +28,8 @@ pub struct Loaded {
     pub vp: VerifiedProgram,
     pub code: Vec<Vec<Op>>,
     pub layouts: Vec<ClassLayout>,
+    /// Class and field names, for by-name execution (empty when operands are resolved).
+    pub names: NameTables,
 }
 
 impl Loaded {
@@ -59,7 +61,17 @@ impl Loaded {
                 code
             })
             .collect();
-        Loaded { vp, code, layouts }
+        let names = if resolve {
+            NameTables::default()
+        } else {
+            NameTables::new(&vp.program, &layouts)
+        };
+        Loaded {
+            vp,
+            code,
+            layouts,
+            names,
+        }
     }
 }
 

@@ -6,6 +6,15 @@
 //! into the middle of a run finds the original ops there. Runs are fused only when no
 //! instruction inside can allocate, call or block, so a fused op contains at most one
 //! safepoint: its own backward branch, polled with the branch target's stack map.
+//!
+//! Field instructions fuse only in their resolved form: the fused op carries the field's
+//! slot, fixed at load. The atomics idioms are `load o; push k; xadd C.f` (with the `pop`
+//! that discards the old value), `load o; getfield C.f; store t` (the read of a
+//! read-modify-cas loop) and `cas C.f; jz retry` (its retry test, int fields only: a
+//! reference cas also keeps a stub's copy current). Each does its one object access at
+//! the position of the field instruction it stands for, so errors and the barrier see
+//! the same access as unfused code. By-name field instructions (`--no-resolve`) have no
+//! slot to carry and stay one dispatch each, like the call of a reflective updater.
 
 use super::op::Op;
 
@@ -108,6 +117,16 @@ fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
         _ => None,
     };
     match (at(0)?, at(1), at(2), at(3)) {
+        (Op::Load(a), Some(Op::Push(k)), Some(Op::Xadd(s)), next) if i32::try_from(k).is_ok() => {
+            Some(Op::LoadXadd(a, k as i32, s, next == Some(Op::Pop)))
+        }
+        (Op::Load(a), Some(Op::GetField(s)), Some(Op::Store(b)), _) => {
+            Some(Op::LoadGetFieldStore(a, s, b))
+        }
+        (Op::Cas(s), br, _, _) if branch(br).is_some() => {
+            let (on, t) = branch(br)?;
+            Some(Op::CasBr(s, on, t))
+        }
         (Op::Load(a), Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(b))) if a == b => {
             Some(Op::IncLocal(a, k))
         }
@@ -164,6 +183,7 @@ pub fn fuse(code: &mut [Op]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::op::Slot;
     use super::*;
 
     #[test]
@@ -185,6 +205,49 @@ mod tests {
         // Branches into the middle of a run still find the original instruction.
         assert_eq!(code[3], Op::Store(1));
         assert_eq!(code[7], Op::Jnz(0));
+    }
+
+    #[test]
+    fn fuses_the_atomics_idioms_in_resolved_code_only() {
+        let s = Slot { class: 0, slot: 1 };
+        // retry: t = o.f; if !cas(o.f, t, t + 1) goto retry; o.f += 1 (xadd, old dropped)
+        let mut code = vec![
+            Op::Load(0),
+            Op::GetField(s),
+            Op::Store(2),
+            Op::Load(0),
+            Op::Load(2),
+            Op::Load(2),
+            Op::Push(1),
+            Op::Add,
+            Op::Cas(s),
+            Op::Jz(0),
+            Op::Load(0),
+            Op::Push(1),
+            Op::Xadd(s),
+            Op::Pop,
+            Op::Load(0),
+            Op::Push(-1),
+            Op::Xadd(s),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        assert_eq!(code[0], Op::LoadGetFieldStore(0, s, 2));
+        assert_eq!(code[8], Op::CasBr(s, false, 0));
+        assert_eq!(code[10], Op::LoadXadd(0, 1, s, true));
+        assert_eq!(code[14], Op::LoadXadd(0, -1, s, false));
+        assert_eq!(code[13], Op::Pop);
+        // A reference cas is not fused, nor an add too wide for the fused immediate.
+        let mut code = vec![
+            Op::CasRef(s),
+            Op::Jz(0),
+            Op::Load(0),
+            Op::Push(1 << 40),
+            Op::Xadd(s),
+        ];
+        fuse(&mut code);
+        assert_eq!(code[0], Op::CasRef(s));
+        assert!(!matches!(code[2], Op::LoadXadd(..)));
     }
 
     #[test]

@@ -7,6 +7,13 @@
 //! bounds checks (see [`ValueStack`]). Every object access goes through the runtime's
 //! access barrier (`Heap::access`); safepoints are polled at calls, backward branches and
 //! allocations.
+//!
+//! `cas` and `xadd` are sequentially consistent, as Java's `compareAndSet` and
+//! `getAndAdd` are (volatile semantics); on x86 that is the same `lock cmpxchg` /
+//! `lock xadd` a weaker ordering would give, so the hot path pays nothing for it. A
+//! resolved field op reaches its slot unchecked once the class compare has passed; the
+//! by-name ops resolve first (`op::resolve_by_name`) and then take the same barrier,
+//! class check and atomic.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -373,9 +380,19 @@ impl Thread {
                 }
             }};
         }
+        // A reflective updater's `valueCheck`: the new value of a reference field is null
+        // or refers to a live object (MASM references carry no class to cast to).
+        macro_rules! value_check {
+            ($v:expr) => {{
+                let v: u64 = $v;
+                if v != 0 && !heap.table().is_live(v) {
+                    trap!(format!("dangling reference {v}"));
+                }
+            }};
+        }
         macro_rules! by_name {
             ($f:expr, $use:expr) => {{
-                match resolve_by_name(&loaded.vp.program, &loaded.layouts, $f, $use) {
+                match resolve_by_name(&loaded.vp.program, &loaded.names, $f, $use) {
                     Ok(nf) => nf,
                     Err(e) => trap!(e),
                 }
@@ -558,7 +575,8 @@ impl Thread {
                     let expected = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, s);
-                    let w = &a.obj().words()[s.slot as usize];
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
                     let ok = w
                         .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
                         .is_ok();
@@ -571,8 +589,9 @@ impl Thread {
                     let d = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, s);
-                    let old = a.obj().words()[s.slot as usize].fetch_add(d, Ordering::SeqCst);
-                    push!(old);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
+                    push!(w.fetch_add(d, Ordering::SeqCst));
                 }
                 Op::GetFieldByName(f) => {
                     let nf = by_name!(f, FieldUse::Any);
@@ -586,6 +605,7 @@ impl Thread {
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, nf.slot);
                     if nf.is_ref {
+                        value_check!(v);
                         a.store_ref(nf.slot.slot as usize, v);
                     } else {
                         a.obj().words()[nf.slot.slot as usize].store(v, Ordering::Relaxed);
@@ -597,6 +617,9 @@ impl Thread {
                     let expected = pop!();
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Write, nf.slot);
+                    if nf.is_ref {
+                        value_check!(new);
+                    }
                     let w = &a.obj().words()[nf.slot.slot as usize];
                     let ok = w
                         .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
@@ -805,6 +828,41 @@ impl Thread {
                     push!(unsafe { acc.obj().slot_unchecked(s.slot as usize) }
                         .load(Ordering::Relaxed));
                 }
+                Op::LoadGetFieldStore(a, s, b) => {
+                    pc += 1;
+                    let h = handle!(self.stack.get(bp + a as usize));
+                    let acc = instance!(h, AccessKind::Read, s);
+                    // SAFETY: as in `LoadGetField`.
+                    let v = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
+                        .load(Ordering::Relaxed);
+                    self.stack.set(bp + b as usize, v);
+                    pc += 1;
+                }
+                Op::CasBr(s, on, t) => {
+                    let new = pop!();
+                    let expected = pop!();
+                    let h = handle!(pop!());
+                    let a = instance!(h, AccessKind::Write, s);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
+                    let ok = w
+                        .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                    branch!(ok as u64, on, t, 1);
+                }
+                Op::LoadXadd(a, k, s, discard) => {
+                    pc += 2;
+                    let h = handle!(self.stack.get(bp + a as usize));
+                    let acc = instance!(h, AccessKind::Write, s);
+                    // SAFETY: the class check proved an instance with slot `s.slot`.
+                    let w = unsafe { acc.obj().slot_unchecked(s.slot as usize) };
+                    let old = w.fetch_add(k as i64 as u64, Ordering::SeqCst);
+                    if discard {
+                        pc += 1;
+                    } else {
+                        push!(old);
+                    }
+                }
             }
         }
     }
@@ -816,4 +874,107 @@ pub const TERMINATED: &str = "app terminated";
 /// The calling thread's OS thread id.
 pub fn current_tid() -> i32 {
     marvin_runtime::cpuclock::current_tid()
+}
+
+#[cfg(test)]
+mod tests {
+    use marvin_runtime::barrier::{AccessKind, NoBarriers};
+    use marvin_runtime::header::HeaderBits;
+
+    use super::*;
+    use crate::exec::app::{Loaded, RunConfig};
+
+    /// One method per fused atomics idiom, each taking the object as its argument.
+    const IDIOMS: &str = "
+.class C
+  .field v int
+.end
+.method main args=0 locals=0
+  push 0
+  ret
+.end
+.method add_two args=1 locals=1
+  load 0
+  push 2
+  xadd C.v
+  pop
+  push 0
+  ret
+.end
+.method read args=1 locals=2
+  load 0
+  getfield C.v
+  store 1
+  load 1
+  ret
+.end
+.method bump args=1 locals=2
+  load 0
+  load 0
+  getfield C.v
+  dup
+  push 1
+  add
+  cas C.v
+  jz fail
+  push 1
+  ret
+fail:
+  push 0
+  ret
+.end
+";
+
+    #[test]
+    fn fused_field_ops_compute_and_set_access_bits_as_by_name_ones_do() {
+        for resolve in [true, false] {
+            let p = crate::load::load_bytes("t.masm", IDIOMS.as_bytes()).expect("loads");
+            let vp = crate::verify::verify(p).expect("verifies");
+            let loaded = Arc::new(Loaded::translated(vp, resolve));
+            let fused = |m: usize, f: fn(&Op) -> bool| loaded.code[m].iter().any(f);
+            assert_eq!(fused(1, |o| matches!(o, Op::LoadXadd(..))), resolve);
+            assert_eq!(
+                fused(2, |o| matches!(o, Op::LoadGetFieldStore(..))),
+                resolve
+            );
+            assert_eq!(fused(3, |o| matches!(o, Op::CasBr(..))), resolve);
+            let app = Arc::new(App::new(loaded, RunConfig::default()).expect("app"));
+            let mut thread = Thread::new(&app).expect("thread");
+            let h = app
+                .heap
+                .alloc(ObjKind::Instance, 0, 1, 0)
+                .expect("allocates");
+            let bits = || {
+                let a = app
+                    .heap
+                    .access::<NoBarriers>(h, AccessKind::Read)
+                    .expect("live");
+                a.obj().header().bits()
+            };
+            let mut run = |m: u32| {
+                let a = app
+                    .heap
+                    .access::<NoBarriers>(h, AccessKind::Read)
+                    .expect("live");
+                a.obj()
+                    .header()
+                    .clear(HeaderBits::READ | HeaderBits::WRITE | HeaderBits::DIRTY);
+                thread.invoke(m, &[h.value()]).expect("runs")
+            };
+            assert_eq!(run(1), 0, "resolve={resolve}");
+            let b = bits();
+            assert!(b.contains(HeaderBits::WRITE | HeaderBits::DIRTY), "{b:?}");
+            assert_eq!(run(2), 2, "resolve={resolve}");
+            let b = bits();
+            assert!(b.contains(HeaderBits::READ), "{b:?}");
+            assert!(
+                !b.intersects(HeaderBits::WRITE | HeaderBits::DIRTY),
+                "{b:?}"
+            );
+            assert_eq!(run(3), 1, "resolve={resolve}");
+            let b = bits();
+            assert!(b.contains(HeaderBits::WRITE | HeaderBits::DIRTY), "{b:?}");
+            assert_eq!(run(2), 3, "resolve={resolve}");
+        }
+    }
 }

@@ -7,7 +7,14 @@
 //!
 //! [`translate_by_name`] is the comparison form (`marvin run --no-resolve`): the four field
 //! instructions keep their operand as a class and field *name* and resolve it on every
-//! execution, as a reflective field updater does (see [`resolve_by_name`]).
+//! execution, as a reflective field updater does (see [`resolve_by_name`]): a hashed lookup
+//! of the class and of the field in [`NameTables`], a check of the field's type, then (in
+//! the interpreter) the holder's class and, for a reference field, the new value. It does
+//! what such an updater really does per call and nothing more; `docs/observability.md`
+//! lists each step and why.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 
 use marvin_runtime::header::ObjKind;
 
@@ -17,13 +24,12 @@ use crate::isa::{self, ElemKind, Instr, Program, Ty};
 /// Class id stored in array headers (arrays are not instances of any MASM class).
 pub const ARRAY_CLASS: u32 = u32::MAX;
 
-/// A resolved field: the class to check and the payload slot.
+/// A resolved field: the class to check and the payload slot (8 bytes, so that a
+/// superinstruction can carry one next to its other operands and still fit in an `Op`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub class: u32,
     pub slot: u32,
-    /// The field's index in its class as written (for by-name execution and messages).
-    pub field: u32,
 }
 
 /// One executable instruction.
@@ -115,6 +121,13 @@ pub enum Op {
     BrLocalLocal(u32, u32, Bin, bool, u32),
     /// `load a; getfield C.f`
     LoadGetField(u32, Slot),
+    /// `load a; getfield C.f; store b`: the read half of a read-modify-cas loop
+    LoadGetFieldStore(u32, Slot, u32),
+    /// `cas C.f; jnz/jz t` (`jz` when the flag is false): the retry test of a cas loop,
+    /// on an int field (a ref field's cas also updates a stub's copy and is not fused)
+    CasBr(Slot, bool, u32),
+    /// `load a; push k; xadd C.f`, and `pop` after it when the flag is set
+    LoadXadd(u32, i32, Slot, bool),
 }
 
 impl Op {
@@ -125,8 +138,13 @@ impl Op {
             | Op::BinConst(..)
             | Op::BinLocal(..)
             | Op::BrCmp(..)
-            | Op::LoadGetField(..) => 2,
-            Op::LoadBinConst(..) | Op::LoadBinLocal(..) | Op::BinConstStore(..) => 3,
+            | Op::LoadGetField(..)
+            | Op::CasBr(..) => 2,
+            Op::LoadBinConst(..)
+            | Op::LoadBinLocal(..)
+            | Op::BinConstStore(..)
+            | Op::LoadGetFieldStore(..) => 3,
+            Op::LoadXadd(.., discard) => 3 + discard as usize,
             Op::IncLocal(..) | Op::BrLocalConst(..) | Op::BrLocalLocal(..) => 4,
             _ => 1,
         }
@@ -172,7 +190,6 @@ pub fn translate(p: &Program, layouts: &[ClassLayout], ins: Instr) -> Op {
     let slot = |f: isa::FieldRef| Slot {
         class: f.class,
         slot: layouts[f.class as usize].slot_of[f.field as usize],
-        field: f.field,
     };
     let is_ref =
         |f: isa::FieldRef| p.classes[f.class as usize].fields[f.field as usize].ty == Ty::Ref;
@@ -273,39 +290,168 @@ pub struct NamedField {
     pub is_ref: bool,
 }
 
-/// Resolves the field `f` names the way a reflective updater does on each call: finds the
-/// class by its name among the program's classes, the field by its name within the class,
-/// and checks the field's declared type against `use_`. The caller then checks the object's
-/// class against the result. Errors are runtime error messages.
+/// The runtime's name tables, as a reflective lookup sees them: classes by name, and each
+/// class's fields by name. Built once at load; by-name execution looks names up here on
+/// every execution.
+///
+/// Both levels are hash tables, as in a runtime that holds thousands of classes (a
+/// linear scan over a one-class program would make the reflective path look cheaper than
+/// it is anywhere real). They hash with [`NameHash`], the cheap string hash the Android
+/// runtime's class table uses, not the standard library's keyed SipHash, which would cost
+/// the lookup several times more: the reflective path should pay for a real lookup, not
+/// for our choice of hash. Chosen collisions could only slow a hostile program's own
+/// by-name run, and the tables exist only in that mode.
+#[derive(Debug, Default)]
+pub struct NameTables {
+    classes: HashMap<String, u32, NameHash>,
+    /// Per class, in class order: field name -> (payload slot, declared type).
+    fields: Vec<HashMap<String, (u32, Ty), NameHash>>,
+}
+
+/// The string hash of the Android runtime's class and field tables
+/// (`ComputeModifiedUtf8Hash`, as Java's `String.hashCode`): `h = 31 h + b` over the
+/// bytes of the name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NameHash;
+
+impl BuildHasher for NameHash {
+    type Hasher = NameHasher;
+    fn build_hasher(&self) -> NameHasher {
+        NameHasher(0)
+    }
+}
+
+/// The running state of [`NameHash`].
+#[derive(Clone, Copy, Debug)]
+pub struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.wrapping_mul(31).wrapping_add(b as u64);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl NameTables {
+    pub fn new(p: &Program, layouts: &[ClassLayout]) -> NameTables {
+        let classes = p
+            .classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.clone(), i as u32))
+            .collect();
+        let fields = p
+            .classes
+            .iter()
+            .zip(layouts)
+            .map(|(c, l)| {
+                c.fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (f.name.clone(), (l.slot_of[i], f.ty)))
+                    .collect()
+            })
+            .collect();
+        NameTables { classes, fields }
+    }
+}
+
+/// Resolves the field `f` names the way a reflective field updater does on each call:
+/// looks the class up by its name in the class table, the field by its name in that
+/// class's field table, and checks the field's declared type against `use_`. The caller
+/// then checks the holder object's class against the result (`isInstance`) and, for a
+/// reference field, the new value (`valueCheck`). Errors are runtime error messages.
 #[inline(never)]
 pub fn resolve_by_name(
     p: &Program,
-    layouts: &[ClassLayout],
+    names: &NameTables,
     f: isa::FieldRef,
     use_: FieldUse,
 ) -> Result<NamedField, String> {
     let wanted = &p.classes[f.class as usize];
     let field_name = &wanted.fields[f.field as usize].name;
-    let class = p
+    let class = *names
         .classes
-        .iter()
-        .position(|c| c.name == wanted.name)
+        .get(wanted.name.as_str())
         .ok_or_else(|| format!("no class {}", wanted.name))?;
-    let fields = &p.classes[class].fields;
-    let field = fields
-        .iter()
-        .position(|fd| fd.name == *field_name)
+    let &(slot, ty) = names.fields[class as usize]
+        .get(field_name.as_str())
         .ok_or_else(|| format!("no field {}.{field_name}", wanted.name))?;
-    let ty = fields[field].ty;
     if use_ == FieldUse::Int && ty != Ty::Int {
         return Err(format!("field {}.{field_name} is not an int", wanted.name));
     }
     Ok(NamedField {
-        slot: Slot {
-            class: class as u32,
-            slot: layouts[class].slot_of[field],
-            field: field as u32,
-        },
+        slot: Slot { class, slot },
         is_ref: ty == Ty::Ref,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_CLASSES: &str = "\
+.class A
+  .field x int
+  .field next ref
+  .field y int
+.end
+.class B
+  .field y ref
+  .field x int
+.end
+.method main args=0 locals=0
+  push 0
+  ret
+.end
+";
+
+    #[test]
+    fn by_name_resolution_finds_the_slots_resolution_at_load_finds() {
+        let p = crate::load::load_bytes("t.masm", TWO_CLASSES.as_bytes()).expect("loads");
+        let layouts = layouts(&p);
+        let names = NameTables::new(&p, &layouts);
+        for (c, class) in p.classes.iter().enumerate() {
+            for (f, field) in class.fields.iter().enumerate() {
+                let fr = isa::FieldRef {
+                    class: c as u32,
+                    field: f as u32,
+                };
+                let at_load = match translate(&p, &layouts, Instr::GetField(fr)) {
+                    Op::GetField(s) => s,
+                    other => panic!("getfield translated to {other:?}"),
+                };
+                let named = resolve_by_name(&p, &names, fr, FieldUse::Any).expect("resolves");
+                assert_eq!(named.slot, at_load, "{}.{}", class.name, field.name);
+                assert_eq!(named.is_ref, field.ty == Ty::Ref);
+                let as_int = resolve_by_name(&p, &names, fr, FieldUse::Int);
+                assert_eq!(as_int.is_ok(), field.ty == Ty::Int, "{as_int:?}");
+            }
+        }
+        // Reference fields come first in the payload.
+        assert_eq!(layouts[0].slot_of, vec![1, 0, 2]);
+        assert_eq!(layouts[1].slot_of, vec![0, 1]);
+    }
+
+    #[test]
+    fn an_op_stays_three_words() {
+        // Every dispatch copies one op: the fused field ops must not widen them all.
+        assert!(
+            std::mem::size_of::<Op>() <= 24,
+            "{}",
+            std::mem::size_of::<Op>()
+        );
+    }
+
+    #[test]
+    fn name_hash_is_the_java_string_hash() {
+        let mut h = NameHash.build_hasher();
+        h.write(b"value");
+        // "value".hashCode() in Java.
+        assert_eq!(h.finish(), 111_972_721);
+    }
 }
