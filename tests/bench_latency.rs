@@ -57,6 +57,8 @@ fn inversion_reports_every_mode_with_percentiles_counts_and_overhead() {
         "1",
         "--low",
         "1",
+        "--sections",
+        "20",
     ]);
     let impls: Vec<&str> = samples
         .iter()
@@ -70,6 +72,11 @@ fn inversion_reports_every_mode_with_percentiles_counts_and_overhead() {
         }
         assert!(s["count"].is_u64(), "{s}");
         assert!(s["dispatches"].as_u64().unwrap() > 0, "{s}");
+        // The same low-priority workload in every mode: done or reported as not done.
+        let sections = s["sections"].as_u64().unwrap() + s["sections_not_done"].as_u64().unwrap();
+        assert_eq!(sections, 20, "{s}");
+        assert!(s["count_per_1k_dispatches"].as_f64().unwrap() >= 0.0, "{s}");
+        assert!(s["round_ms"].as_f64().unwrap() >= 150.0, "{s}");
         let overhead = s["cpu_overhead"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&overhead), "{s}");
     }

@@ -35,6 +35,20 @@
 //! time is part of the detector's overhead ([`Stats::cpu_ns`], and on its own in
 //! [`Stats::spin_cpu_ns`]).
 //!
+//! Sticky fast track for known blockers (as SuperPass's lock-level detector, which tracks a
+//! bounded number of blockers): in [`Mode::FastTrack`], a thread that blocked a
+//! latency-critical thread on a lock is remembered as a *known blocker* of that lock, in a
+//! table of at most [`MAX_KNOWN_BLOCKERS`] entries (the oldest is evicted when it is full);
+//! an entry expires when its thread has not blocked a latency-critical thread on that lock
+//! for [`KNOWN_BLOCKER_TTL_NS`]. When a known blocker *acquires* that lock again, the lock
+//! calls [`FastTracker::on_acquire`] and the thread is boosted at once, for its whole hold,
+//! and restored at release as any boost: it is not preempted inside its critical section,
+//! so the looper is less likely to find the lock held at all, and waits less when it does.
+//! The check on acquisition is a scan of [`MAX_KNOWN_BLOCKERS`] atomics when the acquirer is
+//! not a known blocker; a sticky boost's syscalls count in [`Stats::cpu_ns`], and it is
+//! reported as an [`Event::Boost`] with `sticky: true`. [`Mode::Inherit`] boosts only while
+//! a latency-critical thread waits, and [`Mode::Off`] never, so neither remembers blockers.
+//!
 //! Ordering contract for lock implementations: call `on_block` while the lock's own state
 //! cannot change (under its internal mutex) and `on_release` under the same mutex, so a
 //! release always sees a boost made before it.
@@ -72,6 +86,12 @@ pub enum SpinEnd {
     /// The holder stopped running (or is gone): park.
     Stalled,
 }
+
+/// Known blockers a tracker remembers (the oldest is evicted beyond this).
+pub const MAX_KNOWN_BLOCKERS: usize = 8;
+/// A known blocker that has not blocked a latency-critical thread on its lock for this long
+/// is forgotten.
+pub const KNOWN_BLOCKER_TTL_NS: u64 = 1_000_000_000;
 
 /// Readers a shared lock records for fast tracking (more readers are not boosted).
 pub const MAX_READERS: usize = 4;
@@ -186,12 +206,15 @@ pub fn set_thread_nice(tid: i32, nice: i32) -> io::Result<()> {
 /// the blocked (latency-critical) thread, restores on the releasing holder.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// A holder was boosted: because `waiter_tid` blocked on `lock` now, or (`sticky`) on
+    /// its acquisition of `lock`, as a known blocker that last blocked `waiter_tid`.
     Boost {
         lock: LockKey,
         holder_tid: i32,
         waiter_tid: i32,
         from_nice: i32,
         to_nice: i32,
+        sticky: bool,
     },
     Restore {
         holder_tid: i32,
@@ -222,9 +245,84 @@ pub struct Stats {
     pub spins_stalled: u64,
     /// CPU time spent spinning (also counted in `cpu_ns`).
     pub spin_cpu_ns: u64,
+    /// Boosts of known blockers on acquisition (also counted in `boosts`).
+    pub sticky_boosts: u64,
 }
 
 type Observer = Box<dyn Fn(&Event) + Send + Sync>;
+
+/// A monotonic clock in nanoseconds, for the known blockers' expiry.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// A thread that blocked a latency-critical thread on a lock.
+#[derive(Clone, Copy, Debug)]
+struct KnownBlocker {
+    lock: LockKey,
+    tid: i32,
+    /// The latency-critical thread it blocked last.
+    waiter_tid: i32,
+    /// When it last blocked one (tracker clock).
+    last_ns: u64,
+}
+
+/// The known blockers, at most [`MAX_KNOWN_BLOCKERS`]. `tids` mirrors the slots' thread ids
+/// (0 = free) so that an acquisition by a thread that is not in the table costs a scan of
+/// atomics and no lock; it is written only under the `slots` mutex.
+#[derive(Default)]
+struct KnownBlockers {
+    slots: Mutex<[Option<KnownBlocker>; MAX_KNOWN_BLOCKERS]>,
+    tids: [AtomicI32; MAX_KNOWN_BLOCKERS],
+}
+
+impl KnownBlockers {
+    fn may_know(&self, tid: i32) -> bool {
+        // Relaxed: a hint; a blocker recorded concurrently is found on its next acquisition.
+        self.tids.iter().any(|t| t.load(Ordering::Relaxed) == tid)
+    }
+
+    /// Records (or refreshes) `tid` as a blocker of `lock`, evicting the oldest entry when
+    /// the table is full.
+    fn remember(&self, lock: LockKey, tid: i32, waiter_tid: i32, now: u64) {
+        let mut slots = self.slots.lock();
+        let i = slots
+            .iter()
+            .position(|s| matches!(s, Some(b) if b.lock == lock && b.tid == tid))
+            .or_else(|| slots.iter().position(Option::is_none))
+            .unwrap_or_else(|| {
+                (0..MAX_KNOWN_BLOCKERS)
+                    .min_by_key(|&i| slots[i].map_or(0, |b| b.last_ns))
+                    .expect("non-empty table")
+            });
+        slots[i] = Some(KnownBlocker {
+            lock,
+            tid,
+            waiter_tid,
+            last_ns: now,
+        });
+        self.tids[i].store(tid, Ordering::Relaxed);
+    }
+
+    /// The latency-critical thread that `tid` last blocked on `lock`, if `tid` is a known
+    /// blocker of it; drops expired entries on the way.
+    fn lookup(&self, lock: LockKey, tid: i32, now: u64) -> Option<i32> {
+        let mut slots = self.slots.lock();
+        let mut found = None;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let Some(b) = *slot else { continue };
+            if now.saturating_sub(b.last_ns) > KNOWN_BLOCKER_TTL_NS {
+                *slot = None;
+                self.tids[i].store(0, Ordering::Relaxed);
+            } else if b.lock == lock && b.tid == tid {
+                found = Some(b.waiter_tid);
+            }
+        }
+        found
+    }
+
+    fn len(&self) -> usize {
+        self.slots.lock().iter().flatten().count()
+    }
+}
 
 /// A boosted holder: its own nice value, the boost it has, and the locks it was boosted for.
 struct Boost {
@@ -266,6 +364,9 @@ pub struct FastTracker {
     spins_acquired: AtomicU64,
     spins_stalled: AtomicU64,
     spin_cpu_ns: AtomicU64,
+    known: KnownBlockers,
+    clock: Clock,
+    sticky_boosts: AtomicU64,
 }
 
 impl std::fmt::Debug for FastTracker {
@@ -300,7 +401,26 @@ impl FastTracker {
             spins_acquired: AtomicU64::new(0),
             spins_stalled: AtomicU64::new(0),
             spin_cpu_ns: AtomicU64::new(0),
+            known: KnownBlockers::default(),
+            clock: {
+                let origin = Instant::now();
+                Arc::new(move || origin.elapsed().as_nanos() as u64)
+            },
+            sticky_boosts: AtomicU64::new(0),
         }
+    }
+
+    /// Uses `clock` (monotonic nanoseconds) for the known blockers' expiry instead of the
+    /// time since the tracker was made.
+    pub fn with_clock(mut self, clock: Clock) -> FastTracker {
+        self.clock = clock;
+        self
+    }
+
+    /// Number of known blockers remembered now (expired ones included until the next
+    /// acquisition by a known blocker drops them).
+    pub fn known_blockers(&self) -> usize {
+        self.known.len()
     }
 
     /// A tracker in `mode` on the operating system's priorities.
@@ -349,6 +469,7 @@ impl FastTracker {
             spins_acquired: self.spins_acquired.load(Ordering::Relaxed),
             spins_stalled: self.spins_stalled.load(Ordering::Relaxed),
             spin_cpu_ns: self.spin_cpu_ns.load(Ordering::Relaxed),
+            sticky_boosts: self.sticky_boosts.load(Ordering::Relaxed),
         }
     }
 
@@ -371,10 +492,29 @@ impl FastTracker {
             _ => self.fast_nice,
         };
         let mut events = Vec::new();
+        let blockers = || {
+            holders
+                .iter()
+                .copied()
+                .filter(|&t| t > 0 && t != waiter_tid)
+        };
         {
             let mut boosted = self.boosted.lock();
-            for &holder in holders.iter().filter(|&&t| t > 0 && t != waiter_tid) {
-                self.boost_one(&mut boosted, lock, holder, waiter_tid, target, &mut events);
+            for holder in blockers() {
+                self.boost_one(
+                    &mut boosted,
+                    lock,
+                    (holder, waiter_tid),
+                    target,
+                    false,
+                    &mut events,
+                );
+            }
+        }
+        if self.mode == Mode::FastTrack {
+            let now = (self.clock)();
+            for holder in blockers() {
+                self.known.remember(lock, holder, waiter_tid, now);
             }
         }
         self.cpu_ns.fetch_add(
@@ -384,13 +524,15 @@ impl FastTracker {
         self.report(&events);
     }
 
+    /// Boosts `holder` to `target` for `lock` on behalf of `waiter_tid` (`sticky`: on its
+    /// acquisition, as a known blocker).
     fn boost_one(
         &self,
         boosts: &mut Boosts,
         lock: LockKey,
-        holder: i32,
-        waiter_tid: i32,
+        (holder, waiter_tid): (i32, i32),
         target: i32,
+        sticky: bool,
         events: &mut Vec<Event>,
     ) {
         let boosted = &mut boosts.holders;
@@ -420,12 +562,16 @@ impl FastTracker {
                 return;
             }
             self.boosts.fetch_add(1, Ordering::Relaxed);
+            if sticky {
+                self.sticky_boosts.fetch_add(1, Ordering::Relaxed);
+            }
             events.push(Event::Boost {
                 lock,
                 holder_tid: holder,
                 waiter_tid,
                 from_nice: current,
                 to_nice: target,
+                sticky,
             });
         } else if !boosted.contains_key(&holder) {
             // Already at least as strong as the boost: nothing to undo later.
@@ -510,6 +656,41 @@ impl FastTracker {
         self.spin_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
         self.cpu_ns.fetch_add(cpu, Ordering::Relaxed);
         end
+    }
+
+    /// The calling thread, OS thread id `tid`, has just acquired `lock` (the first level of
+    /// a re-entrant lock). In [`Mode::FastTrack`], if it is a known blocker of `lock` (module
+    /// doc), it is boosted at once until it releases `lock`. Call it from the acquiring
+    /// thread itself, after the lock's internal mutex is released, so that its own
+    /// [`FastTracker::on_release`] follows it.
+    #[inline]
+    pub fn on_acquire(&self, lock: LockKey, tid: i32) {
+        if self.mode != Mode::FastTrack || tid <= 0 || !self.known.may_know(tid) {
+            return;
+        }
+        self.acquire_slow(lock, tid);
+    }
+
+    #[cold]
+    fn acquire_slow(&self, lock: LockKey, tid: i32) {
+        let cpu0 = cpuclock::thread_cpu_time_ns();
+        let mut events = Vec::new();
+        if let Some(waiter_tid) = self.known.lookup(lock, tid, (self.clock)()) {
+            let mut boosted = self.boosted.lock();
+            self.boost_one(
+                &mut boosted,
+                lock,
+                (tid, waiter_tid),
+                self.fast_nice,
+                true,
+                &mut events,
+            );
+        }
+        self.cpu_ns.fetch_add(
+            cpuclock::thread_cpu_time_ns().saturating_sub(cpu0),
+            Ordering::Relaxed,
+        );
+        self.report(&events);
     }
 
     /// `holder_tid` released `lock`: if it was boosted for it and holds no other lock it was
@@ -829,6 +1010,104 @@ mod tests {
             "its own priority, not the boost"
         );
         assert!(!ft.is_boosted(10));
+    }
+
+    /// A tracker on a manual clock (nanoseconds in the returned cell).
+    fn setup_clocked(mode: Mode) -> (Arc<MockPriorities>, FastTracker, Arc<AtomicU64>) {
+        let (p, ft) = setup(mode);
+        let now = Arc::new(AtomicU64::new(0));
+        let n2 = now.clone();
+        let ft = ft.with_clock(Arc::new(move || n2.load(Ordering::Relaxed)));
+        (p, ft, now)
+    }
+
+    #[test]
+    fn a_known_blocker_is_boosted_on_acquisition_and_restored_at_release() {
+        let (p, ft, _) = setup_clocked(Mode::FastTrack);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        ft.set_observer(move |e| s2.lock().push(e.clone()));
+        // Tid 30 (nice 0 in the mock) never blocked anyone: not boosted.
+        ft.on_acquire(LOCK, 30);
+        assert!(!ft.is_boosted(30));
+        assert_eq!(p.nice_of(30).unwrap(), 0);
+        // Tid 10 blocks the looper (20) once: boosted, restored at release.
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        ft.on_release(LOCK, 10);
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        seen.lock().clear();
+        // Its next acquisition of that lock boosts it at once, nobody waiting.
+        ft.on_acquire(LOCK, 10);
+        assert!(ft.is_boosted(10));
+        assert_eq!(p.nice_of(10).unwrap(), FAST_TRACK_NICE);
+        assert_eq!(
+            seen.lock()[0],
+            Event::Boost {
+                lock: LOCK,
+                holder_tid: 10,
+                waiter_tid: 20,
+                from_nice: 19,
+                to_nice: FAST_TRACK_NICE,
+                sticky: true,
+            }
+        );
+        ft.on_release(LOCK, 10);
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        assert!(!ft.is_boosted(10));
+        // Known for LOCK only: another lock is not fast-tracked.
+        ft.on_acquire(OTHER, 10);
+        assert!(!ft.is_boosted(10));
+        let s = ft.stats();
+        assert_eq!((s.boosts, s.sticky_boosts, s.restores), (2, 1, 2));
+    }
+
+    #[test]
+    fn only_fast_track_remembers_blockers() {
+        for mode in [Mode::Off, Mode::Inherit] {
+            let (p, ft, _) = setup_clocked(mode);
+            critical(|| ft.on_block(LOCK, 20, &[10]));
+            ft.on_release(LOCK, 10);
+            ft.on_acquire(LOCK, 10);
+            assert!(!ft.is_boosted(10), "{mode}");
+            assert_eq!(p.nice_of(10).unwrap(), 19, "{mode}");
+            assert_eq!(ft.known_blockers(), 0, "{mode}");
+        }
+    }
+
+    #[test]
+    fn known_blockers_expire_without_new_blocks() {
+        let (p, ft, now) = setup_clocked(Mode::FastTrack);
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        ft.on_release(LOCK, 10);
+        // Blocking again refreshes the entry.
+        now.store(KNOWN_BLOCKER_TTL_NS / 2, Ordering::Relaxed);
+        critical(|| ft.on_block(LOCK, 20, &[10]));
+        ft.on_release(LOCK, 10);
+        now.store(KNOWN_BLOCKER_TTL_NS, Ordering::Relaxed);
+        ft.on_acquire(LOCK, 10);
+        assert!(ft.is_boosted(10), "refreshed at half the lifetime");
+        ft.on_release(LOCK, 10);
+        now.store(2 * KNOWN_BLOCKER_TTL_NS, Ordering::Relaxed);
+        ft.on_acquire(LOCK, 10);
+        assert!(!ft.is_boosted(10), "expired");
+        assert_eq!(p.nice_of(10).unwrap(), 19);
+        assert_eq!(ft.known_blockers(), 0, "expired entries are dropped");
+    }
+
+    #[test]
+    fn known_blockers_are_bounded_and_the_oldest_is_evicted() {
+        let (_, ft, now) = setup_clocked(Mode::FastTrack);
+        let first = 100;
+        for (i, tid) in (first..=first + MAX_KNOWN_BLOCKERS as i32).enumerate() {
+            now.store(i as u64, Ordering::Relaxed);
+            critical(|| ft.on_block(LOCK, 20, &[tid]));
+            ft.on_release(LOCK, tid);
+        }
+        assert_eq!(ft.known_blockers(), MAX_KNOWN_BLOCKERS);
+        ft.on_acquire(LOCK, first);
+        assert!(!ft.is_boosted(first), "the oldest was evicted");
+        ft.on_acquire(LOCK, first + 1);
+        assert!(ft.is_boosted(first + 1), "the others are kept");
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! ([`Monitors::with_fast_track`]), a latency-critical thread that blocks on a monitor
 //! boosts the owner, and the owner's priority comes back when it releases the monitor.
 //!
+//! Each first-level acquisition is reported to the tracker ([`FastTracker::on_acquire`])
+//! after the monitor's internal locks are released: a thread that blocked a latency-critical
+//! thread on this monitor before (a known blocker) is boosted for the whole hold.
+//!
 //! Blocking, defined once for every fast-track mode: an entry that finds the monitor taken
 //! ([`Monitors::try_enter`] fails) is *contended*; a contended entry that had to park on the
 //! monitor's condition variable at least once is *blocked* ([`Entry::parked`]). Before
@@ -139,6 +143,11 @@ impl Monitors {
             st.owner = me;
             st.owner_tid = my_tid;
             st.count += 1;
+            let first = st.count == 1;
+            drop(st);
+            if first {
+                self.acquired(obj, my_tid);
+            }
             Ok(())
         } else {
             Err(Holder {
@@ -190,7 +199,21 @@ impl Monitors {
         st.owner = me;
         st.owner_tid = my_tid;
         st.count += 1;
+        let first = st.count == 1;
+        drop(st);
+        if first {
+            self.acquired(obj, my_tid);
+        }
         entry
+    }
+
+    /// The calling thread has just taken the monitor of `obj` (first level): a known
+    /// blocker is fast-tracked for its hold. Outside the internal locks; the caller's own
+    /// `exit` follows it in program order, so the release sees the boost.
+    fn acquired(&self, obj: u64, my_tid: i32) {
+        if let Some(ft) = &self.fast_track {
+            ft.on_acquire(self.key(obj), my_tid);
+        }
     }
 
     /// Releases one level of the monitor of `obj`. A fast-tracked owner gets its own

@@ -112,6 +112,7 @@ fn a_holder_is_boosted_while_a_looper_waits_and_restored_after() {
                     waiter_tid: waiter_of(&events),
                     from_nice: HOLDER_NICE,
                     to_nice: fasttrack::FAST_TRACK_NICE,
+                    sticky: false,
                 },
                 Event::Restore {
                     holder_tid,
@@ -156,4 +157,69 @@ fn a_thread_that_is_not_latency_critical_boosts_nobody() {
     waiter.join().unwrap();
     assert_eq!(tracker.stats().blocks, 0);
     assert_eq!(tracker.stats().boosts, 0);
+}
+
+/// Sticky fast track on real threads: a holder that blocked the looper once is boosted the
+/// next time it takes the monitor, with nobody waiting, and restored when it releases it.
+#[test]
+fn a_holder_that_blocked_the_looper_is_boosted_on_its_next_acquisition() {
+    let tracker = Arc::new(FastTracker::os(Mode::FastTrack));
+    let monitors = Arc::new(Monitors::with_fast_track(tracker.clone()));
+    // The holder runs each command it gets and answers with its nice value after it.
+    let (cmd_tx, cmd_rx) = mpsc::channel::<&'static str>();
+    let (nice_tx, nice_rx) = mpsc::channel();
+    let m = monitors.clone();
+    let holder = thread::spawn(move || {
+        let (me, tid) = (thread_id(), current_tid());
+        fasttrack::set_thread_nice(tid, HOLDER_NICE).unwrap();
+        for cmd in cmd_rx {
+            match cmd {
+                "enter" => m.try_enter(OBJ, me, tid).unwrap(),
+                _ => m.exit(OBJ, me).unwrap(),
+            }
+            nice_tx.send((tid, thread_nice(tid).unwrap())).unwrap();
+        }
+    });
+    cmd_tx.send("enter").unwrap();
+    let (holder_tid, nice) = nice_rx.recv().unwrap();
+    assert_eq!(nice, HOLDER_NICE, "not a known blocker yet");
+
+    let m = monitors.clone();
+    let looper = thread::spawn(move || {
+        fasttrack::set_latency_critical(true);
+        let me = thread_id();
+        m.enter_blocking(OBJ, me, current_tid());
+        m.exit(OBJ, me).unwrap();
+    });
+    wait_until(|| {
+        let s = tracker.stats();
+        s.boosts + s.denied >= 1
+    });
+    let privileged = tracker.stats().boosts == 1;
+    cmd_tx.send("exit").unwrap();
+    assert_eq!(
+        nice_rx.recv().unwrap().1,
+        HOLDER_NICE,
+        "restored at release"
+    );
+    looper.join().unwrap();
+
+    cmd_tx.send("enter").unwrap();
+    let (_, nice) = nice_rx.recv().unwrap();
+    if privileged {
+        assert_eq!(nice, fasttrack::FAST_TRACK_NICE, "boosted on acquisition");
+        assert!(tracker.is_boosted(holder_tid));
+        assert_eq!(tracker.stats().sticky_boosts, 1);
+    } else {
+        assert_eq!(nice, HOLDER_NICE);
+    }
+    cmd_tx.send("exit").unwrap();
+    assert_eq!(
+        nice_rx.recv().unwrap().1,
+        HOLDER_NICE,
+        "restored at release"
+    );
+    assert!(!tracker.is_boosted(holder_tid));
+    drop(cmd_tx);
+    holder.join().unwrap();
 }
