@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use marvin_runtime::heap::Heap;
+use marvin_runtime::stub::StubHooks;
 
 use crate::app_swap::AppSwap;
 
@@ -26,21 +27,34 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
     let Some(space) = heap.stub_space() else {
         return r;
     };
+    // In address order, which is the order of their checkpoints in the file as the saver
+    // wrote them: each read brings the neighbours that follow along (read-ahead).
+    let mut stubs = space.all();
+    stubs.sort_unstable_by_key(|s| s.addr);
+    let was_out: Vec<bool> = stubs
+        .iter()
+        .map(|s| !space.table.entry(s.entry).is_resident())
+        .collect();
     let batch = swap.batch(|| {
-        for stub in space.all() {
-            if !space.table.entry(stub.entry).is_resident() {
-                heap.before_growth(stub.bytes);
+        for (stub, &out) in stubs.iter().zip(&was_out) {
+            if !out {
+                continue;
             }
-            match space.restore(&stub) {
-                Ok(true) => {
-                    r.objects += 1;
-                    r.bytes += stub.bytes as u64;
-                }
-                Ok(false) => {}
-                Err(e) => r.errors.push(e.to_string()),
+            if !space.table.entry(stub.entry).is_resident() {
+                heap.before_growth(swap.fault_bytes(stub));
+            }
+            if let Err(e) = space.restore(stub) {
+                r.errors.push(e.to_string());
             }
         }
     });
+    // Counted at the end: an object may have come back with a neighbour's read.
+    for (stub, _) in stubs.iter().zip(&was_out).filter(|(_, &out)| out) {
+        if space.table.entry(stub.entry).is_resident() {
+            r.objects += 1;
+            r.bytes += stub.bytes as u64;
+        }
+    }
     if let Err(e) = batch {
         r.errors.push(e.to_string());
     }
