@@ -171,6 +171,19 @@ impl StubSpace {
         self.stubs.lock().get(&h).cloned()
     }
 
+    /// The stubs of several handles, looked up under one hold of the registry, each
+    /// with the value given along with its handle; handles without a stub are left out.
+    pub fn get_many<T>(
+        &self,
+        handles: impl IntoIterator<Item = (Handle, T)>,
+    ) -> Vec<(Arc<Stub>, T)> {
+        let stubs = self.stubs.lock();
+        handles
+            .into_iter()
+            .filter_map(|(h, t)| Some((stubs.get(&h)?.clone(), t)))
+            .collect()
+    }
+
     /// Every live stub (a snapshot).
     pub fn all(&self) -> Vec<Arc<Stub>> {
         self.stubs.lock().values().cloned().collect()

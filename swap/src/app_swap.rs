@@ -120,10 +120,11 @@ impl AppSwap {
             return Vec::new();
         }
         let from = slot.offset() / READ_AHEAD_BYTES * READ_AHEAD_BYTES;
-        file.live_slots_in(from, from + READ_AHEAD_BYTES)
+        let slots = file
+            .live_slots_in(from, from + READ_AHEAD_BYTES)
             .filter(|&(s, _)| s != slot)
-            .filter_map(|(s, key)| Some((space.get(Handle::from_value(key)?)?, s)))
-            .collect()
+            .filter_map(|(s, key)| Some((Handle::from_value(key)?, s)));
+        space.get_many(slots)
     }
 
     /// Puts a rebuilt header in front of a payload just read back into `stub`'s pages.
