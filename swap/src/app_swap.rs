@@ -27,7 +27,8 @@ pub struct SwapCounters {
     pub reclaimed_bytes: AtomicU64,
     pub restored_eager_objects: AtomicU64,
     pub restored_eager_bytes: AtomicU64,
-    /// Objects (and their bytes) read back along with a faulting neighbour.
+    /// Objects (and their bytes) read back along with a faulting neighbour (not during
+    /// an eager restore, which counts them as restored eagerly).
     pub read_ahead_objects: AtomicU64,
     pub read_ahead_bytes: AtomicU64,
     pub bytes_written: AtomicU64,
@@ -248,8 +249,11 @@ impl StubHooks for AppSwap {
         drop(held);
         let c = &self.counters;
         c.bytes_read.fetch_add(read, Ordering::Relaxed);
-        c.read_ahead_objects.fetch_add(ahead, Ordering::Relaxed);
-        c.read_ahead_bytes.fetch_add(ahead_bytes, Ordering::Relaxed);
+        if !self.batch.load(Ordering::Relaxed) {
+            // (An eager restore books what it brought back itself.)
+            c.read_ahead_objects.fetch_add(ahead, Ordering::Relaxed);
+            c.read_ahead_bytes.fetch_add(ahead_bytes, Ordering::Relaxed);
+        }
         Ok(())
     }
 
