@@ -145,17 +145,37 @@ impl AppSwap {
     }
 }
 
-/// The payload bytes of `stub`'s object in its own pages.
+/// The payload bytes of `stub`'s object in its own pages, for a read to fill.
 ///
 /// # Safety
 /// The object must be out (its pages hold nothing of it), with its entry locked shared
 /// (no reclaimer) and its state locked (no saver, no other fault), and no other slice
-/// of its pages alive.
-unsafe fn payload_of(stub: &Stub) -> &mut [u8] {
+/// of its pages may be alive while the returned one is; the caller holds those locks
+/// for as long as it uses the slice.
+unsafe fn payload_of<'a>(stub: &Stub) -> &'a mut [u8] {
     let len = stub.kind.payload_bytes(stub.len);
     // SAFETY: the object's page-aligned allocation holds `stub.bytes` bytes, header and
-    // payload; the caller guarantees nothing else touches it.
+    // payload, and lives as long as its stub; the caller guarantees nothing else
+    // touches it meanwhile.
     unsafe { std::slice::from_raw_parts_mut((stub.addr + HEADER_BYTES) as *mut u8, len) }
+}
+
+thread_local! {
+    /// Objects and bytes this thread's faults read ahead during an eager restore, which
+    /// books them as restored eagerly ([`counting_eager_read_ahead`]).
+    static EAGER_READ_AHEAD: std::cell::Cell<Option<(u64, u64)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` (an eager restore) on this thread; returns its result and the objects and
+/// bytes the faults it made read ahead, which are then not counted as read-ahead.
+pub(crate) fn counting_eager_read_ahead<R>(f: impl FnOnce() -> R) -> (R, u64, u64) {
+    let outer = EAGER_READ_AHEAD.with(|c| c.replace(Some((0, 0))));
+    let r = f();
+    let (objects, bytes) = EAGER_READ_AHEAD
+        .with(|c| c.replace(outer))
+        .unwrap_or((0, 0));
+    (r, objects, bytes)
 }
 
 /// Bytes of the swap file read around a faulting checkpoint: the other objects whose
@@ -249,8 +269,12 @@ impl StubHooks for AppSwap {
         drop(held);
         let c = &self.counters;
         c.bytes_read.fetch_add(read, Ordering::Relaxed);
-        if !self.batch.load(Ordering::Relaxed) {
-            // (An eager restore books what it brought back itself.)
+        let eager = EAGER_READ_AHEAD.with(|cell| {
+            cell.get()
+                .map(|(o, b)| cell.set(Some((o + ahead, b + ahead_bytes))))
+                .is_some()
+        });
+        if !eager {
             c.read_ahead_objects.fetch_add(ahead, Ordering::Relaxed);
             c.read_ahead_bytes.fetch_add(ahead_bytes, Ordering::Relaxed);
         }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use marvin_runtime::heap::Heap;
 use marvin_runtime::stub::StubHooks;
 
-use crate::app_swap::AppSwap;
+use crate::app_swap::{counting_eager_read_ahead, AppSwap};
 
 /// What one eager restore did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -28,33 +28,30 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
         return r;
     };
     // In address order, which is the order of their checkpoints in the file as the saver
-    // wrote them: each read brings the neighbours that follow along (read-ahead).
+    // wrote them: each read brings the neighbours that follow along (read-ahead). Every
+    // stub is visited and its entry locked, resident or not: a reclaimer that took an
+    // entry before the app came to the foreground may still be dropping its pages.
     let mut stubs = space.all();
     stubs.sort_unstable_by_key(|s| s.addr);
-    let was_out: Vec<bool> = stubs
-        .iter()
-        .map(|s| !space.table.entry(s.entry).is_resident())
-        .collect();
-    let batch = swap.batch(|| {
-        for (stub, &out) in stubs.iter().zip(&was_out) {
-            if !out {
-                continue;
+    let (batch, ahead, ahead_bytes) = counting_eager_read_ahead(|| {
+        swap.batch(|| {
+            for stub in &stubs {
+                if !space.table.entry(stub.entry).is_resident() {
+                    heap.before_growth(swap.fault_bytes(stub));
+                }
+                match space.restore(stub) {
+                    Ok(true) => {
+                        r.objects += 1;
+                        r.bytes += stub.bytes as u64;
+                    }
+                    Ok(false) => {}
+                    Err(e) => r.errors.push(e.to_string()),
+                }
             }
-            if !space.table.entry(stub.entry).is_resident() {
-                heap.before_growth(swap.fault_bytes(stub));
-            }
-            if let Err(e) = space.restore(stub) {
-                r.errors.push(e.to_string());
-            }
-        }
+        })
     });
-    // Counted at the end: an object may have come back with a neighbour's read.
-    for (stub, _) in stubs.iter().zip(&was_out).filter(|(_, &out)| out) {
-        if space.table.entry(stub.entry).is_resident() {
-            r.objects += 1;
-            r.bytes += stub.bytes as u64;
-        }
-    }
+    r.objects += ahead;
+    r.bytes += ahead_bytes;
     if let Err(e) = batch {
         r.errors.push(e.to_string());
     }
