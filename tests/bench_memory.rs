@@ -40,9 +40,21 @@ fn measured(samples: &[Value]) -> Vec<&Value> {
 fn reclaim_reports_both_reclaimers_and_every_restore_with_bytes() {
     let samples = bench_json("reclaim");
     let rows = measured(&samples);
+    let is = |s: &Value, scenario: &str, imp: &str| {
+        s["scenario"].as_str().unwrap().starts_with(scenario) && s["impl"] == imp
+    };
+    // The kernel's own cost, one madvise per size, measured alongside.
+    let floors: Vec<_> = rows
+        .iter()
+        .filter(|s| is(s, "reclaim", "kernel-madvise-floor"))
+        .collect();
+    assert_eq!(floors.len(), 2, "one floor per size");
+    for s in &floors {
+        assert_eq!(s["madvise_calls"].as_u64(), Some(1), "{s}");
+    }
     let reclaims: Vec<_> = rows
         .iter()
-        .filter(|s| s["scenario"].as_str().unwrap().starts_with("reclaim"))
+        .filter(|s| is(s, "reclaim", "marvin") || is(s, "reclaim", "per-object-madvise"))
         .collect();
     assert_eq!(reclaims.len(), 4, "two sizes x two reclaimers");
     for s in &reclaims {
@@ -55,12 +67,15 @@ fn reclaim_reports_both_reclaimers_and_every_restore_with_bytes() {
             assert!(calls < objects, "neighbours coalesce: {s}");
         }
     }
-    let restores: Vec<_> = rows
-        .iter()
-        .filter(|s| s["scenario"].as_str().unwrap().starts_with("restore"))
-        .collect();
+    let restores: Vec<_> = rows.iter().filter(|s| is(s, "restore", "marvin")).collect();
     assert_eq!(restores.len(), 4, "eager/on-fault x warm/cold");
-    for s in restores {
+    // The disk's sequential read rate, measured alongside each cold restore.
+    let disk: Vec<_> = rows
+        .iter()
+        .filter(|s| is(s, "restore", "disk-sequential-read"))
+        .collect();
+    assert_eq!(disk.len(), 2, "one per cold restore");
+    for s in restores.into_iter().chain(disk) {
         assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
         assert!(s["mb_per_s"].as_f64().is_some_and(|r| r > 0.0), "{s}");
     }

@@ -207,7 +207,11 @@ fn a_full_swap_disk_leaves_unsaved_objects_resident_and_the_app_running() {
     // Only saved objects went out, and the app read them all back correctly.
     let reclaimed = n(swap, "reclaimed_objects");
     assert!(reclaimed > 0 && reclaimed <= saved, "{swap}");
-    assert_eq!(n(swap, "object_faults"), reclaimed);
+    // Each fault reads its neighbours' checkpoints along (read-ahead): at least one
+    // fault, at most one per object, and every reclaimed payload read back.
+    let faults = n(swap, "object_faults");
+    assert!(faults >= 1 && faults <= reclaimed, "{swap}");
+    assert!(n(swap, "swap_bytes_read") >= reclaimed * 8176, "{swap}");
 }
 
 #[test]

@@ -28,8 +28,17 @@ use crate::reclaim_table::{EntryFlags, EntryId, ReclaimTable, SharedGuard};
 /// What the swap layer does for stubs: the runtime knows stubs, not swap files.
 pub trait StubHooks: Send + Sync {
     /// Reads the object's checkpoint back into its pages (header and payload). Called
-    /// with the entry locked shared and the stub's state locked.
-    fn fault_in(&self, stub: &Stub, state: &mut StubState) -> Result<(), String>;
+    /// with the entry locked shared and the stub's state locked. It may read other
+    /// objects of `space` that are out along with it (read-ahead), each under its own
+    /// entry's shared lock and state lock, taken without waiting, and finished with
+    /// [`StubSpace::finish_restore`]; the faulting object itself the caller finishes.
+    fn fault_in(&self, space: &StubSpace, stub: &Stub, state: &mut StubState)
+        -> Result<(), String>;
+    /// At most how many bytes one fault brings back (itself and its read-ahead), asked
+    /// of the memory budget before the fault.
+    fn fault_bytes(&self, stub: &Stub) -> usize {
+        crate::heap::large_space::page_round(stub.bytes)
+    }
     /// The stub died: release its swap slot. Called with the stub's state locked.
     fn freed(&self, stub: &Stub, state: &mut StubState);
     /// Whether an object with these access histories is cold (the policy's call).
@@ -162,6 +171,19 @@ impl StubSpace {
         self.stubs.lock().get(&h).cloned()
     }
 
+    /// The stubs of several handles, looked up under one hold of the registry, each
+    /// with the value given along with its handle; handles without a stub are left out.
+    pub fn get_many<T>(
+        &self,
+        handles: impl IntoIterator<Item = (Handle, T)>,
+    ) -> Vec<(Arc<Stub>, T)> {
+        let stubs = self.stubs.lock();
+        handles
+            .into_iter()
+            .filter_map(|(h, t)| Some((stubs.get(&h)?.clone(), t)))
+            .collect()
+    }
+
     /// Every live stub (a snapshot).
     pub fn all(&self) -> Vec<Arc<Stub>> {
         self.stubs.lock().values().cloned().collect()
@@ -194,19 +216,14 @@ impl StubSpace {
             .get()
             .map(|_| crate::trace::Tracer::now_ns());
         self.hooks
-            .fault_in(stub, &mut st)
+            .fault_in(self, stub, &mut st)
             .map_err(|reason| AccessError::Fault {
                 handle: stub.handle.value(),
                 reason,
             })?;
         // SAFETY: the checkpoint was just read back; the entry is locked shared and
         // the state locked, so nothing else touches the object.
-        unsafe { stub.restore_refs() };
-        entry.lock().insert_flags(EntryFlags::RESIDENT);
-        self.out_bytes.fetch_sub(
-            crate::heap::large_space::page_round(stub.bytes) as u64,
-            Ordering::Relaxed,
-        );
+        unsafe { self.finish_restore(stub) };
         let c = &self.counters;
         if fault {
             c.faults.fetch_add(1, Ordering::Relaxed);
@@ -225,6 +242,25 @@ impl StubSpace {
             c.gc_faults.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Finishes bringing an object back once its checkpoint is in its pages: copies the
+    /// references in from the stub, marks the entry resident and books the bytes.
+    ///
+    /// # Safety
+    /// The object's header and payload must have just been read back, with its entry
+    /// locked shared and its stub's state locked (so nothing else touches it).
+    pub unsafe fn finish_restore(&self, stub: &Stub) {
+        // SAFETY: forwarded contract.
+        unsafe { stub.restore_refs() };
+        self.table
+            .entry(stub.entry)
+            .lock()
+            .insert_flags(EntryFlags::RESIDENT);
+        self.out_bytes.fetch_sub(
+            crate::heap::large_space::page_round(stub.bytes) as u64,
+            Ordering::Relaxed,
+        );
     }
 
     /// Faults `stub`'s object in as an object fault (a collector that does not bookmark
@@ -272,7 +308,7 @@ impl<'h> StubAccess<'h> {
         if !entry.is_resident() {
             // Reading the object back takes memory, as a swap-in does: ask the budget
             // first, before holding anything.
-            heap.before_growth(crate::heap::large_space::page_round(stub.bytes));
+            heap.before_growth(space.hooks.fault_bytes(stub));
         }
         let guard = entry.lock_shared();
         space.ensure_resident(stub, true)?;

@@ -9,6 +9,11 @@
 //! array that is out takes an object fault (read back from a warm swap file). After the
 //! walk the written arrays are saved again, for the next repetition.
 //!
+//! A fault reads the out arrays whose checkpoints lie next to its own along with it
+//! (read-ahead), so an out array is brought back either by its own fault or by a
+//! neighbour's: rows report both counts (`object_faults`, `read_ahead_objects`), whose
+//! sum is `faulted_objects`.
+//!
 //! Rows report `bytes` walked, `objects_per_s`, `mb_per_s` and the speed relative to the
 //! walk with no faults. The published finding: walk speed drops 49% going from 10% to
 //! 20% of objects faulted.
@@ -31,6 +36,20 @@ pub struct FaultsArgs {
     /// A 4 MiB heap instead of 128 MiB.
     #[arg(long)]
     pub quick: bool,
+}
+
+/// Object faults and objects read ahead with them so far.
+fn fault_counts(saved: &SavedHeap) -> (u64, u64) {
+    let faults = saved
+        .heap
+        .stub_space()
+        .map_or(0, |s| s.counters.faults.load(Ordering::Relaxed));
+    let ahead = saved
+        .swap
+        .counters
+        .read_ahead_objects
+        .load(Ordering::Relaxed);
+    (faults, ahead)
 }
 
 /// Percentages of walked objects faulted in.
@@ -87,6 +106,7 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
     for pct in FRACTIONS {
         let mut times = Vec::new();
         let mut faulted = 0;
+        let mut walk_faults = (0, 0);
         for rep in 0..=reps {
             faulted = reclaim_fraction(&saved, pct)?;
             let expected: u64 = (0..n).filter(|&i| selected(i, pct)).count() as u64;
@@ -94,9 +114,18 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
                 faulted == expected,
                 "reclaimed {faulted} of {expected} arrays"
             );
+            let faults_before = fault_counts(&saved);
             let t = Instant::now();
             let sum = walk(&saved)?;
             let ns = t.elapsed().as_nanos() as f64;
+            let after = fault_counts(&saved);
+            walk_faults = (after.0 - faults_before.0, after.1 - faults_before.1);
+            ensure!(
+                walk_faults.0 + walk_faults.1 == faulted,
+                "{faulted} arrays were out, {} faults and {} read ahead brought back",
+                walk_faults.0,
+                walk_faults.1
+            );
             ensure!(sum == saved.checksum, "the walk read wrong values");
             if rep > 0 {
                 times.push(ns);
@@ -112,6 +141,8 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
                 .with("bytes", object_bytes)
                 .with("objects", n)
                 .with("faulted_objects", faulted)
+                .with("object_faults", walk_faults.0)
+                .with("read_ahead_objects", walk_faults.1)
                 .with("objects_per_s", objects_per_s)
                 .with("mb_per_s", object_bytes as f64 / 1e6 / (ns / 1e9))
                 .with("speed_vs_no_faults", objects_per_s / speeds[0]),

@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
-use marvin_runtime::heap::Heap;
+use marvin_runtime::heap::large_space::page_round;
+use marvin_runtime::heap::{Handle, Heap};
 use marvin_runtime::reclaim_table::ReclaimTable;
 use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
 
 use crate::policy::SwapPolicy;
-use crate::swap_file::{SlotId, SwapError, SwapFile};
+use crate::swap_file::{SlotId, SlotRead, SwapError, SwapFile};
 
 /// Counters of one app's swap activity.
 #[derive(Debug, Default)]
@@ -26,6 +27,10 @@ pub struct SwapCounters {
     pub reclaimed_bytes: AtomicU64,
     pub restored_eager_objects: AtomicU64,
     pub restored_eager_bytes: AtomicU64,
+    /// Objects (and their bytes) read back along with a faulting neighbour (not during
+    /// an eager restore, which counts them as restored eagerly).
+    pub read_ahead_objects: AtomicU64,
+    pub read_ahead_bytes: AtomicU64,
     pub bytes_written: AtomicU64,
     pub bytes_read: AtomicU64,
     pub compactions: AtomicU64,
@@ -48,8 +53,8 @@ pub struct AppSwap {
     pub last_error: Mutex<Option<String>>,
     /// Marvin's bookmarking collector, or the page-swap baseline.
     bookmarking: bool,
-    /// An eager restore is reading many checkpoints: the file is checked once and its
-    /// pages released once, at the end ([`AppSwap::batch`]).
+    /// An eager restore is reading many checkpoints: the file is checked once, up front,
+    /// instead of per fault ([`AppSwap::batch`]).
     batch: std::sync::atomic::AtomicBool,
 }
 
@@ -83,7 +88,7 @@ impl AppSwap {
     }
 
     /// Runs `f` (many faults in a row, an eager restore) with the swap file checked once
-    /// up front and its pages released once at the end instead of per checkpoint.
+    /// up front instead of per fault.
     pub fn batch<R>(&self, f: impl FnOnce() -> R) -> Result<R, SwapError> {
         self.file
             .lock()
@@ -92,7 +97,6 @@ impl AppSwap {
         self.batch.store(true, Ordering::Relaxed);
         let r = f();
         self.batch.store(false, Ordering::Relaxed);
-        self.file.lock().release_all();
         Ok(r)
     }
 
@@ -101,47 +105,189 @@ impl AppSwap {
     }
 }
 
-impl StubHooks for AppSwap {
-    fn fault_in(&self, stub: &Stub, state: &mut StubState) -> Result<(), String> {
-        let Some(slot) = state.slot else {
-            return Err(format!("object {} has no checkpoint", stub.handle.value()));
-        };
-        let payload_len = stub.kind.payload_bytes(stub.len);
-        // SAFETY: the object is not resident (its pages were dropped), the entry is
-        // locked shared (no reclaimer) and the stub state locked (no saver, no other
-        // fault): nothing else touches this memory, which is the object's own
-        // page-aligned allocation of `stub.bytes` bytes; the checkpoint is read straight
-        // into its payload.
-        let payload = unsafe {
-            std::slice::from_raw_parts_mut((stub.addr + HEADER_BYTES) as *mut u8, payload_len)
-        };
-        {
-            let file = self.file.lock();
-            let batch = self.batch.load(Ordering::Relaxed);
-            let slot = SlotId::from_offset(slot);
-            let read = if batch {
-                file.read_checked(slot, stub.handle.value(), payload)
-            } else {
-                let r = file.read(slot, stub.handle.value(), payload);
-                file.release_slot(slot);
-                r
-            };
-            read.map_err(|e| {
-                self.record_error(&e);
-                e.to_string()
-            })?;
+impl AppSwap {
+    /// The stubs of `space` whose checkpoints start within the aligned
+    /// [`READ_AHEAD_BYTES`] window of the file around `slot`, other than `slot`'s own,
+    /// in file order: the candidates to read along with a fault.
+    fn read_ahead_candidates(
+        &self,
+        file: &SwapFile,
+        space: &StubSpace,
+        slot: SlotId,
+    ) -> Vec<(Arc<Stub>, SlotId)> {
+        if !self.bookmarking || space.collecting.load(Ordering::Relaxed) {
+            // The page-swap baseline faults page runs one at a time; and a collection
+            // never brings an object in, read ahead or not.
+            return Vec::new();
         }
+        let from = slot.offset() / READ_AHEAD_BYTES * READ_AHEAD_BYTES;
+        let slots = file
+            .live_slots_in(from, from + READ_AHEAD_BYTES)
+            .filter(|&(s, _)| s != slot)
+            .filter_map(|(s, key)| Some((Handle::from_value(key)?, s)));
+        space.get_many(slots)
+    }
+
+    /// Puts a rebuilt header in front of a payload just read back into `stub`'s pages.
+    ///
+    /// # Safety
+    /// The payload must have just been read into the object's pages, with its entry
+    /// locked shared and its state locked.
+    unsafe fn install_header(stub: &Stub) {
         let header = ObjHeader::new(stub.kind, stub.class, stub.len, stub.nrefs);
-        // SAFETY: as above; the payload is in place, the header goes in front of it.
+        // SAFETY: the caller holds the object's locks; its pages are its own page-aligned
+        // allocation of `stub.bytes` bytes, the header goes in front of the payload.
         unsafe { std::ptr::write(stub.addr as *mut ObjHeader, header) };
         // SAFETY: just written.
         let obj = unsafe { stub.object() };
         // It comes back as its checkpoint: saved and clean.
         obj.header().set(HeaderBits::STUB | HeaderBits::SAVED);
-        self.counters
-            .bytes_read
-            .fetch_add(payload_len as u64, Ordering::Relaxed);
+    }
+}
+
+/// The payload bytes of `stub`'s object in its own pages, for a read to fill.
+///
+/// # Safety
+/// The object must be out (its pages hold nothing of it), with its entry locked shared
+/// (no reclaimer) and its state locked (no saver, no other fault), and no other slice
+/// of its pages may be alive while the returned one is; the caller holds those locks
+/// for as long as it uses the slice.
+unsafe fn payload_of<'a>(stub: &Stub) -> &'a mut [u8] {
+    let len = stub.kind.payload_bytes(stub.len);
+    // SAFETY: the object's page-aligned allocation holds `stub.bytes` bytes, header and
+    // payload, and lives as long as its stub; the caller guarantees nothing else
+    // touches it meanwhile.
+    unsafe { std::slice::from_raw_parts_mut((stub.addr + HEADER_BYTES) as *mut u8, len) }
+}
+
+thread_local! {
+    /// Objects and bytes this thread's faults read ahead during an eager restore, which
+    /// books them as restored eagerly ([`counting_eager_read_ahead`]).
+    static EAGER_READ_AHEAD: std::cell::Cell<Option<(u64, u64)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` (an eager restore) on this thread; returns its result and the objects and
+/// bytes the faults it made read ahead, which are then not counted as read-ahead.
+pub(crate) fn counting_eager_read_ahead<R>(f: impl FnOnce() -> R) -> (R, u64, u64) {
+    let outer = EAGER_READ_AHEAD.with(|c| c.replace(Some((0, 0))));
+    let r = f();
+    let (objects, bytes) = EAGER_READ_AHEAD
+        .with(|c| c.replace(outer))
+        .unwrap_or((0, 0));
+    (r, objects, bytes)
+}
+
+/// Bytes of the swap file read around a faulting checkpoint: the other objects whose
+/// checkpoints start in the same aligned window and are out come back in the same read
+/// (up to this many bytes of them), as a kernel's swap-in reads a cluster.
+pub const READ_AHEAD_BYTES: u64 = 128 * 1024;
+
+impl StubHooks for AppSwap {
+    fn fault_in(
+        &self,
+        space: &StubSpace,
+        stub: &Stub,
+        state: &mut StubState,
+    ) -> Result<(), String> {
+        let Some(slot) = state.slot else {
+            return Err(format!("object {} has no checkpoint", stub.handle.value()));
+        };
+        let slot = SlotId::from_offset(slot);
+        let file = self.file.lock();
+        if !self.batch.load(Ordering::Relaxed) {
+            file.check().map_err(|e| {
+                self.record_error(&e);
+                e.to_string()
+            })?;
+        }
+        // Neighbours that are out, each held as a fault holds its object: entry shared,
+        // state locked, both taken without waiting (this thread already holds locks a
+        // reclaimer, a saver or a compaction may be waiting for), skipped on contention.
+        let candidates = self.read_ahead_candidates(&file, space, slot);
+        let mut held = Vec::new();
+        let mut budget = READ_AHEAD_BYTES as usize;
+        for (n, s) in &candidates {
+            let entry = space.table.entry(n.entry);
+            let size = page_round(n.bytes);
+            if size > budget || entry.is_resident() {
+                continue;
+            }
+            let Some(guard) = entry.try_lock_shared() else {
+                continue;
+            };
+            let Some(st) = n.state.try_lock() else {
+                continue;
+            };
+            if entry.is_resident() || st.dead || st.slot != Some(s.offset()) {
+                continue;
+            }
+            budget -= size;
+            held.push((&**n, *s, guard, st));
+        }
+        let mut reads = Vec::with_capacity(held.len() + 1);
+        // SAFETY: the faulting object is out, its entry locked shared and its state
+        // locked by our caller; the checkpoint is read straight into its payload.
+        reads.push(SlotRead {
+            slot,
+            key: stub.handle.value(),
+            out: unsafe { payload_of(stub) },
+        });
+        for (n, s, _, _) in &held {
+            // SAFETY: out, entry locked shared and state locked just above.
+            let out = unsafe { payload_of(n) };
+            reads.push(SlotRead {
+                slot: *s,
+                key: n.handle.value(),
+                out,
+            });
+        }
+        let mut results = file.read_many(&mut reads).into_iter();
+        drop(reads);
+        drop(file);
+        if let Some(Err(e)) = results.next() {
+            self.record_error(&e);
+            return Err(e.to_string());
+        }
+        // SAFETY: the payload is in place, the object's locks are held by our caller.
+        unsafe { Self::install_header(stub) };
+        let mut read = stub.kind.payload_bytes(stub.len) as u64;
+        let (mut ahead, mut ahead_bytes) = (0, 0);
+        for ((n, _, _guard, _st), result) in held.iter().zip(results) {
+            // A neighbour that failed stays out; its own fault reports the error.
+            if result.is_ok() {
+                // SAFETY: its payload was just read back, its locks are held here.
+                unsafe {
+                    Self::install_header(n);
+                    space.finish_restore(n);
+                }
+                read += n.kind.payload_bytes(n.len) as u64;
+                ahead += 1;
+                ahead_bytes += n.bytes as u64;
+            }
+        }
+        drop(held);
+        let c = &self.counters;
+        c.bytes_read.fetch_add(read, Ordering::Relaxed);
+        let eager = EAGER_READ_AHEAD.with(|cell| {
+            cell.get()
+                .map(|(o, b)| cell.set(Some((o + ahead, b + ahead_bytes))))
+                .is_some()
+        });
+        if !eager {
+            c.read_ahead_objects.fetch_add(ahead, Ordering::Relaxed);
+            c.read_ahead_bytes.fetch_add(ahead_bytes, Ordering::Relaxed);
+        }
         Ok(())
+    }
+
+    fn fault_bytes(&self, stub: &Stub) -> usize {
+        let own = page_round(stub.bytes);
+        if self.bookmarking {
+            own + READ_AHEAD_BYTES as usize
+        } else {
+            own
+        }
     }
 
     fn freed(&self, _stub: &Stub, state: &mut StubState) {

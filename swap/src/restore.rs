@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use marvin_runtime::heap::Heap;
+use marvin_runtime::stub::StubHooks;
 
-use crate::app_swap::AppSwap;
+use crate::app_swap::{counting_eager_read_ahead, AppSwap};
 
 /// What one eager restore did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,21 +27,31 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
     let Some(space) = heap.stub_space() else {
         return r;
     };
-    let batch = swap.batch(|| {
-        for stub in space.all() {
-            if !space.table.entry(stub.entry).is_resident() {
-                heap.before_growth(stub.bytes);
-            }
-            match space.restore(&stub) {
-                Ok(true) => {
-                    r.objects += 1;
-                    r.bytes += stub.bytes as u64;
+    // In address order, which is the order of their checkpoints in the file as the saver
+    // wrote them: each read brings the neighbours that follow along (read-ahead). Every
+    // stub is visited and its entry locked, resident or not: a reclaimer that took an
+    // entry before the app came to the foreground may still be dropping its pages.
+    let mut stubs = space.all();
+    stubs.sort_unstable_by_key(|s| s.addr);
+    let (batch, ahead, ahead_bytes) = counting_eager_read_ahead(|| {
+        swap.batch(|| {
+            for stub in &stubs {
+                if !space.table.entry(stub.entry).is_resident() {
+                    heap.before_growth(swap.fault_bytes(stub));
                 }
-                Ok(false) => {}
-                Err(e) => r.errors.push(e.to_string()),
+                match space.restore(stub) {
+                    Ok(true) => {
+                        r.objects += 1;
+                        r.bytes += stub.bytes as u64;
+                    }
+                    Ok(false) => {}
+                    Err(e) => r.errors.push(e.to_string()),
+                }
             }
-        }
+        })
     });
+    r.objects += ahead;
+    r.bytes += ahead_bytes;
     if let Err(e) = batch {
         r.errors.push(e.to_string());
     }

@@ -45,7 +45,11 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     };
     let mut buf = Vec::new();
     let mut written_since_release = 0usize;
-    let stubs = space.all();
+    // In address order: neighbours in the heap get neighbouring slots in the file, so
+    // the read of a fault brings back objects likely to be used next (read-ahead), and
+    // an eager restore reads the file front to back.
+    let mut stubs = space.all();
+    stubs.sort_unstable_by_key(|s| s.addr);
     for (i, stub) in stubs.iter().enumerate() {
         if t0.elapsed() > budget {
             r.left = (stubs.len() - i) as u64;

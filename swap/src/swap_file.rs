@@ -13,7 +13,9 @@
 //! Reads check everything before trusting it: that the file still exists and has not been
 //! truncated (an access past the end of a shared map would be a `SIGBUS`), that the header
 //! lies inside the map, its magic and checksum, the key, the length, and the payload's
-//! checksum. A corrupt file is an error naming the object, never a panic.
+//! checksum. A corrupt file is an error naming the object, never a panic. Faults read
+//! with [`SwapFile::read_many`]: one `preadv` brings several neighbouring checkpoints
+//! straight into their objects, without touching the map.
 //!
 //! The in-memory index (which slots exist, which are live and whose) is the source of truth
 //! for allocation; the on-disk headers make each checkpoint self-checking.
@@ -21,6 +23,7 @@
 mod crc32;
 mod error;
 pub mod layout;
+mod vectored;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -46,9 +49,6 @@ const BEST_FIT_SLACK: u64 = 2;
 
 /// The page size the mapping is dropped by.
 const PAGE: u64 = 4096;
-/// A read fault on a file mapping maps the page-cache pages around the page touched too
-/// ("fault-around": aligned blocks of 64 KiB by default).
-const FAULT_AROUND: u64 = 64 * 1024;
 
 /// Where a checkpoint lives: the byte offset of its slot in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,6 +71,15 @@ impl std::fmt::Display for SlotId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "slot@{}", self.0)
     }
+}
+
+/// One checkpoint to read with [`SwapFile::read_many`]: its slot, its object's key, and
+/// where its payload goes (exactly the checkpoint's length).
+#[derive(Debug)]
+pub struct SlotRead<'a> {
+    pub slot: SlotId,
+    pub key: u64,
+    pub out: &'a mut [u8],
 }
 
 /// What [`SwapFile::compact_if_needed`] did.
@@ -266,81 +275,200 @@ impl SwapFile {
     /// first: every slot check (header, key, length, checksum) still runs.
     pub fn read_checked(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
         let info = self.live_info(slot)?;
-        let corrupt = |kind| SwapError::Corrupt {
-            path: self.path.clone(),
-            key,
-            slot,
-            kind,
-        };
-        let header = self.header_at(slot.0).map_err(corrupt)?;
-        if header.state != SlotState::Live {
-            return Err(corrupt(CorruptKind::NotLive));
-        }
-        if header.key != key {
-            return Err(corrupt(CorruptKind::KeyMismatch { found: header.key }));
-        }
-        if header.capacity != info.capacity {
-            let kind = CorruptKind::LengthMismatch {
-                stored: header.capacity as u64,
-                expected: info.capacity as u64,
-            };
-            return Err(corrupt(kind));
-        }
-        if header.len as usize != out.len() || header.len > header.capacity {
-            let kind = CorruptKind::LengthMismatch {
-                stored: header.len as u64,
-                expected: out.len() as u64,
-            };
-            return Err(corrupt(kind));
-        }
+        let header = self
+            .header_at(slot.0)
+            .map_err(|kind| self.corrupt(key, slot, kind))?;
         let start = slot.0 + SLOT_HEADER_BYTES;
         let payload = self
             .map
             .get(start as usize..start as usize + out.len())
             .ok_or_else(|| {
-                corrupt(CorruptKind::OutOfBounds {
+                let file_len = self.map.len() as u64;
+                let kind = CorruptKind::OutOfBounds {
                     offset: slot.0,
-                    file_len: self.map.len() as u64,
-                })
+                    file_len,
+                };
+                self.corrupt(key, slot, kind)
             })?;
-        let computed = crc32(payload);
-        if computed != header.payload_crc {
-            return Err(corrupt(CorruptKind::BadPayloadChecksum {
-                stored: header.payload_crc,
-                computed,
-            }));
-        }
+        self.check_slot(key, info.capacity, &header, payload)
+            .map_err(|kind| self.corrupt(key, slot, kind))?;
         out.copy_from_slice(payload);
         Ok(())
     }
 
-    /// Drops this process's mapping of `slot`'s pages (after reading one checkpoint).
-    pub fn release_slot(&self, slot: SlotId) {
-        if let Some(info) = self.slots.get(&slot.0) {
-            self.unmap_pages(
-                slot.0,
-                SLOT_HEADER_BYTES + info.capacity as u64,
-                FAULT_AROUND,
-            );
+    /// Reads several checkpoints with one vectored positioned read (`preadv`), each
+    /// payload straight into its `out` buffer: slot headers and the bytes between slots go
+    /// to scratch buffers, and the file's mapping is not touched (nothing to release
+    /// afterwards, nothing counted as this process's resident memory). Every slot is
+    /// checked as [`SwapFile::read_checked`] checks it; returns one result per read, in
+    /// the order given. A read whose result is an error may have left garbage in its
+    /// `out`. Like [`SwapFile::read_checked`], it assumes the file itself was
+    /// [`check`](SwapFile::check)ed; a file truncated since is reported as such.
+    pub fn read_many(&self, reads: &mut [SlotRead<'_>]) -> Vec<Result<(), SwapError>> {
+        let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(reads.len());
+        // The slots to read, by offset: those the index knows, with room for `out`.
+        let mut order = Vec::with_capacity(reads.len());
+        for (i, r) in reads.iter().enumerate() {
+            match self.live_info(r.slot) {
+                Ok(info) if r.out.len() as u64 <= info.capacity as u64 => {
+                    results.push(Ok(()));
+                    order.push((r.slot.0, i, info.capacity as u64));
+                }
+                Ok(info) => results.push(Err(self.corrupt(
+                    r.key,
+                    r.slot,
+                    CorruptKind::LengthMismatch {
+                        stored: info.capacity as u64,
+                        expected: r.out.len() as u64,
+                    },
+                ))),
+                Err(e) => results.push(Err(e)),
+            }
         }
+        order.sort_unstable();
+        order.dedup_by_key(|o| o.0);
+        let Some(&(start, _, _)) = order.first() else {
+            return results;
+        };
+        // Scratch: one header per slot, and one junk buffer for slack and gaps.
+        let mut headers = vec![[0u8; SLOT_HEADER_BYTES as usize]; order.len()];
+        let mut junk_len = 0u64;
+        let mut cursor = start;
+        for &(offset, i, capacity) in &order {
+            let slack = capacity - reads[i].out.len() as u64;
+            junk_len = junk_len.max(offset - cursor).max(slack);
+            cursor = offset + SLOT_HEADER_BYTES + capacity;
+        }
+        let end = cursor;
+        let mut junk = vec![0u8; junk_len as usize];
+        let junk_ptr = junk.as_mut_ptr();
+        // The order of reads' buffers, each borrowed once.
+        let mut outs: Vec<Option<&mut [u8]>> =
+            reads.iter_mut().map(|r| Some(&mut *r.out)).collect();
+        let mut bufs: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(order.len() * 4);
+        let mut cursor = start;
+        for (&(offset, i, capacity), header) in order.iter().zip(headers.iter_mut()) {
+            let gap = (offset - cursor) as usize;
+            if gap > 0 {
+                // SAFETY: `junk` is at least `gap` bytes long and outlives `bufs`; several
+                // buffers may name it because its bytes are only ever discarded.
+                bufs.push(std::io::IoSliceMut::new(unsafe {
+                    std::slice::from_raw_parts_mut(junk_ptr, gap)
+                }));
+            }
+            bufs.push(std::io::IoSliceMut::new(header));
+            let out = outs[i].take().expect("each slot once");
+            let slack = capacity as usize - out.len();
+            bufs.push(std::io::IoSliceMut::new(out));
+            if slack > 0 {
+                // SAFETY: as above, `junk` holds at least `slack` bytes.
+                bufs.push(std::io::IoSliceMut::new(unsafe {
+                    std::slice::from_raw_parts_mut(junk_ptr, slack)
+                }));
+            }
+            cursor = offset + SLOT_HEADER_BYTES + capacity;
+        }
+        let got = vectored::pread_all(&self.file, &mut bufs, start);
+        drop(bufs);
+        drop(outs);
+        let got = match got {
+            Ok(n) => n,
+            Err(source) => {
+                for &(_, i, _) in &order {
+                    results[i] = Err(SwapError::Io {
+                        op: "read",
+                        path: self.path.clone(),
+                        source: std::io::Error::new(source.kind(), source.to_string()),
+                    });
+                }
+                return results;
+            }
+        };
+        for (&(offset, i, capacity), header) in order.iter().zip(&headers) {
+            let r = &reads[i];
+            results[i] = if offset + SLOT_HEADER_BYTES + capacity > start + got {
+                Err(SwapError::Truncated {
+                    path: self.path.clone(),
+                    actual: self.file.metadata().map_or(start + got, |m| m.len()),
+                    expected: end.max(self.map.len() as u64),
+                })
+            } else {
+                SlotHeader::decode(header)
+                    .map_err(header_corruption)
+                    .and_then(|h| self.check_slot(r.key, capacity as u32, &h, r.out))
+                    .map_err(|kind| self.corrupt(r.key, r.slot, kind))
+            };
+        }
+        results
+    }
+
+    fn corrupt(&self, key: u64, slot: SlotId, kind: CorruptKind) -> SwapError {
+        SwapError::Corrupt {
+            path: self.path.clone(),
+            key,
+            slot,
+            kind,
+        }
+    }
+
+    /// The checks of a read checkpoint: a live header for `key` with the slot's
+    /// `capacity`, the payload length of `payload`, and its checksum.
+    fn check_slot(
+        &self,
+        key: u64,
+        capacity: u32,
+        header: &SlotHeader,
+        payload: &[u8],
+    ) -> Result<(), CorruptKind> {
+        if header.state != SlotState::Live {
+            return Err(CorruptKind::NotLive);
+        }
+        if header.key != key {
+            return Err(CorruptKind::KeyMismatch { found: header.key });
+        }
+        if header.capacity != capacity {
+            return Err(CorruptKind::LengthMismatch {
+                stored: header.capacity as u64,
+                expected: capacity as u64,
+            });
+        }
+        if header.len as usize != payload.len() || header.len > header.capacity {
+            return Err(CorruptKind::LengthMismatch {
+                stored: header.len as u64,
+                expected: payload.len() as u64,
+            });
+        }
+        let computed = crc32(payload);
+        if computed != header.payload_crc {
+            return Err(CorruptKind::BadPayloadChecksum {
+                stored: header.payload_crc,
+                computed,
+            });
+        }
+        Ok(())
+    }
+
+    /// The live slots starting in `[from, to)`, by offset: their ids and owners' keys.
+    pub fn live_slots_in(&self, from: u64, to: u64) -> impl Iterator<Item = (SlotId, u64)> + '_ {
+        self.slots
+            .range(from..to)
+            .filter_map(|(&offset, info)| info.live.map(|l| (SlotId(offset), l.key)))
     }
 
     /// Drops this process's mapping of every page of the file (after a batch of writes or
     /// reads): the data stays in the file and the page cache, so the swap file does not
     /// count as the process's resident memory. One call, however many checkpoints.
     pub fn release_all(&self) {
-        self.unmap_pages(0, self.map.len() as u64, PAGE);
+        self.unmap_pages(0, self.map.len() as u64);
     }
 
     /// Drops this process's mapping of the pages under `[offset, offset + len)`: the data
     /// stays in the file (and the page cache), so the swap file's pages do not count as
-    /// the process's resident memory once a checkpoint is written or read.
-    ///
-    /// Whole aligned `block`s are dropped: [`PAGE`] after a write, [`FAULT_AROUND`] after
-    /// a read, whose faults mapped the neighbouring pages too.
-    fn unmap_pages(&self, offset: u64, len: u64, block: u64) {
-        let start = offset / block * block;
-        let end = (offset + len).div_ceil(block) * block;
+    /// the process's resident memory once a checkpoint is written (or read through the
+    /// map). Whole pages are dropped.
+    fn unmap_pages(&self, offset: u64, len: u64) {
+        let start = offset / PAGE * PAGE;
+        let end = (offset + len).div_ceil(PAGE) * PAGE;
         let end = end.min(self.map.len() as u64);
         if end > start {
             // SAFETY: the range lies inside this shared file mapping. For a MAP_SHARED file
@@ -564,13 +692,7 @@ impl SwapFile {
             .filter(|&end| end <= file_len)
             .and_then(|end| self.map.get(offset as usize..end as usize))
             .ok_or(CorruptKind::OutOfBounds { offset, file_len })?;
-        let header = SlotHeader::decode(bytes).map_err(|e| match e {
-            HeaderError::BadMagic(found) => CorruptKind::BadMagic { found },
-            HeaderError::BadChecksum { stored, computed } => {
-                CorruptKind::BadHeaderChecksum { stored, computed }
-            }
-            HeaderError::BadState(_) => CorruptKind::NotLive,
-        })?;
+        let header = SlotHeader::decode(bytes).map_err(header_corruption)?;
         if offset + SLOT_HEADER_BYTES + header.capacity as u64 > file_len {
             return Err(CorruptKind::OutOfBounds { offset, file_len });
         }
@@ -732,6 +854,17 @@ impl SwapFile {
             });
         }
         Ok(())
+    }
+}
+
+/// What a slot header that did not decode says about its checkpoint.
+fn header_corruption(e: HeaderError) -> CorruptKind {
+    match e {
+        HeaderError::BadMagic(found) => CorruptKind::BadMagic { found },
+        HeaderError::BadChecksum { stored, computed } => {
+            CorruptKind::BadHeaderChecksum { stored, computed }
+        }
+        HeaderError::BadState(_) => CorruptKind::NotLive,
     }
 }
 

@@ -172,16 +172,18 @@ fn an_access_to_a_reclaimed_object_faults_it_in_with_its_bytes() {
         assert!(!f.entry(s).is_resident());
     }
     assert_eq!(f.faults(), 0);
-    for (i, ((h, s), seed)) in objs.iter().enumerate() {
-        assert_eq!(f.words(*h), expected(*seed));
-        assert_eq!(f.faults(), i as u64 + 1, "one fault per reclaimed object");
+    // The first access faults its object in, and the read brings back the neighbours
+    // whose checkpoints lie next to its own (read-ahead): one fault in all.
+    let ((h0, _), seed0) = &objs[0];
+    assert_eq!(f.words(*h0), expected(*seed0));
+    assert_eq!(f.faults(), 1);
+    assert_eq!(f.swap.counters.read_ahead_objects.load(Relaxed), 7);
+    for ((h, s), seed) in &objs {
         assert!(f.entry(s).is_resident());
-    }
-    // Resident again: no more faults.
-    for ((h, _), seed) in &objs {
         assert_eq!(f.words(*h), expected(*seed));
     }
-    assert_eq!(f.faults(), 8);
+    assert_eq!(f.faults(), 1);
+    assert_eq!(f.space().out_bytes(), 0);
 
     // A faulted-in object comes back as its checkpoint, still clean: it can go out
     // again without being written to the swap file again.
@@ -190,6 +192,48 @@ fn an_access_to_a_reclaimed_object_faults_it_in_with_its_bytes() {
     let ((h, _), seed) = &objs[3];
     assert_eq!(f.words(*h), expected(*seed));
     assert_eq!(f.swap.counters.bytes_written.load(Relaxed), written);
+}
+
+#[test]
+fn read_ahead_skips_a_neighbour_the_reclaimer_holds_and_never_waits_for_it() {
+    let f = Fixture::new();
+    let objs: Vec<_> = (0..6).map(|i| (f.stubbed(200 + i), 200 + i)).collect();
+    assert_eq!(f.save_all().saved_objects, 6);
+    assert_eq!(f.reclaim_all().objects, 6);
+    // A neighbour whose entry a reclaimer holds: the read-ahead must neither wait for
+    // it (this very thread holds the lock: waiting would hang) nor bring it in.
+    let ((_, held), _) = &objs[2];
+    let guard = f.entry(held).try_lock_reclaimer().expect("uncontended");
+    let ((h0, _), seed0) = &objs[0];
+    assert_eq!(f.words(*h0), expected(*seed0));
+    assert_eq!(f.faults(), 1);
+    assert_eq!(f.swap.counters.read_ahead_objects.load(Relaxed), 4);
+    assert!(!f.entry(held).is_resident());
+    for (i, ((_, s), _)) in objs.iter().enumerate() {
+        assert_eq!(f.entry(s).is_resident(), i != 2, "object {i}");
+    }
+    drop(guard);
+    // It faults in on its own access, with its bytes and its references' copies.
+    for ((h, _), seed) in &objs {
+        assert_eq!(f.words(*h), expected(*seed));
+    }
+    assert_eq!(f.faults(), 2);
+    assert_eq!(f.space().out_bytes(), 0);
+    // Read ahead, an object comes back clean as its checkpoint: it can go again.
+    assert_eq!(f.reclaim_all().objects, 6);
+}
+
+#[test]
+fn the_page_swap_baseline_faults_one_object_at_a_time() {
+    let f = Fixture::with(PolicyConfig::default(), false);
+    let objs: Vec<_> = (0..4).map(|i| (f.stubbed(300 + i), 300 + i)).collect();
+    assert_eq!(f.save_all().saved_objects, 4);
+    assert_eq!(f.reclaim_all().objects, 4);
+    for (i, ((h, _), seed)) in objs.iter().enumerate() {
+        assert_eq!(f.words(*h), expected(*seed));
+        assert_eq!(f.faults(), i as u64 + 1);
+    }
+    assert_eq!(f.swap.counters.read_ahead_objects.load(Relaxed), 0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -64,6 +64,17 @@ impl Entry {
         SharedGuard { entry: self }
     }
 
+    /// Takes the runtime's shared lock unless the reclaimer holds the entry; `None` at
+    /// once then (see [`EntryLock::try_lock_shared`]).
+    pub fn try_lock_shared(&self) -> Option<SharedGuard<'_>> {
+        // Build the guard only on success: a guard dropped on failure would unlock.
+        if self.lock.try_lock_shared() {
+            Some(SharedGuard { entry: self })
+        } else {
+            None
+        }
+    }
+
     /// Tries the reclaimer's exclusive lock; `None` at once on any contention.
     pub fn try_lock_reclaimer(&self) -> Option<ReclaimerGuard<'_>> {
         // Build the guard only on success: a guard dropped on failure would unlock.

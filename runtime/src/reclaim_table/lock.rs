@@ -111,7 +111,28 @@ impl EntryLock {
         }
     }
 
-    /// Releases one shared lock taken with [`EntryLock::lock_shared`].
+    /// Takes the runtime's shared lock only if the reclaimer does not hold its lock; gives
+    /// up (returns false) at once otherwise, never spinning. For a thread that already
+    /// holds other locks a reclaimer may be waiting for (a fault reading neighbouring
+    /// objects ahead), where waiting could deadlock. The same handshake as
+    /// [`EntryLock::lock_shared`], one attempt.
+    pub fn try_lock_shared(&self) -> bool {
+        let reclaimer = EntryFlags::RECLAIMER_LOCK.bits();
+        if self.flags.load(Ordering::Relaxed) & reclaimer != 0 {
+            return false;
+        }
+        self.readers.fetch_add(1, Ordering::Relaxed);
+        // SeqCst fence and Acquire re-check: as in `lock_shared`.
+        fence(Ordering::SeqCst);
+        if self.flags.load(Ordering::Acquire) & reclaimer == 0 {
+            return true;
+        }
+        self.readers.fetch_sub(1, Ordering::Relaxed);
+        false
+    }
+
+    /// Releases one shared lock taken with [`EntryLock::lock_shared`] or
+    /// [`EntryLock::try_lock_shared`].
     pub fn unlock_shared(&self) {
         // Release: pairs with the Acquire loads of the counter in `try_lock_reclaimer`, so the
         // reclaimer sees every write we made under the lock (for example CLEAN cleared).
