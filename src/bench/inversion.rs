@@ -8,8 +8,8 @@
 //!   monitor, does `--work-us` of CPU work, releases it;
 //! - `--low` low-priority threads (nice 19), each with a fixed workload: `--sections`
 //!   critical sections of `--cs-us` CPU work on the same monitor, arriving at fixed times
-//!   from the round start (seeded random gaps of 1/3 to 5/3 of `--gap-us`, so 0.5-2.5 ms by
-//!   default); a section that arrives while the thread is still behind starts as soon as
+//!   from the round start (seeded random gaps of 1/3 to 5/3 of `--gap-us`, so 8-42 ms by
+//!   default: the sections spread over about a second of the round); a section that arrives while the thread is still behind starts as soon as
 //!   the previous one ends;
 //! - `--medium` medium-priority threads (nice 0; default two per core) spin, saturating
 //!   every core.
@@ -79,8 +79,9 @@ pub struct InversionArgs {
     /// Critical sections of each low-priority thread per round (its fixed workload).
     #[arg(long, default_value_t = SECTIONS)]
     pub sections: usize,
-    /// Mean gap between the arrivals of a low-priority thread's critical sections.
-    #[arg(long, default_value_t = 1500)]
+    /// Mean gap between the arrivals of a low-priority thread's critical sections (the
+    /// default spreads the 40 sections over about a second of the round).
+    #[arg(long, default_value_t = 25_000)]
     pub gap_us: u64,
     /// Longest spin of the looper on a fast-tracked holder before it parks (0: never spin).
     #[arg(long, default_value_t = fasttrack::SPIN_LIMIT_NS / 1000)]
