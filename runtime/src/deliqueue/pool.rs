@@ -294,6 +294,12 @@ mod tests {
         assert_eq!(recycled, CAP);
     }
 
+    /// A taken node on its way back to the test thread.
+    struct Sent(*mut Node<u64>);
+    // SAFETY: a dead node, owned by whoever holds it; only its address is read before the
+    // test thread frees it.
+    unsafe impl Send for Sent {}
+
     #[test]
     fn concurrent_takers_and_a_giver_never_share_a_node() {
         let rounds = if cfg!(miri) { 20 } else { 2_000 };
@@ -302,10 +308,9 @@ mod tests {
             .map(|_| {
                 let pool = pool.clone();
                 std::thread::spawn(move || {
-                    // Addresses, so the result can cross threads.
                     let mut got = Vec::new();
                     for _ in 0..rounds {
-                        got.extend(take_any(&pool).map(|(node, _)| node as usize));
+                        got.extend(take_any(&pool).map(|(node, _)| Sent(node)));
                     }
                     got
                 })
@@ -318,12 +323,12 @@ mod tests {
         }
         let mut all: Vec<_> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
         let count = all.len();
-        all.sort();
-        all.dedup();
+        all.sort_by_key(|sent| sent.0 as usize);
+        all.dedup_by_key(|sent| sent.0 as usize);
         assert_eq!(all.len(), count, "no node handed out twice");
-        for node in all {
+        for sent in all {
             // SAFETY: taken from the pool: ours.
-            unsafe { node::free(node as *mut Node<u64>) };
+            unsafe { node::free(sent.0) };
         }
         // The rest is freed with the pool (the census would show a leak).
     }
