@@ -211,6 +211,11 @@ fn a_full_swap_disk_leaves_unsaved_objects_resident_and_the_app_running() {
     // fault, at most one per object, and every reclaimed payload read back.
     let faults = n(swap, "object_faults");
     assert!(faults >= 1 && faults <= reclaimed, "{swap}");
+    assert_eq!(
+        faults + n(swap, "read_ahead_objects"),
+        reclaimed,
+        "every reclaimed object came back by its own fault or a neighbour's: {swap}"
+    );
     assert!(n(swap, "swap_bytes_read") >= reclaimed * 8176, "{swap}");
 }
 

@@ -52,6 +52,9 @@ pub struct SwapStats {
     /// Objects read back on first access (object faults).
     pub object_faults: u64,
     pub fault_bytes: u64,
+    /// Objects read back along with a faulting neighbour (one read for both).
+    pub read_ahead_objects: u64,
+    pub read_ahead_bytes: u64,
     /// Faults during a collection: must stay 0 (the collector bookmarks).
     pub gc_faults: u64,
     pub swap_bytes_written: u64,
@@ -106,6 +109,8 @@ impl RunStats {
                     restored_eager_bytes: l(&c.restored_eager_bytes),
                     object_faults: sc(|c| &c.faults),
                     fault_bytes: sc(|c| &c.fault_bytes),
+                    read_ahead_objects: l(&c.read_ahead_objects),
+                    read_ahead_bytes: l(&c.read_ahead_bytes),
                     gc_faults: sc(|c| &c.gc_faults),
                     swap_bytes_written: l(&c.bytes_written),
                     swap_bytes_read: l(&c.bytes_read),
@@ -160,6 +165,10 @@ impl RunStats {
                 ob(w.restored_eager_objects, w.restored_eager_bytes),
             );
             line("restored (on fault)", ob(w.object_faults, w.fault_bytes));
+            line(
+                "restored (read ahead)",
+                ob(w.read_ahead_objects, w.read_ahead_bytes),
+            );
             line("faults during GC", w.gc_faults.to_string());
             line(
                 "swap file",
