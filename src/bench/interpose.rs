@@ -142,6 +142,13 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
             .unwrap_or_default()
         ));
     }
+    notes.push(
+        "barriers on and off are two compilations of the interpreter loop (generic over the \
+         barrier mode); they differ in register allocation and code layout, which at low \
+         access shares can outweigh the barrier itself either way: a negative overhead means \
+         the barrier build's loop came out faster as a whole"
+            .to_string(),
+    );
     finish(samples, OFF, args.common.json, &notes);
     Ok(())
 }

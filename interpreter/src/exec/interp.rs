@@ -403,9 +403,9 @@ impl Thread {
             debug_assert!(pc < code.len());
             // SAFETY: the verifier proves every reachable pc is in range and that no
             // path falls off the end of a method (each ends in ret/jmp/halt).
-            let op = unsafe { *code.get_unchecked(pc) };
+            let op: &Op = unsafe { code.get_unchecked(pc) };
             pc += 1;
-            match op {
+            match *op {
                 Op::Push(v) => push!(v as u64),
                 Op::Load(i) => push!(self.stack.get(bp + i as usize)),
                 Op::Store(i) => {
@@ -714,7 +714,7 @@ impl Thread {
                 | Op::Spawn(_)
                 | Op::Sleep => {
                     save_pc!();
-                    sp = match self.message_op(op, sp, method, pc - 1) {
+                    sp = match self.message_op(*op, sp, method, pc - 1) {
                         Ok(sp) => sp,
                         Err(e) if e == TERMINATED => return Err(Trap::Terminated),
                         Err(e) => trap!(e),
