@@ -401,6 +401,8 @@ impl Thread {
 
         loop {
             debug_assert!(pc < code.len());
+            // Matched in place (`match *op`): copying the 24-byte op out first cost a
+            // store and reloads on every dispatch (about a third of an integer loop's time).
             // SAFETY: the verifier proves every reachable pc is in range and that no
             // path falls off the end of a method (each ends in ret/jmp/halt).
             let op: &Op = unsafe { code.get_unchecked(pc) };
