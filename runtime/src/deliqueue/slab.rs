@@ -161,9 +161,11 @@ mod tests {
         assert_eq!(nodes[0].0 as usize % align_of::<Node<u64>>(), 0);
         // Free the first slab's nodes (Miri checks the slab is freed exactly once).
         for &(_, slab) in &nodes[..capacity] {
+            // SAFETY: each carved slot is released once; its slab counts it until then.
             unsafe { release::<u64>(slab, 1) };
         }
         for &(_, slab) in &nodes[capacity..] {
+            // SAFETY: as above.
             unsafe { release::<u64>(slab, 1) };
         }
         // The second slab's uncarved slots go with the carver.
