@@ -8,39 +8,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Once;
 
 use serde_json::Value;
 
-const IMPORT_CHECK: &str = "from perfetto.protos.perfetto.trace import perfetto_trace_pb2";
+#[path = "../runtime/tests/support/perfetto.rs"]
+mod perfetto;
+
+use perfetto::{ensure_perfetto, python};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python(args: &[&str]) -> Output {
-    Command::new("python3")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("python3 is needed to decode traces: {e}"))
-}
-
-/// Makes sure `perfetto_trace_pb2` imports, installing the `perfetto` package if needed.
-fn ensure_perfetto() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        if python(&["-c", IMPORT_CHECK]).status.success() {
-            return;
-        }
-        let pip = python(&["-m", "pip", "install", "--quiet", "perfetto"]);
-        let check = python(&["-c", IMPORT_CHECK]);
-        assert!(
-            check.status.success(),
-            "could not install the perfetto Python package:\npip: {}\nimport: {}",
-            String::from_utf8_lossy(&pip.stderr),
-            String::from_utf8_lossy(&check.stderr)
-        );
-    });
 }
 
 fn marvin(args: &[&str]) -> Output {

@@ -6,44 +6,19 @@
 //! and content. The package is installed with pip if it is missing.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Once;
+use std::process::Output;
 
 use marvin_runtime::cpuclock::current_tid;
 use marvin_runtime::trace::names::{self, CodeLocation};
 use marvin_runtime::trace::Tracer;
 
-const IMPORT_CHECK: &str = "from perfetto.protos.perfetto.trace import perfetto_trace_pb2";
+#[path = "support/perfetto.rs"]
+mod perfetto;
+
+use perfetto::{ensure_perfetto, python};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/decode_trace.py")
-}
-
-fn python(args: &[&str]) -> Output {
-    match Command::new("python3").args(args).output() {
-        Ok(out) => out,
-        Err(e) => panic!(
-            "python3 is needed to decode traces with Perfetto's schema but could not be run: {e}"
-        ),
-    }
-}
-
-/// Makes sure `perfetto_trace_pb2` imports, installing the `perfetto` package if needed.
-fn ensure_perfetto() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        if python(&["-c", IMPORT_CHECK]).status.success() {
-            return;
-        }
-        let pip = python(&["-m", "pip", "install", "--quiet", "perfetto"]);
-        let check = python(&["-c", IMPORT_CHECK]);
-        assert!(
-            check.status.success(),
-            "could not install the perfetto Python package:\npip: {}\nimport: {}",
-            String::from_utf8_lossy(&pip.stderr),
-            String::from_utf8_lossy(&check.stderr)
-        );
-    });
 }
 
 /// Runs the decoder on `trace` (with an expectation file if given); returns its output.
