@@ -325,36 +325,51 @@ fn fifo_queue<M: Make<MonotonicClock>>(make: M) -> Duration {
     elapsed
 }
 
-fn fifo_crossbeam() -> Duration {
-    let (tx, rx) = crossbeam_channel::unbounded::<u64>();
+/// `FIFO_COUNT` messages from one poster thread through a channel: `send` on the poster's
+/// end, `recv` (one message) on this thread's.
+fn fifo_channel<Tx: Send + 'static>(
+    tx: Tx,
+    send: fn(&Tx, u64),
+    mut recv: impl FnMut(),
+) -> Duration {
     let t = Instant::now();
     let poster = thread::spawn(move || {
         for i in 0..FIFO_COUNT {
-            let _ = tx.send(i);
+            send(&tx, i);
         }
     });
     for _ in 0..FIFO_COUNT {
-        rx.recv().expect("message");
+        recv();
     }
     let elapsed = t.elapsed();
     poster.join().expect("poster");
     elapsed
 }
 
+fn fifo_crossbeam() -> Duration {
+    let (tx, rx) = crossbeam_channel::unbounded::<u64>();
+    fifo_channel(
+        tx,
+        |tx, i| {
+            let _ = tx.send(i);
+        },
+        || {
+            rx.recv().expect("message");
+        },
+    )
+}
+
 fn fifo_mpsc() -> Duration {
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let t = Instant::now();
-    let poster = thread::spawn(move || {
-        for i in 0..FIFO_COUNT {
+    fifo_channel(
+        tx,
+        |tx, i| {
             let _ = tx.send(i);
-        }
-    });
-    for _ in 0..FIFO_COUNT {
-        rx.recv().expect("message");
-    }
-    let elapsed = t.elapsed();
-    poster.join().expect("poster");
-    elapsed
+        },
+        || {
+            rx.recv().expect("message");
+        },
+    )
 }
 
 /// Lowers the calling thread to Android's background priority (nice 10,
