@@ -8,6 +8,7 @@ use std::sync::Arc;
 use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
 use marvin_runtime::heap::large_space::page_round;
 use marvin_runtime::heap::{Handle, Heap};
+use marvin_runtime::object::Obj;
 use marvin_runtime::reclaim_table::ReclaimTable;
 use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
@@ -102,6 +103,25 @@ impl AppSwap {
 
     pub(crate) fn record_error(&self, e: &SwapError) {
         *self.last_error.lock() = Some(e.to_string());
+    }
+
+    /// Writes `obj`'s payload as `stub`'s checkpoint (over its old slot when it has one,
+    /// through `buf`) and records the slot in `st`. On error `st` keeps its old slot.
+    pub(crate) fn write_checkpoint(
+        &self,
+        stub: &Stub,
+        st: &mut StubState,
+        obj: Obj<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), SwapError> {
+        buf.clear();
+        obj.copy_payload(buf);
+        let slot =
+            self.file
+                .lock()
+                .write(stub.handle.value(), buf, st.slot.map(SlotId::from_offset))?;
+        st.slot = Some(slot.offset());
+        Ok(())
     }
 }
 

@@ -11,7 +11,6 @@ use marvin_runtime::heap::{Handle, Heap};
 use marvin_runtime::reclaim_table::EntryFlags;
 
 use crate::app_swap::AppSwap;
-use crate::swap_file::SlotId;
 
 /// What one swap-out did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,18 +53,9 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             }
             // SAFETY: resident, and the reclaimer lock keeps every app thread out.
             let obj = unsafe { stub.object() };
-            buf.clear();
-            obj.copy_payload(&mut buf);
-            let written =
-                swap.file
-                    .lock()
-                    .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
-            match written {
-                Ok(slot) => st.slot = Some(slot.offset()),
-                Err(e) => {
-                    swap.record_error(&e);
-                    continue;
-                }
+            if let Err(e) = swap.write_checkpoint(&stub, &mut st, obj, &mut buf) {
+                swap.record_error(&e);
+                continue;
             }
             r.bytes_written += buf.len() as u64;
             let size = entry.size();

@@ -73,12 +73,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             continue;
         }
         hdr.clear(HeaderBits::DIRTY);
-        buf.clear();
-        obj.copy_payload(&mut buf);
-        let written =
-            swap.file
-                .lock()
-                .write(stub.handle.value(), &buf, st.slot.map(SlotId::from_offset));
+        let written = swap.write_checkpoint(stub, &mut st, obj, &mut buf);
         written_since_release += buf.len();
         if written_since_release >= RELEASE_EVERY {
             // Keep the swap file's mapped pages from piling up in the process's resident
@@ -86,16 +81,13 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             swap.file.lock().release_all();
             written_since_release = 0;
         }
-        match written {
-            Ok(slot) => st.slot = Some(slot.offset()),
-            Err(e) => {
-                // The object stays resident and unsaved; the app carries on.
-                hdr.set(HeaderBits::DIRTY);
-                swap.record_error(&e);
-                swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);
-                r.errors += 1;
-                continue;
-            }
+        if let Err(e) = written {
+            // The object stays resident and unsaved; the app carries on.
+            hdr.set(HeaderBits::DIRTY);
+            swap.record_error(&e);
+            swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);
+            r.errors += 1;
+            continue;
         }
         swap.counters
             .bytes_written
