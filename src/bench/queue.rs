@@ -104,23 +104,34 @@ fn timed<S>(reps: usize, mut setup: impl FnMut() -> S, mut run: impl FnMut(S) ->
     median(&mut times)
 }
 
-/// A looper thread that polls `next` (delivering what is due) until `stop`, then
-/// drains; returns how many messages it delivered.
-fn polling_looper<Q: MessageQueue<u64> + 'static>(
-    queue: Arc<Q>,
-    stop: Arc<AtomicBool>,
-) -> thread::JoinHandle<usize> {
-    thread::spawn(move || {
-        let mut delivered = 0;
-        loop {
+/// Starts a looper that polls `next` (delivering what is due), releases the `workers`
+/// waiting at `start_line`, and returns the time from their release until every worker
+/// is done and the looper, told to stop, has drained the queue.
+fn time_with_looper<Q: MessageQueue<u64> + 'static>(
+    queue: &Arc<Q>,
+    start_line: &Barrier,
+    workers: Vec<thread::JoinHandle<()>>,
+) -> Duration {
+    let stop = Arc::new(AtomicBool::new(false));
+    let looper = {
+        let (queue, stop) = (queue.clone(), stop.clone());
+        thread::spawn(move || loop {
             let stopping = stop.load(Ordering::Acquire);
             match queue.next() {
-                Next::Message { .. } => delivered += 1,
-                _ if stopping => return delivered,
+                Next::Message { .. } => {}
+                _ if stopping => return,
                 _ => thread::yield_now(),
             }
-        }
-    })
+        })
+    };
+    start_line.wait();
+    let t = Instant::now();
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    stop.store(true, Ordering::Release);
+    looper.join().expect("looper");
+    t.elapsed()
 }
 
 /// `posters` threads post `per` messages each with due times from `due`; a polling
@@ -133,7 +144,6 @@ fn post_with_looper<M: Make<VirtualClock>>(
 ) -> Duration {
     let clock = VirtualClock::new(1);
     let queue = make.make(clock);
-    let stop = Arc::new(AtomicBool::new(false));
     let start_line = Arc::new(Barrier::new(posters + 1));
     let threads: Vec<_> = (0..posters)
         .map(|p| {
@@ -148,17 +158,7 @@ fn post_with_looper<M: Make<VirtualClock>>(
             })
         })
         .collect();
-    let looper = polling_looper(queue.clone(), stop.clone());
-    start_line.wait();
-    let t = Instant::now();
-    for th in threads {
-        th.join().expect("poster");
-    }
-    stop.store(true, Ordering::Release);
-    looper.join().expect("looper");
-    let elapsed = t.elapsed();
-    drop(queue);
-    elapsed
+    time_with_looper(&queue, &start_line, threads)
 }
 
 fn immediate(_: &mut rand::rngs::StdRng, now: u64) -> u64 {
@@ -171,7 +171,6 @@ fn up_to_5s(rng: &mut rand::rngs::StdRng, now: u64) -> u64 {
 
 fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
     let queue = make.make(VirtualClock::new(1));
-    let stop = Arc::new(AtomicBool::new(false));
     let start_line = Arc::new(Barrier::new(9));
     let mut threads = Vec::new();
     for p in 0..4u64 {
@@ -194,15 +193,7 @@ fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
             }
         }));
     }
-    let looper = polling_looper(queue.clone(), stop.clone());
-    start_line.wait();
-    let t = Instant::now();
-    for th in threads {
-        th.join().expect("worker");
-    }
-    stop.store(true, Ordering::Release);
-    looper.join().expect("looper");
-    t.elapsed()
+    time_with_looper(&queue, &start_line, threads)
 }
 
 fn single_thread_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
