@@ -33,7 +33,10 @@ impl MonotonicClock {
     pub fn new() -> MonotonicClock {
         #[cfg(not(miri))]
         {
-            let source = quanta::Clock::new();
+            // One source per process: making one probes the CPU (`cpuid`, a trap to the
+            // hypervisor in a VM) and, the first time, calibrates; clones share both.
+            static SOURCE: std::sync::OnceLock<quanta::Clock> = std::sync::OnceLock::new();
+            let source = SOURCE.get_or_init(quanta::Clock::new).clone();
             let origin = source.raw();
             MonotonicClock { source, origin }
         }
