@@ -121,10 +121,10 @@ impl<T> NodePool<T> {
     fn carve(&self) -> Option<Taken<T>> {
         #[cfg(not(loom))]
         {
-            // SAFETY: the caller holds `taking`, so nobody else touches the carver.
-            self.taker.carver.with_mut(|carver| unsafe {
-                let slot = (*carver).carve();
-                Some(Taken::Carved(slot, (*carver).slab()))
+            self.taker.carver.with_mut(|carver| {
+                // SAFETY: the caller holds `taking`, so nobody else touches the carver.
+                let (slot, slab) = unsafe { (*carver).carve() };
+                Some(Taken::Carved(slot, slab))
             })
         }
         #[cfg(loom)]

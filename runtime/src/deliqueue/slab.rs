@@ -68,8 +68,9 @@ impl<T> Default for Carver<T> {
 }
 
 impl<T> Carver<T> {
-    /// Uninitialised memory for one node, from the current slab or a new one.
-    pub fn carve(&mut self) -> *mut Node<T> {
+    /// Uninitialised memory for one node, from the current slab or a new one, and that
+    /// slab.
+    pub fn carve(&mut self) -> (*mut Node<T>, *mut Slab) {
         let capacity = Slab::capacity::<T>();
         if self.slab.is_null() || self.next == capacity {
             self.abandon();
@@ -94,12 +95,8 @@ impl<T> Carver<T> {
         #[cfg(feature = "node-census")]
         super::node::LIVE_NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: `next` was below the capacity, so the slot is inside the allocation.
-        unsafe { self.slab.cast::<u8>().add(offset).cast::<Node<T>>() }
-    }
-
-    /// The slab the last carved node came from.
-    pub fn slab(&self) -> *mut Slab {
-        self.slab
+        let slot = unsafe { self.slab.cast::<u8>().add(offset).cast::<Node<T>>() };
+        (slot, self.slab)
     }
 
     /// Gives back the current slab's uncarved slots (the slab is freed if every carved
@@ -147,9 +144,7 @@ mod tests {
     fn carves_in_address_order_and_frees_the_slab_with_its_last_node() {
         let mut carver = Carver::<u64>::default();
         let capacity = Slab::capacity::<u64>();
-        let nodes: Vec<_> = (0..capacity + 2)
-            .map(|_| (carver.carve(), carver.slab()))
-            .collect();
+        let nodes: Vec<_> = (0..capacity + 2).map(|_| carver.carve()).collect();
         for pair in nodes[..capacity].windows(2) {
             assert_eq!(
                 pair[1].0 as usize - pair[0].0 as usize,
