@@ -101,6 +101,11 @@ pub struct QueueClosed;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BarrierToken(pub u64);
 
+/// A delay in the queues' nanoseconds (saturating: a delay too long to count is never).
+pub(crate) fn delay_nanos(delay: Duration) -> u64 {
+    u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// The due time of a front-of-queue post: before every timed message, and the last one
 /// posted first among themselves.
 pub const FRONT_OF_QUEUE: u64 = 0;
@@ -123,8 +128,7 @@ pub trait MessageQueue<T: Send + 'static>: Send + Sync {
 
     /// Posts `message` to be delivered `delay` from now.
     fn post_delayed(&self, delay: Duration, message: Message<T>) -> Result<(), PostError<T>> {
-        let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-        self.post_at(self.now().saturating_add(delay_ns), message)
+        self.post_at(self.now().saturating_add(delay_nanos(delay)), message)
     }
 
     /// Posts `message` to be delivered as soon as possible, after what is already due.

@@ -71,6 +71,7 @@ pub use message::{
 
 use freelist::FreeList;
 use heap::Entry;
+use message::delay_nanos;
 use node::{Kind, Node, DELIVERED, PENDING, REMOVED};
 use pool::{NodePool, Taken};
 use quit::{QuitMode, QuitRequest, TaggedCount};
@@ -641,8 +642,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
     }
 
     fn post_delayed(&self, delay: Duration, message: Message<T>) -> Result<(), PostError<T>> {
-        let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-        self.post_after(delay_ns, message)
+        self.post_after(delay_nanos(delay), message)
     }
 
     fn post(&self, message: Message<T>) -> Result<(), PostError<T>> {
