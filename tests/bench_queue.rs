@@ -1,0 +1,60 @@
+//! `marvin bench queue --only`: runs just the named scenarios, for both queues, and
+//! refuses a name that matches none. Speed is not checked here.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn marvin(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_marvin"))
+        .args(args)
+        .output()
+        .expect("run marvin")
+}
+
+#[test]
+fn only_runs_the_matching_scenario_for_both_queues() {
+    let out = marvin(&[
+        "bench",
+        "queue",
+        "--only",
+        "single-thread",
+        "--reps",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let samples = samples.as_array().expect("an array of results");
+    let mut seen: Vec<(&str, &str)> = samples
+        .iter()
+        .map(|s| {
+            assert!(s["median_ns"].as_f64().unwrap() > 0.0, "{s}");
+            (s["scenario"].as_str().unwrap(), s["impl"].as_str().unwrap())
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("single-thread enqueue+remove", "deliqueue"),
+            ("single-thread enqueue+remove", "legacy")
+        ]
+    );
+    let legacy = samples.iter().find(|s| s["impl"] == "legacy").unwrap();
+    assert_eq!(legacy["ratio_to_baseline"].as_f64(), Some(1.0), "{legacy}");
+}
+
+#[test]
+fn only_with_an_unknown_name_fails_and_lists_the_scenarios() {
+    let out = marvin(&["bench", "queue", "--only", "no such scenario"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("matches no scenario"), "{err}");
+    assert!(err.contains("fifo 1x100000"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing measured");
+}
