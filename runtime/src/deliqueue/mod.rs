@@ -25,7 +25,10 @@
 //! - **Memory** ([`reclaim`]): unlinked nodes are retired in batches through
 //!   crossbeam-epoch and, only once no walker can still reach them, go back to a node
 //!   pool ([`pool`]) that posts take from; when it is dry, a post carves a fresh node
-//!   from a slab of nodes ([`slab`]) rather than calling the allocator for each one. A
+//!   from a slab of nodes ([`slab`]) rather than calling the allocator for each one.
+//!   The looper never frees node memory while the queue lives: freeing takes the
+//!   allocator lock of the poster that allocated it, which a preempted background
+//!   poster may hold (see [`pool`]); posts free what the pool cannot keep. A
 //!   post reads the clock (a time-stamp-counter read, [`clock`]) after getting its node,
 //!   just before the push, so the due time is never older than the push by more than a
 //!   few instructions.
@@ -817,7 +820,11 @@ impl<T: Send + 'static, C: Clock> Drop for DeliQueue<T, C> {
                 self.teardown(st);
             }
             st.reclaimer.free_all();
+            // Free the pooled nodes here, on the dropping thread, rather than wherever
+            // the epoch hands back the last batch (a looper, maybe: see `pool`'s docs).
+            st.reclaimer.wait_for_batches();
         });
+        self.pool.free_pooled();
         // SAFETY: the sentinel was allocated by `with_clock`, teardown unlinked it from
         // the list, and nothing else frees it.
         unsafe { node::free(self.sentinel) };

@@ -6,7 +6,20 @@
 //! is popped singly from it). Takers pop singly from `owned`, a plain list that only the
 //! holder of the `taking` flag touches; when it runs dry the holder swaps `incoming` in
 //! whole. A poster that finds the flag held (another poster is taking) allocates
-//! instead of waiting. The pool keeps at most [`CAP`] nodes and frees the rest.
+//! instead of waiting. The pool keeps at most [`CAP`] nodes.
+//!
+//! **Who frees.** Batches come back through the epoch, whose deferred functions run on
+//! whichever thread collects: usually a looper, the latency-critical thread. Freeing
+//! there takes the allocator's arena lock of the poster that allocated the node, and a
+//! background poster preempted inside `malloc` holds it: the looper then waits for that
+//! poster to be scheduled again, a priority inversion of many milliseconds (measured:
+//! `marvin bench queue --only dispatch`, see `docs/benchmarks.md`). So handing back never
+//! frees: a batch beyond the cap goes to `surplus`, another push-only stack, and the next
+//! post frees it, on the poster's own time. Dropping the queue first waits (a bounded
+//! while) for the batches still in the epoch ([`NodePool::in_flight`]), then frees what
+//! is pooled on the dropping thread ([`NodePool::free_pooled`]); only if another thread
+//! stays pinned past that wait are its last batches freed wherever the pool's last
+//! reference goes.
 //!
 //! When the pool is dry, the flag holder carves a fresh node from its slab (see
 //! [`super::slab`]) rather than asking the allocator for each one.
@@ -29,6 +42,10 @@ pub struct NodePool<T> {
     incoming: CachePadded<AtomicPtr<Node<T>>>,
     /// Nodes handed back so far (by count).
     given: CachePadded<AtomicUsize>,
+    /// Batches beyond the cap, chained through `free_next`, for the next post to free.
+    surplus: CachePadded<AtomicPtr<Node<T>>>,
+    /// Batches on their way back through the epoch (see [`NodePool::in_flight`]).
+    in_flight: AtomicUsize,
     /// The taker's side: the flag, the list it pops from and how many it took.
     taker: CachePadded<Taker<T>>,
 }
@@ -64,6 +81,8 @@ impl<T> Default for NodePool<T> {
         NodePool {
             incoming: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
             given: CachePadded::new(AtomicUsize::new(0)),
+            surplus: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
+            in_flight: AtomicUsize::new(0),
             taker: CachePadded::new(Taker {
                 taking: AtomicBool::new(false),
                 owned: UnsafeCell::new(std::ptr::null_mut()),
@@ -80,6 +99,11 @@ impl<T> NodePool<T> {
     /// taking (the caller then allocates a node on its own).
     #[inline]
     pub fn take(&self) -> Option<Taken<T>> {
+        // Relaxed test first: no surplus (the usual case) costs a read of a line that
+        // is rarely written.
+        if !self.surplus.load(Ordering::Relaxed).is_null() {
+            self.free_surplus();
+        }
         let taker = &*self.taker;
         // Acquire: pairs with the previous holder's Release below, so its `owned` and
         // `taken` writes are visible.
@@ -116,6 +140,59 @@ impl<T> NodePool<T> {
         taken
     }
 
+    /// Frees the batches beyond the cap (a poster's work, see the module docs).
+    #[cold]
+    fn free_surplus(&self) {
+        // Acquire: pairs with the givers' Release push, so the chain's links are visible.
+        let chain = self.surplus.swap(std::ptr::null_mut(), Ordering::Acquire);
+        // SAFETY: swapped out whole, the chain is ours alone; every node in it is dead
+        // and came from `node::into_raw` or `node::init_carved`.
+        unsafe { free_chain(chain) };
+    }
+
+    /// Counts a batch handed to the epoch, to come back through [`NodePool::give`].
+    pub fn send_batch(&self) {
+        // Relaxed: a count the dropping thread polls; the batch itself is published by
+        // the epoch.
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Batches handed to the epoch and not yet given back.
+    pub fn in_flight(&self) -> usize {
+        // Acquire: pairs with `give`'s Release decrement, so a batch counted back is
+        // in the pool (or its surplus) for `free_pooled` to find.
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Frees every pooled node, the surplus and the carver's slab, now, on this thread.
+    /// For the queue's drop: no poster can take any more (batches still in the epoch may
+    /// yet be given back; they are freed with the pool).
+    pub fn free_pooled(&self) {
+        self.free_surplus();
+        // Acquire: pairs with the givers' Release push.
+        let incoming = self.incoming.swap(std::ptr::null_mut(), Ordering::Acquire);
+        // SAFETY: swapped out whole: ours, dead nodes.
+        unsafe { free_chain(incoming) };
+        let taker = &*self.taker;
+        // Acquire: as in `take`. Nobody takes any more, so the flag is free.
+        if taker.taking.swap(true, Ordering::Acquire) {
+            return;
+        }
+        let owned = taker.owned.with_mut(|owned| {
+            // SAFETY: we hold `taking`.
+            unsafe { std::mem::replace(&mut *owned, std::ptr::null_mut()) }
+        });
+        // SAFETY: taken out of `owned` under the flag: ours, dead nodes.
+        unsafe { free_chain(owned) };
+        #[cfg(not(loom))]
+        self.taker.carver.with_mut(|carver| {
+            // SAFETY: we hold `taking`, so nobody else touches the carver.
+            unsafe { (*carver).abandon() }
+        });
+        // Release: pairs with any later holder's Acquire swap.
+        taker.taking.store(false, Ordering::Release);
+    }
+
     /// Carves a fresh node. The caller holds `taking`.
     #[inline]
     fn carve(&self) -> Option<Taken<T>> {
@@ -132,36 +209,50 @@ impl<T> NodePool<T> {
     }
 
     /// Hands back a chain of `len` dead nodes from `first` to `last`, linked through
-    /// `free_next`; frees them instead when the pool is full.
+    /// `free_next`; when the pool is full, leaves them for the next post to free. Never
+    /// frees memory itself (it runs on loopers, see the module docs).
     ///
     /// # Safety
     /// Every node of the chain came from `node::into_raw` or `node::init_carved`, holds no
     /// payload and is unreachable by any other thread; the caller gives up the chain.
     pub unsafe fn give(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { self.push_back(first, last, len) };
+    }
+
+    /// Gives back a batch that [`NodePool::send_batch`] counted.
+    ///
+    /// # Safety
+    /// As for [`NodePool::give`].
+    pub unsafe fn give_sent(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { self.push_back(first, last, len) };
+        // Release: pairs with `in_flight`'s Acquire load.
+        self.in_flight.fetch_sub(1, Ordering::Release);
+    }
+
+    /// # Safety
+    /// As for [`NodePool::give`].
+    unsafe fn push_back(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
         // Relaxed: only a bound; being off by a batch either way is harmless.
         let pooled = self
             .given
             .load(Ordering::Relaxed)
             .saturating_sub(self.taker.taken.load(Ordering::Relaxed));
-        if pooled + len > CAP {
-            // SAFETY: by the contract the chain is ours and unreachable.
-            unsafe { free_chain(first) };
-            return;
-        }
-        self.given.fetch_add(len, Ordering::Relaxed);
+        let stack = if pooled + len > CAP {
+            &self.surplus
+        } else {
+            self.given.fetch_add(len, Ordering::Relaxed);
+            &self.incoming
+        };
         // SAFETY: by the contract `last` is alive and ours.
         let last_ref = unsafe { &*last };
-        let mut head = self.incoming.load(Ordering::Relaxed);
+        let mut head = stack.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the CAS below.
             last_ref.free_next.store(head, Ordering::Relaxed);
-            // Release: pairs with the taker's Acquire swap.
-            match self.incoming.compare_exchange_weak(
-                head,
-                first,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
+            // Release: pairs with the taker's (or surplus freer's) Acquire swap.
+            match stack.compare_exchange_weak(head, first, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return,
                 Err(current) => head = current,
             }
@@ -175,6 +266,9 @@ impl<T> Drop for NodePool<T> {
         // SAFETY: dropping: nobody else can touch the pool, and every node in it is dead
         // and owned by the pool.
         unsafe { free_chain(incoming) };
+        let surplus = self.surplus.load(Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { free_chain(surplus) };
         let owned = self.taker.owned.with_mut(|owned| {
             // SAFETY: as above.
             unsafe { std::mem::replace(&mut *owned, std::ptr::null_mut()) }
@@ -273,15 +367,28 @@ mod tests {
     }
 
     #[test]
-    fn frees_beyond_the_cap() {
+    fn keeps_at_most_the_cap_and_leaves_the_rest_for_a_poster_to_free() {
         let pool = NodePool::<u64>::default();
         let (first, last) = chain(CAP);
         // SAFETY: a fresh chain we give up.
         unsafe { pool.give(first, last, CAP) };
         let (first, last) = chain(3);
-        // SAFETY: as above; the pool is full, so these are freed at once.
+        // SAFETY: as above; the pool is full, so these wait as surplus.
         unsafe { pool.give(first, last, 3) };
-        let mut recycled = 0;
+        assert_eq!(
+            pool.surplus.load(Ordering::Relaxed),
+            first,
+            "handing back never frees: the surplus waits for a post"
+        );
+        let (node, was_recycled) = take_any(&pool).unwrap();
+        assert!(was_recycled);
+        // SAFETY: taken from the pool: ours.
+        unsafe { node::free(node) };
+        assert!(
+            pool.surplus.load(Ordering::Relaxed).is_null(),
+            "the next take freed the surplus"
+        );
+        let mut recycled = 1;
         loop {
             let (node, was_recycled) = take_any(&pool).unwrap();
             // SAFETY: taken from the pool: ours.

@@ -96,6 +96,7 @@ impl<T> Reclaimer<T> {
         }
         #[cfg(not(any(loom, miri)))]
         {
+            self.pool.send_batch();
             let chain = Chain {
                 first,
                 last,
@@ -119,6 +120,25 @@ impl<T> Reclaimer<T> {
                 self.kept.push(cursor);
                 // SAFETY: kept nodes stay allocated until `free_all`.
                 cursor = unsafe { &*cursor }.free_next.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Waits (a bounded while) for the batches handed to the epoch to come back to the
+    /// pool, moving the epoch along from this thread: for the queue's drop, so that the
+    /// pool is freed here and not by whichever thread runs the last hand-back (a looper,
+    /// maybe: see `pool`'s module docs). Gives up after `ROUNDS` rounds if another
+    /// thread stays pinned; those batches are then freed with the pool, wherever.
+    pub fn wait_for_batches(&self) {
+        #[cfg(not(any(loom, miri)))]
+        {
+            const ROUNDS: usize = 1_000;
+            for _ in 0..ROUNDS {
+                if self.pool.in_flight() == 0 {
+                    return;
+                }
+                crossbeam_epoch::pin().flush();
+                std::thread::yield_now();
             }
         }
     }
@@ -153,6 +173,56 @@ impl<T> Chain<T> {
     fn give(self) {
         // SAFETY: the epoch runs this once no thread can reach the nodes; they hold no
         // payload and came from `node::into_raw` or `node::init_carved`.
-        unsafe { self.pool.give(self.first, self.last, self.len) };
+        unsafe { self.pool.give_sent(self.first, self.last, self.len) };
+    }
+}
+
+#[cfg(all(test, not(any(loom, miri))))]
+mod tests {
+    use super::*;
+    use crate::deliqueue::message::MessageKey;
+    use crate::deliqueue::node::{self, Kind};
+    use crate::deliqueue::pool::Taken;
+
+    #[test]
+    fn waiting_for_batches_brings_every_retired_node_back_to_the_pool() {
+        let pool = Arc::new(NodePool::<u64>::default());
+        let mut reclaimer = Reclaimer::new(pool.clone());
+        let key = MessageKey {
+            target: 0,
+            what: 0,
+            obj: None,
+        };
+        let retired: Vec<_> = (0..BATCH + 3)
+            .map(|_| node::into_raw(Node::<u64>::marker(0, Kind::Barrier, key)))
+            .collect();
+        for &node in &retired {
+            // SAFETY: fresh nodes, never published, no payload, retired once.
+            unsafe { reclaimer.retire(node) };
+        }
+        reclaimer.flush();
+        reclaimer.wait_for_batches();
+        assert_eq!(pool.in_flight(), 0, "both batches came back");
+        let mut back = Vec::new();
+        loop {
+            match pool.take().expect("an idle pool always hands out") {
+                Taken::Recycled(node) => back.push(node),
+                Taken::Carved(slot, slab) => {
+                    // Dry: the pool carves. Build and free that node too.
+                    let marker = Node::marker(0, Kind::Barrier, key);
+                    // SAFETY: a freshly carved slot of `slab`, used once; then ours.
+                    unsafe { node::free(node::init_carved(slot, marker, slab)) };
+                    break;
+                }
+            }
+        }
+        back.sort();
+        let mut want = retired.clone();
+        want.sort();
+        assert_eq!(back, want, "the pool holds exactly the retired nodes");
+        for node in back {
+            // SAFETY: taken from the pool: ours, dead.
+            unsafe { node::free(node) };
+        }
     }
 }
