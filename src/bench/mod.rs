@@ -19,6 +19,7 @@ pub mod interpose;
 pub mod inversion;
 pub mod queue;
 pub mod reclaim;
+pub mod sched;
 
 /// The benchmarks, one subcommand each.
 #[derive(Debug, Subcommand)]
