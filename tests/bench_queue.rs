@@ -58,3 +58,55 @@ fn only_with_an_unknown_name_fails_and_lists_the_scenarios() {
     assert!(err.contains("fifo 1x100000"), "{err}");
     assert!(out.stdout.is_empty(), "nothing measured");
 }
+
+#[test]
+fn plot_draws_the_dispatch_delays_and_says_so_when_there_are_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plots = dir.path().join("plots");
+    let plots_arg = plots.to_str().expect("utf-8 path");
+    let out = marvin(&[
+        "bench",
+        "queue",
+        "--only",
+        "dispatch delay (8",
+        "--reps",
+        "1",
+        "--plot",
+        plots_arg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(plots.join("dispatch_delay.svg")).expect("the SVG");
+    assert!(
+        svg.contains("deliqueue, normal looper"),
+        "both queues drawn"
+    );
+    assert!(svg.contains("legacy, normal looper"));
+    assert!(plots.join("dispatch_delay.png").is_file());
+
+    let none = dir.path().join("none");
+    let out = marvin(&[
+        "bench",
+        "queue",
+        "--only",
+        "single-thread",
+        "--reps",
+        "1",
+        "--plot",
+        none.to_str().expect("utf-8 path"),
+    ]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("no figure"),
+        "notes (on stdout with the table): {said}"
+    );
+    assert!(!none.exists(), "nothing drawn, nothing created");
+}

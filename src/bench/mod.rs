@@ -13,6 +13,7 @@ use serde::Serialize;
 pub mod alloc;
 pub mod atomics;
 pub mod cputime;
+pub mod delay_plot;
 pub mod faults;
 pub mod interp;
 pub mod interpose;

@@ -61,6 +61,7 @@ use marvin_runtime::deliqueue::{
 use marvin_runtime::legacy_queue::LegacyQueue;
 use rand::{Rng, SeedableRng};
 
+use super::delay_plot::DelaySeries;
 use super::sched::{self, as_background_thread, LooperPolicy};
 use super::{finish, median, percentile, CommonArgs, Sample};
 
@@ -71,6 +72,10 @@ pub struct QueueArgs {
     /// Run only the scenarios whose name contains this text (say `fifo` or `dispatch`)
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+    /// Also draw the dispatch delays (every message, both queues) into DIR as
+    /// dispatch_delay.svg and .png
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -477,12 +482,22 @@ fn both<F: FnMut(bool) -> f64>(scenario: &str, samples: &mut Vec<Sample>, mut f:
     }
 }
 
-/// Runs every scenario whose name contains `only` (every one when `None`); returns the
-/// samples (ratios not yet filled in) and notes on scenarios that could not run.
-pub fn measure(reps: usize, only: Option<&str>) -> (Vec<Sample>, Vec<String>) {
+/// What [`measure`] found.
+pub struct Measured {
+    /// One per scenario and implementation (ratios not yet filled in).
+    pub samples: Vec<Sample>,
+    /// Why scenarios could not run, if any did not.
+    pub notes: Vec<String>,
+    /// Every message's delay in the dispatch-delay scenarios, for the figure.
+    pub delays: Vec<DelaySeries>,
+}
+
+/// Runs every scenario whose name contains `only` (every one when `None`).
+pub fn measure(reps: usize, only: Option<&str>) -> Measured {
     let wanted = |scenario: &str| only.is_none_or(|only| scenario.contains(only));
     let mut samples = Vec::new();
     let mut notes = Vec::new();
+    let mut delays = Vec::new();
     // The scenarios timed the same way for both queues (`true`: DeliQueue).
     let plain: [(&str, BothRun); 4] = [
         (IMMEDIATE, |deli| match deli {
@@ -543,22 +558,30 @@ pub fn measure(reps: usize, only: Option<&str>) -> (Vec<Sample>, Vec<String>) {
                 true => dispatch_delays(Deli, policy),
                 false => dispatch_delays(Legacy, policy),
             }) {
-                Ok(sample) => samples.push(sample),
+                Ok((sample, series)) => {
+                    samples.push(sample);
+                    delays.push(series);
+                }
                 Err(why) => notes.push(format!("{scenario} {name}: not run: {why}")),
             }
         }
     }
-    (samples, notes)
+    Measured {
+        samples,
+        notes,
+        delays,
+    }
 }
 
 /// `reps` runs of a dispatch-delay scenario (short and scheduling-bound): the median of
-/// the runs' median delays; the 99th percentile and the worst over every message.
+/// the runs' median delays; the 99th percentile and the worst over every message, whose
+/// delays come back too.
 fn dispatch_sample(
     scenario: &str,
     name: &str,
     reps: usize,
     mut run: impl FnMut(usize) -> Result<Vec<f64>, String>,
-) -> Result<Sample, String> {
+) -> Result<(Sample, DelaySeries), String> {
     let mut run_medians = Vec::new();
     let mut all = Vec::new();
     for rep in 0..reps.max(1) {
@@ -568,10 +591,16 @@ fn dispatch_sample(
     }
     let p99 = percentile(&mut all, 99.0);
     let worst = percentile(&mut all, 100.0);
-    Ok(Sample::new(scenario, name, median(&mut run_medians))
+    let sample = Sample::new(scenario, name, median(&mut run_medians))
         .with("p99_ns", p99)
         .with("max_ns", worst)
-        .with("messages", all.len()))
+        .with("messages", all.len());
+    let series = DelaySeries {
+        scenario: scenario.to_string(),
+        implementation: name.to_string(),
+        delays_ns: all,
+    };
+    Ok((sample, series))
 }
 
 /// How much above legacy's figure DeliQueue's may be and still count as a tie: the
@@ -677,7 +706,20 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<()> {
             SCENARIOS.join(", ")
         );
     }
-    let (samples, mut notes) = measure(args.common.reps, args.only.as_deref());
+    let Measured {
+        samples,
+        mut notes,
+        delays,
+    } = measure(args.common.reps, args.only.as_deref());
+    if let Some(dir) = &args.plot {
+        if delays.is_empty() {
+            notes.push("--plot: no dispatch-delay scenario ran, so no figure".to_string());
+        } else {
+            for file in super::delay_plot::write(dir, &delays)? {
+                notes.push(format!("figure: {}", file.display()));
+            }
+        }
+    }
     notes.extend(goal_notes(&samples));
     finish(samples, "legacy", args.common.json, &notes);
     Ok(())

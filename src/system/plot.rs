@@ -30,7 +30,7 @@ const FIGURE_SIZE: (u32, u32) = (1000, 600);
 /// Width of the legend panel at the right of each figure.
 const LEGEND_WIDTH: u32 = 200;
 /// The family name the embedded font is registered under.
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
 /// Colours of the three pressure policies, then of any other, in order of appearance.
@@ -74,8 +74,9 @@ pub fn write_plots(
     Ok(PlotFiles { files })
 }
 
-/// Registers the embedded DejaVu Sans as the figures' font, once per process.
-fn register_font() -> anyhow::Result<()> {
+/// Registers the embedded DejaVu Sans as the figures' font, once per process (the
+/// benchmarks' figures use it too).
+pub(crate) fn register_font() -> anyhow::Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let registered = *REGISTERED.get_or_init(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
