@@ -1,5 +1,6 @@
-//! `marvin bench queue --only`: runs just the named scenarios, for both queues, and
-//! refuses a name that matches none. Speed is not checked here.
+//! `marvin bench queue --only` runs just the named scenarios, for both queues, and
+//! refuses a name that matches none; `--plot` draws the dispatch delays. Speed is not
+//! checked here.
 
 use std::process::Command;
 
@@ -12,23 +13,25 @@ fn marvin(args: &[&str]) -> std::process::Output {
         .expect("run marvin")
 }
 
-#[test]
-fn only_runs_the_matching_scenario_for_both_queues() {
-    let out = marvin(&[
-        "bench",
-        "queue",
-        "--only",
-        "single-thread",
-        "--reps",
-        "1",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
+/// `marvin bench queue --only ONLY --reps 1` and `extra`; fails unless it succeeds.
+/// Returns stdout, and stdout and stderr together (where the notes are).
+fn bench_queue_once(only: &str, extra: &[&str]) -> (Vec<u8>, String) {
+    let mut args = vec!["bench", "queue", "--only", only, "--reps", "1"];
+    args.extend_from_slice(extra);
+    let out = marvin(&args);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let samples: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert!(out.status.success(), "marvin {args:?}: {said}");
+    (out.stdout, said)
+}
+
+#[test]
+fn only_runs_the_matching_scenario_for_both_queues() {
+    let (stdout, _) = bench_queue_once("single-thread", &["--json"]);
+    let samples: Value = serde_json::from_slice(&stdout).expect("JSON output");
     let samples = samples.as_array().expect("an array of results");
     let mut seen: Vec<(&str, &str)> = samples
         .iter()
@@ -64,21 +67,7 @@ fn plot_draws_the_dispatch_delays_and_says_so_when_there_are_none() {
     let dir = tempfile::tempdir().expect("temp dir");
     let plots = dir.path().join("plots");
     let plots_arg = plots.to_str().expect("utf-8 path");
-    let out = marvin(&[
-        "bench",
-        "queue",
-        "--only",
-        "dispatch delay (8",
-        "--reps",
-        "1",
-        "--plot",
-        plots_arg,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    bench_queue_once("dispatch delay (8", &["--plot", plots_arg]);
     let svg = std::fs::read_to_string(plots.join("dispatch_delay.svg")).expect("the SVG");
     assert!(
         svg.contains("deliqueue, normal looper"),
@@ -88,22 +77,10 @@ fn plot_draws_the_dispatch_delays_and_says_so_when_there_are_none() {
     assert!(plots.join("dispatch_delay.png").is_file());
 
     let none = dir.path().join("none");
-    let out = marvin(&[
-        "bench",
-        "queue",
-        "--only",
+    let (_, said) = bench_queue_once(
         "single-thread",
-        "--reps",
-        "1",
-        "--plot",
-        none.to_str().expect("utf-8 path"),
-    ]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        &["--plot", none.to_str().expect("utf-8 path")],
     );
-    assert!(out.status.success(), "{said}");
     assert!(
         said.contains("no figure"),
         "notes (on stdout with the table): {said}"
