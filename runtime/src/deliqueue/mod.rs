@@ -805,8 +805,18 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             // The looper's half of the pairing with posters (deadline store, then head
             // check; a poster pushes, then reads the deadline): one sees the other.
             if self.stack.head_unchanged(st.swept_top) {
-                let timeout = (deadline != u64::MAX).then(|| Duration::from_nanos(deadline - now));
-                self.waker.sleep(snapshot, timeout);
+                // The timeout is relative: measure it from now, not from the reading
+                // before the spin and the flush, or the looper oversleeps by their time.
+                let now = if deadline == u64::MAX {
+                    now
+                } else {
+                    self.clock.now()
+                };
+                if deadline > now {
+                    let timeout =
+                        (deadline != u64::MAX).then(|| Duration::from_nanos(deadline - now));
+                    self.waker.sleep(snapshot, timeout);
+                }
             }
             self.waker.clear_deadline();
         })
