@@ -778,7 +778,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
                 return;
             }
             let mut spun = false;
-            let (snapshot, deadline, now) = loop {
+            let (snapshot, deadline) = loop {
                 let snapshot = self.waker.snapshot();
                 if self.waker.take_request() {
                     return;
@@ -795,7 +795,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
                 // that leave nothing due (say, later timers) do not keep the looper
                 // polling; it sleeps, and posters wake it for anything due earlier.
                 if spun || !self.spin_for_news(st.swept_top, deadline == u64::MAX) {
-                    break (snapshot, deadline, now);
+                    break (snapshot, deadline);
                 }
                 spun = true;
             };
@@ -807,14 +807,9 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             if self.stack.head_unchanged(st.swept_top) {
                 // The timeout is relative: measure it from now, not from the reading
                 // before the spin and the flush, or the looper oversleeps by their time.
-                let now = if deadline == u64::MAX {
-                    now
-                } else {
-                    self.clock.now()
-                };
-                if deadline > now {
-                    let timeout =
-                        (deadline != u64::MAX).then(|| Duration::from_nanos(deadline - now));
+                let timeout = (deadline != u64::MAX)
+                    .then(|| Duration::from_nanos(deadline.saturating_sub(self.clock.now())));
+                if timeout != Some(Duration::ZERO) {
                     self.waker.sleep(snapshot, timeout);
                 }
             }

@@ -165,8 +165,8 @@ impl<T> NodePool<T> {
     }
 
     /// Frees every pooled node, the surplus and the carver's slab, now, on this thread.
-    /// For the queue's drop: no poster can take any more (batches still in the epoch may
-    /// yet be given back; they are freed with the pool).
+    /// For the queue's drop and the pool's own: no poster can take any more (batches
+    /// still in the epoch at the queue's drop are freed by the pool's).
     pub fn free_pooled(&self) {
         self.free_surplus();
         // Acquire: pairs with the givers' Release push.
@@ -216,24 +216,6 @@ impl<T> NodePool<T> {
     /// Every node of the chain came from `node::into_raw` or `node::init_carved`, holds no
     /// payload and is unreachable by any other thread; the caller gives up the chain.
     pub unsafe fn give(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
-        // SAFETY: forwarded contract.
-        unsafe { self.push_back(first, last, len) };
-    }
-
-    /// Gives back a batch that [`NodePool::send_batch`] counted.
-    ///
-    /// # Safety
-    /// As for [`NodePool::give`].
-    pub unsafe fn give_sent(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
-        // SAFETY: forwarded contract.
-        unsafe { self.push_back(first, last, len) };
-        // Release: pairs with `in_flight`'s Acquire load.
-        self.in_flight.fetch_sub(1, Ordering::Release);
-    }
-
-    /// # Safety
-    /// As for [`NodePool::give`].
-    unsafe fn push_back(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
         // Relaxed: only a bound; being off by a batch either way is harmless.
         let pooled = self
             .given
@@ -258,23 +240,24 @@ impl<T> NodePool<T> {
             }
         }
     }
+
+    /// Gives back a batch that [`NodePool::send_batch`] counted.
+    ///
+    /// # Safety
+    /// As for [`NodePool::give`].
+    pub unsafe fn give_sent(&self, first: *mut Node<T>, last: *mut Node<T>, len: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { self.give(first, last, len) };
+        // Release: pairs with `in_flight`'s Acquire load.
+        self.in_flight.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl<T> Drop for NodePool<T> {
     fn drop(&mut self) {
-        let incoming = self.incoming.load(Ordering::Relaxed);
-        // SAFETY: dropping: nobody else can touch the pool, and every node in it is dead
-        // and owned by the pool.
-        unsafe { free_chain(incoming) };
-        let surplus = self.surplus.load(Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { free_chain(surplus) };
-        let owned = self.taker.owned.with_mut(|owned| {
-            // SAFETY: as above.
-            unsafe { std::mem::replace(&mut *owned, std::ptr::null_mut()) }
-        });
-        // SAFETY: as above.
-        unsafe { free_chain(owned) };
+        // Whatever the queue's drop left (batches given back after it): nobody can take
+        // any more, so the `taking` flag is free.
+        self.free_pooled();
     }
 }
 
