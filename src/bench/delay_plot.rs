@@ -10,12 +10,13 @@ use anyhow::{anyhow, Context};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::sched::LooperPolicy;
 use crate::system::plot::{register_font, FONT};
 
-/// The delays (ns) of one scenario on one queue, every message of every run.
+/// The delays (ns) of one queue under one looper policy, every message of every run.
 #[derive(Debug, Clone)]
 pub struct DelaySeries {
-    pub scenario: String,
+    pub policy: LooperPolicy,
     pub implementation: String,
     pub delays_ns: Vec<f64>,
 }
@@ -37,15 +38,10 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
             } else {
                 RGBColor(214, 39, 40)
             };
-            // Dashed: the scenario with the FIFO UI looper.
-            let fifo_ui = s.scenario.contains("FIFO UI");
-            let policy = if fifo_ui {
-                "FIFO UI looper"
-            } else {
-                "normal looper"
-            };
-            let label = format!("{}, {policy}", s.implementation);
-            (label, colour, fifo_ui, ccdf(&s.delays_ns))
+            let label = format!("{}, {} looper", s.implementation, s.policy);
+            // Dashed: the FIFO UI looper.
+            let dashed = s.policy == LooperPolicy::FifoUi;
+            (label, colour, dashed, ccdf(&s.delays_ns))
         })
         .collect();
     let x_max = lines
@@ -200,12 +196,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let series = [
             DelaySeries {
-                scenario: "dispatch delay (8 busy background posters)".into(),
+                policy: LooperPolicy::Normal,
                 implementation: "deliqueue".into(),
                 delays_ns: (1..1000).map(|i| f64::from(i) * 1e3).collect(),
             },
             DelaySeries {
-                scenario: "dispatch delay, FIFO UI looper (8 busy background posters)".into(),
+                policy: LooperPolicy::FifoUi,
                 implementation: "legacy".into(),
                 delays_ns: (1..1000).map(|i| f64::from(i) * 1e4).collect(),
             },

@@ -554,7 +554,7 @@ pub fn measure(reps: usize, only: Option<&str>) -> Measured {
             }
         }
         for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
-            match dispatch_sample(scenario, name, reps, |_| match deli {
+            match dispatch_sample(scenario, policy, name, reps, || match deli {
                 true => dispatch_delays(Deli, policy),
                 false => dispatch_delays(Legacy, policy),
             }) {
@@ -578,14 +578,15 @@ pub fn measure(reps: usize, only: Option<&str>) -> Measured {
 /// delays come back too.
 fn dispatch_sample(
     scenario: &str,
+    policy: LooperPolicy,
     name: &str,
     reps: usize,
-    mut run: impl FnMut(usize) -> Result<Vec<f64>, String>,
+    mut run: impl FnMut() -> Result<Vec<f64>, String>,
 ) -> Result<(Sample, DelaySeries), String> {
     let mut run_medians = Vec::new();
     let mut all = Vec::new();
-    for rep in 0..reps.max(1) {
-        let mut delays = run(rep)?;
+    for _ in 0..reps.max(1) {
+        let mut delays = run()?;
         run_medians.push(median(&mut delays));
         all.append(&mut delays);
     }
@@ -596,7 +597,7 @@ fn dispatch_sample(
         .with("max_ns", worst)
         .with("messages", all.len());
     let series = DelaySeries {
-        scenario: scenario.to_string(),
+        policy,
         implementation: name.to_string(),
         delays_ns: all,
     };
