@@ -21,7 +21,8 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use marvin_interpreter::exec::{App, Loaded, RunConfig};
+use marvin_app::{App, RunConfig};
+use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{asm, verify};
 use marvin_runtime::header::ObjKind;
 use marvin_runtime::heap::{Handle, HeapConfig};

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use marvin_interpreter::exec::{self, RunConfig};
+use marvin_app::RunConfig;
 use marvin_interpreter::{load, verify};
 
 use super::{finish, median, CommonArgs, Sample};
@@ -86,7 +86,7 @@ fn run_once(name: &str, source: &str, n: u64, threads: u64, resolve: bool) -> an
         ..RunConfig::default()
     };
     let t = Instant::now();
-    let outcome = exec::run(vp, cfg).context("starting the app")?;
+    let outcome = marvin_app::run(vp, cfg).context("starting the app")?;
     let ns = t.elapsed().as_nanos() as f64;
     if outcome.status != 0 {
         bail!("{name} failed: {:?}", outcome.error);

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context};
 use clap::Args;
-use marvin_interpreter::exec::{self, RunConfig};
+use marvin_app::RunConfig;
 use marvin_interpreter::{asm, verify};
 use parking_lot::Mutex;
 
@@ -65,7 +65,7 @@ fn run_once(pct: i64, total: i64, barriers: bool) -> anyhow::Result<(f64, u64, u
         ..RunConfig::default()
     };
     let t = Instant::now();
-    let outcome = exec::run(vp, cfg).context("running interpose.masm")?;
+    let outcome = marvin_app::run(vp, cfg).context("running interpose.masm")?;
     let ns = t.elapsed().as_nanos() as f64;
     if outcome.status != 0 {
         bail!(

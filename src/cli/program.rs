@@ -6,9 +6,8 @@ use anyhow::Context;
 use clap::Args;
 use std::sync::Arc;
 
-use marvin_interpreter::exec::app::SwapSetup;
-use marvin_interpreter::exec::lifecycle::Lifecycle;
-use marvin_interpreter::exec::{self, RunConfig, TraceTarget};
+use marvin_app::lifecycle::Lifecycle;
+use marvin_app::{RunConfig, SwapSetup, TraceTarget};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
@@ -183,7 +182,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         fast_track: a.fast_track,
         ..RunConfig::default()
     };
-    let outcome = match exec::run(vp, cfg) {
+    let outcome = match marvin_app::run(vp, cfg) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: cannot start the app: {e}");

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use marvin_interpreter::exec::App;
+use marvin_app::App;
 use marvin_runtime::heap::{AllocPressure, Heap};
 use marvin_swap::pageout;
 use parking_lot::Mutex;

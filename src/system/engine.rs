@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use marvin_interpreter::exec::messages::run_looper;
-use marvin_interpreter::exec::{memory, App, Loaded, RunConfig, TraceTarget, Trap};
+use marvin_app::messages::run_looper;
+use marvin_app::{memory, App, RunConfig, TraceTarget};
+use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;

@@ -17,6 +17,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use marvin_runtime::barrier::{AccessKind, BarrierMode};
 use marvin_runtime::header::ObjKind;
@@ -26,9 +27,9 @@ use marvin_runtime::safepoint::Mutator;
 use marvin_runtime::trace::names::CodeLocation;
 use marvin_runtime::trace::Tracer;
 
-use super::app::App;
+use super::binding::{AppBinding, Post, PostAt};
 use super::op::{resolve_by_name, FieldUse, Op, ARRAY_CLASS};
-use super::trap::{error, Trap};
+use super::trap::{error, Fault, Trap};
 use crate::isa::Ty;
 
 /// A frame: which method, where in it, and where its locals start on the value stack.
@@ -97,8 +98,8 @@ impl ValueStack {
 }
 
 /// A MASM thread of an app.
-pub struct Thread {
-    pub app: Arc<App>,
+pub struct Thread<A: AppBinding> {
+    pub app: Arc<A>,
     pub mutator: Mutator,
     pub stack: ValueStack,
     pub frames: Vec<Frame>,
@@ -107,9 +108,14 @@ pub struct Thread {
 }
 
 /// Writes the references held by `frames` (as stopped at their `pc`s) into `out`.
-pub fn frame_roots(app: &App, frames: &[Frame], stack: &ValueStack, out: &mut Vec<u64>) {
-    let info = &app.loaded.vp.info;
-    let methods = &app.loaded.vp.program.methods;
+pub fn frame_roots<A: AppBinding>(
+    app: &A,
+    frames: &[Frame],
+    stack: &ValueStack,
+    out: &mut Vec<u64>,
+) {
+    let info = &app.loaded().vp.info;
+    let methods = &app.loaded().vp.program.methods;
     for (i, f) in frames.iter().enumerate() {
         let mi = &info[f.method as usize];
         let bp = f.bp as usize;
@@ -147,11 +153,11 @@ fn root(t: Ty, v: u64, out: &mut Vec<u64>) {
     }
 }
 
-impl Thread {
+impl<A: AppBinding> Thread<A> {
     /// A new thread of `app`, registered as a mutator; fails only when its value stack
     /// cannot be mapped.
-    pub fn new(app: &Arc<App>) -> Result<Thread, Trap> {
-        let stack = ValueStack::new(app.stack_slots).map_err(|e| {
+    pub fn new(app: &Arc<A>) -> Result<Thread<A>, Trap> {
+        let stack = ValueStack::new(app.stack_slots()).map_err(|e| {
             error(
                 format!("out of memory: cannot map a thread's stack: {e}"),
                 0,
@@ -160,7 +166,7 @@ impl Thread {
         })?;
         Ok(Thread {
             app: app.clone(),
-            mutator: app.register(),
+            mutator: app.safepoints().register(),
             stack,
             frames: Vec::new(),
             id: marvin_runtime::monitor::thread_id(),
@@ -170,7 +176,7 @@ impl Thread {
 
     /// Runs `method` with `args` to completion on this thread.
     pub fn invoke(&mut self, method: u32, args: &[u64]) -> Result<u64, Trap> {
-        let r = if self.app.barriers {
+        let r = if self.app.barriers() {
             self.run::<marvin_runtime::barrier::Barriers>(method, args)
         } else {
             self.run::<marvin_runtime::barrier::NoBarriers>(method, args)
@@ -204,25 +210,19 @@ impl Thread {
     #[inline(never)]
     fn monitor_wait(&mut self, obj: u64, holder: Holder, method: u32, pc: usize) {
         let app = self.app.clone();
-        let traced = app.trace.is_enabled();
+        let traced = app.is_traced();
         let start = if traced { Tracer::now_ns() } else { 0 };
         let (id, tid) = (self.id, self.tid);
-        self.blocking(&[obj], || app.monitors.enter_blocking(obj, id, tid));
+        self.blocking(&[obj], || app.monitors().enter_blocking(obj, id, tid));
         if traced {
-            let p = &app.loaded.vp.program;
+            let p = &app.loaded().vp.program;
             let m = &p.methods[method as usize];
             let from = CodeLocation {
                 method: &m.name,
                 file: Some(&p.file),
                 line: m.lines.get(pc).copied().unwrap_or(0),
             };
-            app.trace.monitor_contention(
-                holder.owner_tid,
-                holder.waiters,
-                from,
-                start,
-                Tracer::now_ns(),
-            );
+            app.monitor_contended(holder, from, start, Tracer::now_ns());
         }
     }
 
@@ -231,35 +231,104 @@ impl Thread {
     fn poll_slow(&mut self) -> Result<(), Trap> {
         let (app, frames, stack) = (&*self.app, &self.frames, &self.stack);
         self.mutator.poll(|r| frame_roots(app, frames, stack, r));
-        if app.safepoints.is_terminating() {
+        if app.safepoints().is_terminating() {
             return Err(Trap::Terminated);
         }
         Ok(())
     }
 
     /// Allocates, collecting first when the heap asks for it.
-    fn alloc(&mut self, kind: ObjKind, class: u32, len: u32, nrefs: u16) -> Result<u64, String> {
+    fn alloc(&mut self, kind: ObjKind, class: u32, len: u32, nrefs: u16) -> Result<u64, Fault> {
         let bytes = footprint(kind, len);
-        if self.app.heap.gc_need(bytes) == GcNeed::Collect {
+        if self.app.heap().gc_need(bytes) == GcNeed::Collect {
             self.collect(&[]);
-            if self.app.heap.over_limit(bytes) {
-                return Err("out of memory".into());
+            if self.app.heap().over_limit(bytes) {
+                return Err(Fault::OutOfMemory);
             }
-        } else if self.app.safepoints.requested() && self.poll_slow().is_err() {
-            return Err(TERMINATED.into());
+        } else if self.app.safepoints().requested() && self.poll_slow().is_err() {
+            return Err(Fault::Terminated);
         }
-        self.app
-            .heap
-            .alloc(kind, class, len, nrefs)
-            .map(|h| h.value())
-            .map_err(|e| e.to_string())
+        Ok(self.app.heap().alloc(kind, class, len, nrefs)?.value())
+    }
+
+    /// Executes one message, thread or looper instruction at `method`+`pc` on the value
+    /// stack whose top is `sp`: pops its operands, asks the app to carry it out, and
+    /// returns the new top.
+    fn message_op(
+        &mut self,
+        op: Op,
+        mut sp: usize,
+        method: u32,
+        pc: usize,
+    ) -> Result<usize, Fault> {
+        let app = self.app.clone();
+        let arg_is_ref = |depth_from_top: usize| {
+            let types = &app.loaded().vp.info[method as usize].stack_types[pc];
+            types.len() >= depth_from_top && types[types.len() - depth_from_top] == Ty::Ref
+        };
+        let pop = |sp: &mut usize| {
+            *sp -= 1;
+            self.stack.get(*sp)
+        };
+        match op {
+            Op::Send(m) | Op::SendFront(m) => {
+                let front = matches!(op, Op::SendFront(_));
+                let arg_is_ref = arg_is_ref(if front { 1 } else { 2 });
+                let when = if front {
+                    PostAt::Front
+                } else {
+                    PostAt::Delayed {
+                        ms: (pop(&mut sp) as i64).max(0) as u64,
+                    }
+                };
+                let arg = pop(&mut sp);
+                let what = pop(&mut sp) as i64;
+                A::post(
+                    &app,
+                    Post {
+                        method: m,
+                        what,
+                        arg,
+                        arg_is_ref,
+                        when,
+                    },
+                )?;
+            }
+            Op::Remove(m) => {
+                let what = pop(&mut sp) as i64;
+                app.remove(m, what);
+            }
+            Op::Has(m) => {
+                let what = pop(&mut sp) as i64;
+                let has = app.has(m, what);
+                self.stack.set(sp, has as u64);
+                sp += 1;
+            }
+            Op::Quit => app.quit(),
+            Op::Spawn(m) => {
+                let arg_is_ref = arg_is_ref(1);
+                let arg = pop(&mut sp);
+                A::spawn(&app, m, arg, arg_is_ref)?;
+            }
+            Op::Sleep => {
+                let ms = pop(&mut sp) as i64;
+                let until = Instant::now() + Duration::from_millis(ms.max(0) as u64);
+                let a = app.clone();
+                self.blocking(&[], || a.sleep_until(until));
+                if app.safepoints().is_terminating() {
+                    return Err(Fault::Terminated);
+                }
+            }
+            _ => unreachable!("not a message instruction: {op:?}"),
+        }
+        Ok(sp)
     }
 
     fn run<B: BarrierMode>(&mut self, entry: u32, args: &[u64]) -> Result<u64, Trap> {
         let app_arc = self.app.clone();
         let app = &*app_arc;
-        let loaded = &*app.loaded;
-        let heap = &app.heap;
+        let loaded = app.loaded();
+        let heap = app.heap();
         let info = &loaded.vp.info;
         let methods = &loaded.vp.program.methods;
 
@@ -322,7 +391,7 @@ impl Thread {
         }
         macro_rules! poll {
             () => {{
-                if app.safepoints.requested() {
+                if app.safepoints().requested() {
                     save_pc!();
                     self.poll_slow()?;
                 }
@@ -368,7 +437,7 @@ impl Thread {
             ($cond:expr, $on:expr, $t:expr, $rest:expr) => {{
                 if ($cond != 0) == $on {
                     let t = $t as usize;
-                    if t < pc && app.safepoints.requested() {
+                    if t < pc && app.safepoints().requested() {
                         if let Some(f) = self.frames.last_mut() {
                             f.pc = t as u32;
                         }
@@ -489,7 +558,7 @@ impl Thread {
                     let nbp = sp - nargs;
                     let nl = ci.local_types.len();
                     if nbp + nl + ci.max_stack as usize + 1 > self.stack.capacity()
-                        || self.frames.len() - depth0 >= app.max_frames
+                        || self.frames.len() - depth0 >= app.max_frames()
                     {
                         trap!("stack overflow");
                     }
@@ -529,8 +598,7 @@ impl Thread {
                     let l = &loaded.layouts[c as usize];
                     match self.alloc(ObjKind::Instance, c, l.slots, l.nrefs) {
                         Ok(h) => push!(h),
-                        Err(e) if e == TERMINATED => return Err(Trap::Terminated),
-                        Err(e) => trap!(e),
+                        Err(f) => return Err(f.at(method, (pc - 1) as u32)),
                     }
                 }
                 Op::NewArray(kind) => {
@@ -547,8 +615,7 @@ impl Thread {
                             sp -= 1;
                             push!(h)
                         }
-                        Err(e) if e == TERMINATED => return Err(Trap::Terminated),
-                        Err(e) => trap!(e),
+                        Err(f) => return Err(f.at(method, (pc - 1) as u32)),
                     }
                 }
                 Op::GetField(s) => {
@@ -696,7 +763,7 @@ impl Thread {
                 Op::MonitorEnter => {
                     let v = pop!();
                     let _ = handle!(v);
-                    if let Err(holder) = app.monitors.try_enter(v, self.id, self.tid) {
+                    if let Err(holder) = app.monitors().try_enter(v, self.id, self.tid) {
                         save_pc!();
                         self.monitor_wait(v, holder, method, pc - 1);
                     }
@@ -704,7 +771,7 @@ impl Thread {
                 Op::MonitorExit => {
                     let v = pop!();
                     let _ = handle!(v);
-                    if let Err(e) = app.monitors.exit(v, self.id) {
+                    if let Err(e) = app.monitors().exit(v, self.id) {
                         trap!(e.to_string());
                     }
                 }
@@ -718,8 +785,7 @@ impl Thread {
                     save_pc!();
                     sp = match self.message_op(*op, sp, method, pc - 1) {
                         Ok(sp) => sp,
-                        Err(e) if e == TERMINATED => return Err(Trap::Terminated),
-                        Err(e) => trap!(e),
+                        Err(f) => return Err(f.at(method, (pc - 1) as u32)),
                     };
                 }
                 Op::Print => {
@@ -870,9 +936,6 @@ impl Thread {
     }
 }
 
-/// The message every blocking path returns when the app is ending.
-pub const TERMINATED: &str = "app terminated";
-
 /// The calling thread's OS thread id.
 pub fn current_tid() -> i32 {
     marvin_runtime::cpuclock::current_tid()
@@ -884,107 +947,4 @@ pub fn current_tid() -> i32 {
 #[inline(never)]
 fn dangling(heap: &marvin_runtime::heap::Heap, v: u64) -> bool {
     !heap.table().is_live(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use marvin_runtime::barrier::{AccessKind, NoBarriers};
-    use marvin_runtime::header::HeaderBits;
-
-    use super::*;
-    use crate::exec::app::{Loaded, RunConfig};
-
-    /// One method per fused atomics idiom, each taking the object as its argument.
-    const IDIOMS: &str = "
-.class C
-  .field v int
-.end
-.method main args=0 locals=0
-  push 0
-  ret
-.end
-.method add_two args=1 locals=1
-  load 0
-  push 2
-  xadd C.v
-  pop
-  push 0
-  ret
-.end
-.method read args=1 locals=2
-  load 0
-  getfield C.v
-  store 1
-  load 1
-  ret
-.end
-.method bump args=1 locals=2
-  load 0
-  load 0
-  getfield C.v
-  dup
-  push 1
-  add
-  cas C.v
-  jz fail
-  push 1
-  ret
-fail:
-  push 0
-  ret
-.end
-";
-
-    #[test]
-    fn fused_field_ops_compute_and_set_access_bits_as_by_name_ones_do() {
-        for resolve in [true, false] {
-            let p = crate::load::load_bytes("t.masm", IDIOMS.as_bytes()).expect("loads");
-            let vp = crate::verify::verify(p).expect("verifies");
-            let loaded = Arc::new(Loaded::translated(vp, resolve));
-            let fused = |m: usize, f: fn(&Op) -> bool| loaded.code[m].iter().any(f);
-            assert_eq!(fused(1, |o| matches!(o, Op::LoadXadd(..))), resolve);
-            assert_eq!(
-                fused(2, |o| matches!(o, Op::LoadGetFieldStore(..))),
-                resolve
-            );
-            assert_eq!(fused(3, |o| matches!(o, Op::CasBr(..))), resolve);
-            let app = Arc::new(App::new(loaded, RunConfig::default()).expect("app"));
-            let mut thread = Thread::new(&app).expect("thread");
-            let h = app
-                .heap
-                .alloc(ObjKind::Instance, 0, 1, 0)
-                .expect("allocates");
-            let bits = || {
-                let a = app
-                    .heap
-                    .access::<NoBarriers>(h, AccessKind::Read)
-                    .expect("live");
-                a.obj().header().bits()
-            };
-            let mut run = |m: u32| {
-                let a = app
-                    .heap
-                    .access::<NoBarriers>(h, AccessKind::Read)
-                    .expect("live");
-                a.obj()
-                    .header()
-                    .clear(HeaderBits::READ | HeaderBits::WRITE | HeaderBits::DIRTY);
-                thread.invoke(m, &[h.value()]).expect("runs")
-            };
-            assert_eq!(run(1), 0, "resolve={resolve}");
-            let b = bits();
-            assert!(b.contains(HeaderBits::WRITE | HeaderBits::DIRTY), "{b:?}");
-            assert_eq!(run(2), 2, "resolve={resolve}");
-            let b = bits();
-            assert!(b.contains(HeaderBits::READ), "{b:?}");
-            assert!(
-                !b.intersects(HeaderBits::WRITE | HeaderBits::DIRTY),
-                "{b:?}"
-            );
-            assert_eq!(run(3), 1, "resolve={resolve}");
-            let b = bits();
-            assert!(b.contains(HeaderBits::WRITE | HeaderBits::DIRTY), "{b:?}");
-            assert_eq!(run(2), 3, "resolve={resolve}");
-        }
-    }
 }

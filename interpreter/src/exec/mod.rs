@@ -1,69 +1,16 @@
-//! The executor: runs a verified program as an app ([`app`]) on interpreter threads
-//! ([`interp`]) over code translated once at load time ([`op`]). [`run`] is the front
-//! door used by the command line and the experiments.
+//! The executor: runs a verified program, translated once at load time ([`loaded`],
+//! [`op`], [`fuse`]), on interpreter threads ([`interp`]) inside an app it reaches
+//! through [`binding::AppBinding`]. What makes an app (its heap set-up, message loop,
+//! swapping, lifecycle, statistics and traces) lives in the `marvin-app` crate.
 
-pub mod app;
+pub mod binding;
 pub mod fuse;
 pub mod interp;
-pub mod lifecycle;
-pub mod memory;
-
-pub mod messages;
+pub mod loaded;
 pub mod op;
-pub mod stats;
-pub mod tracing;
 pub mod trap;
 
-use std::sync::Arc;
-
-pub use app::{App, Loaded, RunConfig};
-pub use stats::RunStats;
-pub use tracing::{AppTrace, TraceTarget};
-pub use trap::Trap;
-
-use crate::isa::VerifiedProgram;
-
-/// How a run ended.
-#[derive(Debug)]
-pub struct Outcome {
-    /// The process exit status the spec asks for: 0, the halt code, or 70.
-    pub status: i32,
-    /// The rendered runtime error, if any.
-    pub error: Option<String>,
-    pub stats: RunStats,
-}
-
-/// Runs a verified program to its end.
-pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
-    let loaded = Arc::new(Loaded::translated(vp, cfg.resolve));
-    let mut cfg = cfg;
-    let swap = cfg.swap.take();
-    let app = Arc::new(App::new(loaded.clone(), cfg)?);
-    let mut helpers = Vec::new();
-    if let Some(setup) = swap {
-        app.enable_swap(&setup.dir, "app", setup.policy, true)
-            .map_err(std::io::Error::other)?;
-        if let (Some(limit), Some(swap)) = (setup.file_limit, app.swap()) {
-            swap.file.lock().set_limit(Some(limit));
-        }
-        helpers.extend(memory::start_heap_task(&app));
-        if let Some(l) = setup.lifecycle {
-            helpers.push(lifecycle::start(&app, l));
-        }
-    }
-    let result = messages::run_looper(&app);
-    for h in helpers {
-        let _ = h.join();
-    }
-    app.flush();
-    let (status, error) = match result {
-        None => (0, None),
-        Some(Trap::Halt(code)) => (code as i32, None),
-        Some(t) => (70, t.render(&loaded.vp.program)),
-    };
-    Ok(Outcome {
-        status,
-        error,
-        stats: RunStats::of(&app),
-    })
-}
+pub use binding::{AppBinding, Post, PostAt};
+pub use interp::Thread;
+pub use loaded::Loaded;
+pub use trap::{Fault, Trap};

@@ -1,4 +1,5 @@
-//! Why a thread stopped running MASM code: a runtime error at a place, or `halt`.
+//! Why a thread stopped running MASM code: a runtime error at a place, `halt`, or the
+//! app ending ([`Trap`]); and why an operation the loop asked for failed ([`Fault`]).
 
 use crate::isa::Program;
 
@@ -50,5 +51,38 @@ pub fn error(message: impl Into<String>, method: u32, pc: u32) -> Trap {
         message: message.into(),
         method,
         pc,
+    }
+}
+
+/// Why an allocation or an app operation the executor asked for did not complete. The
+/// loop turns [`Fault::Terminated`] into [`Trap::Terminated`] (the thread unwinds) and
+/// every other fault into a runtime error with the fault's text.
+#[derive(Debug, thiserror::Error)]
+pub enum Fault {
+    /// The app is ending (another thread halted or failed, or the app was stopped).
+    #[error("app terminated")]
+    Terminated,
+    /// The heap would pass its limit even after a collection.
+    #[error("out of memory")]
+    OutOfMemory,
+    #[error(transparent)]
+    Alloc(#[from] marvin_runtime::heap::AllocError),
+    /// `send` after the main looper quit.
+    #[error("post after quit")]
+    PostAfterQuit,
+    /// `spawn` could not start an OS thread.
+    #[error("cannot start a thread: {0}")]
+    Spawn(#[source] std::io::Error),
+}
+
+impl Fault {
+    /// The trap this fault raises at `method`+`pc`.
+    #[cold]
+    #[inline(never)]
+    pub fn at(self, method: u32, pc: u32) -> Trap {
+        match self {
+            Fault::Terminated => Trap::Terminated,
+            other => error(other.to_string(), method, pc),
+        }
     }
 }

@@ -10,118 +10,19 @@ use std::time::{Duration, Instant};
 use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
 use marvin_runtime::cpuclock::thread_cpu_time_ns;
 use marvin_runtime::deliqueue::{DeliQueue, MessageQueue};
-use marvin_runtime::fasttrack::{self, FastTracker};
-use marvin_runtime::heap::{Heap, HeapConfig};
+use marvin_runtime::fasttrack::FastTracker;
+use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::Monitors;
 use marvin_runtime::safepoint::{Mutator, Safepoints};
 use marvin_runtime::trace::{names, Tracer};
 use parking_lot::{Condvar, Mutex};
 
-use super::messages::MasmMessage;
-use super::op::{layouts, translate, translate_by_name, ClassLayout, NameTables, Op};
-use super::tracing::{AppTrace, TraceTarget};
-use super::trap::Trap;
-use crate::isa::VerifiedProgram;
+use marvin_interpreter::exec::{Loaded, Trap};
 
-/// A verified program translated for the executor.
-pub struct Loaded {
-    pub vp: VerifiedProgram,
-    pub code: Vec<Vec<Op>>,
-    pub layouts: Vec<ClassLayout>,
-    /// Class and field names, for by-name execution (empty when operands are resolved).
-    pub names: NameTables,
-}
-
-impl Loaded {
-    /// The program with field operands resolved once, at load.
-    pub fn new(vp: VerifiedProgram) -> Loaded {
-        Loaded::translated(vp, true)
-    }
-
-    /// The program translated with field operands resolved at load (`resolve`) or by name
-    /// on every execution (for comparison).
-    pub fn translated(vp: VerifiedProgram, resolve: bool) -> Loaded {
-        let tr = if resolve {
-            translate
-        } else {
-            translate_by_name
-        };
-        let layouts = layouts(&vp.program);
-        let code = vp
-            .program
-            .methods
-            .iter()
-            .map(|m| {
-                let mut code: Vec<Op> = m
-                    .code
-                    .iter()
-                    .map(|&i| tr(&vp.program, &layouts, i))
-                    .collect();
-                super::fuse::fuse(&mut code);
-                code
-            })
-            .collect();
-        let names = if resolve {
-            NameTables::default()
-        } else {
-            NameTables::new(&vp.program, &layouts)
-        };
-        Loaded {
-            vp,
-            code,
-            layouts,
-            names,
-        }
-    }
-}
-
-/// How to run a program.
-pub struct RunConfig {
-    pub heap: HeapConfig,
-    /// Access barriers on (the normal runtime) or off (for measuring their cost).
-    pub barriers: bool,
-    /// Value-stack slots per thread (locals and operands of every frame).
-    pub stack_slots: usize,
-    /// Call depth per thread.
-    pub max_frames: usize,
-    /// Where `print`, `printc` and `prints` write.
-    pub out: Box<dyn Write + Send>,
-    /// Swapping for a single app (`marvin run --lifecycle/--swap-dir/--policy`).
-    pub swap: Option<SwapSetup>,
-    /// Where to record a trace, if anywhere.
-    pub trace: Option<TraceTarget>,
-    /// Field operands resolved once at load (the normal runtime) or by name on every
-    /// execution (`--no-resolve`, for comparison).
-    pub resolve: bool,
-    /// What the main looper blocking on a monitor does to the monitor's holder.
-    pub fast_track: fasttrack::Mode,
-}
-
-/// How to swap a single app.
-pub struct SwapSetup {
-    pub dir: std::path::PathBuf,
-    pub policy: Arc<dyn marvin_swap::SwapPolicy>,
-    pub lifecycle: Option<super::lifecycle::Lifecycle>,
-    /// The swap file never grows past this many bytes (`--swap-limit`: a full disk,
-    /// for testing how the app copes).
-    pub file_limit: Option<u64>,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        RunConfig {
-            heap: HeapConfig::default(),
-            barriers: true,
-            stack_slots: 1 << 20,
-            max_frames: 100_000,
-            out: Box::new(std::io::stdout()),
-            swap: None,
-            trace: None,
-            resolve: true,
-            fast_track: fasttrack::Mode::FastTrack,
-        }
-    }
-}
+use crate::config::RunConfig;
+use crate::memory::Transition;
+use crate::messages::MasmMessage;
+use crate::tracing::AppTrace;
 
 /// Collector totals of one app.
 #[derive(Clone, Debug, Default)]
@@ -160,7 +61,7 @@ pub struct App {
     /// The swap side, once swapping is enabled.
     pub(crate) swap: std::sync::OnceLock<Arc<marvin_swap::AppSwap>>,
     /// Memory transitions so far (background, save, reclaim, foreground).
-    pub transitions: Mutex<Vec<super::memory::Transition>>,
+    pub transitions: Mutex<Vec<Transition>>,
     /// Latency of every reclaim request served by this app, in ns.
     pub reclaim_latencies: Mutex<Vec<u64>>,
     /// The app's trace tracks (a disabled tracer when not traced).

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::app::App;
+use crate::app::App;
 
 /// One scripted transition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use marvin_runtime::trace::{names, Tracer};
 
-use super::app::App;
+use crate::app::App;
 
 /// One recorded transition.
 #[derive(Clone, Debug, Serialize)]

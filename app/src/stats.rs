@@ -7,7 +7,7 @@ use marvin_runtime::cpuaccount::Activity;
 
 use serde::Serialize;
 
-use super::app::App;
+use crate::app::App;
 
 /// Statistics of one run.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -64,7 +64,7 @@ pub struct SwapStats {
     pub compactions: u64,
     pub last_error: Option<String>,
     /// Each transition with the process's resident memory before and after.
-    pub transitions: Vec<super::memory::Transition>,
+    pub transitions: Vec<crate::memory::Transition>,
 }
 
 impl RunStats {
