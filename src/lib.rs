@@ -3,4 +3,5 @@
 
 pub mod bench;
 pub mod cli;
+pub mod host;
 pub mod system;

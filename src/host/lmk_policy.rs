@@ -1,0 +1,257 @@
+//! The low-memory killer's policy, as plain functions with no system calls: the
+//! `oom_score_adj` an app gets from its state (the bands of Android's
+//! `ProcessList`), when to kill ([`Trigger`]), and whom ([`choose_victim`]: the
+//! highest adj, then the largest RSS, as lmkd does with `ro.lmk.kill_heaviest_task`).
+
+/// The app in front (`ProcessList.FOREGROUND_APP_ADJ`).
+pub const FOREGROUND_APP_ADJ: i32 = 0;
+/// The app the user was in before the current one (`PREVIOUS_APP_ADJ`).
+pub const PREVIOUS_APP_ADJ: i32 = 700;
+/// The band of cached (background, invisible) apps (`CACHED_APP_MIN_ADJ` ..
+/// `CACHED_APP_MAX_ADJ`).
+pub const CACHED_APP_MIN_ADJ: i32 = 900;
+pub const CACHED_APP_MAX_ADJ: i32 = 999;
+
+/// What an app is doing, as the activity manager sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppState {
+    Foreground,
+    Previous,
+    /// A cached app; `lru_rank` 0 is the most recently used of them.
+    Cached {
+        lru_rank: u32,
+    },
+}
+
+/// The `oom_score_adj` of an app in `state`: cached apps take one step of the cached
+/// band per LRU position, so the least recently used has the highest adj and dies
+/// first; from the hundredth on they share `CACHED_APP_MAX_ADJ`.
+pub fn oom_score_adj(state: AppState) -> i32 {
+    match state {
+        AppState::Foreground => FOREGROUND_APP_ADJ,
+        AppState::Previous => PREVIOUS_APP_ADJ,
+        AppState::Cached { lru_rank } => {
+            CACHED_APP_MIN_ADJ
+                + lru_rank.min((CACHED_APP_MAX_ADJ - CACHED_APP_MIN_ADJ) as u32) as i32
+        }
+    }
+}
+
+/// An app that may be killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub pid: u32,
+    pub adj: i32,
+    pub rss_bytes: u64,
+}
+
+/// The app to kill: among those with adj at least `min_adj`, the highest adj, and
+/// within it the largest RSS (ties: the lower pid, so the choice is deterministic).
+pub fn choose_victim(candidates: &[Candidate], min_adj: i32) -> Option<Candidate> {
+    candidates
+        .iter()
+        .filter(|c| c.adj >= min_adj)
+        .max_by(|a, b| {
+            a.adj
+                .cmp(&b.adj)
+                .then(a.rss_bytes.cmp(&b.rss_bytes))
+                .then(b.pid.cmp(&a.pid))
+        })
+        .copied()
+}
+
+/// When the killer acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// Kill while the group's usage is above `limit - headroom` (the mode without
+    /// swap: act before the kernel's OOM killer must). `None`: never on usage alone.
+    pub headroom_bytes: Option<u64>,
+    /// Kill on a critical pressure event (v1 `memory.pressure_level` critical, v2 a
+    /// PSI `full` stall), the signal lmkd acts on when the device has swap.
+    pub on_critical: bool,
+    /// Apps with a lower adj are never killed.
+    pub min_adj: i32,
+}
+
+impl Trigger {
+    /// Without swap: kill when usage comes within `headroom_bytes` of the limit.
+    pub fn usage(headroom_bytes: u64) -> Trigger {
+        Trigger {
+            headroom_bytes: Some(headroom_bytes),
+            on_critical: false,
+            min_adj: FOREGROUND_APP_ADJ,
+        }
+    }
+
+    /// With swap: usage sits at the limit by design; kill on critical pressure.
+    pub fn pressure() -> Trigger {
+        Trigger {
+            headroom_bytes: None,
+            on_critical: true,
+            min_adj: FOREGROUND_APP_ADJ,
+        }
+    }
+}
+
+/// What the watcher saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub usage: u64,
+    pub limit: u64,
+    /// A critical pressure event arrived since the last sample.
+    pub critical: bool,
+}
+
+/// Why the killer acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Usage above the limit less the headroom.
+    Headroom { usage: u64, threshold: u64 },
+    /// A critical pressure event.
+    Critical,
+}
+
+/// Whether `sample` calls for a kill under `trigger`, and why.
+pub fn kill_reason(sample: &Sample, trigger: &Trigger) -> Option<Reason> {
+    if let Some(h) = trigger.headroom_bytes {
+        let threshold = sample.limit.saturating_sub(h);
+        if sample.usage > threshold {
+            return Some(Reason::Headroom {
+                usage: sample.usage,
+                threshold,
+            });
+        }
+    }
+    if trigger.on_critical && sample.critical {
+        return Some(Reason::Critical);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(pid: u32, adj: i32, rss_mib: u64) -> Candidate {
+        Candidate {
+            pid,
+            adj,
+            rss_bytes: rss_mib << 20,
+        }
+    }
+
+    #[test]
+    fn adj_follows_the_android_bands_and_lru_order() {
+        assert_eq!(oom_score_adj(AppState::Foreground), 0);
+        assert_eq!(oom_score_adj(AppState::Previous), 700);
+        assert_eq!(oom_score_adj(AppState::Cached { lru_rank: 0 }), 900);
+        assert_eq!(oom_score_adj(AppState::Cached { lru_rank: 5 }), 905);
+        assert_eq!(oom_score_adj(AppState::Cached { lru_rank: 99 }), 999);
+        assert_eq!(
+            oom_score_adj(AppState::Cached { lru_rank: 1000 }),
+            999,
+            "capped at the band's top"
+        );
+        let older = oom_score_adj(AppState::Cached { lru_rank: 3 });
+        let newer = oom_score_adj(AppState::Cached { lru_rank: 2 });
+        assert!(older > newer && newer > oom_score_adj(AppState::Previous));
+    }
+
+    #[test]
+    fn the_highest_adj_dies_first_then_the_heaviest() {
+        let apps = [
+            c(10, 0, 300),
+            c(11, 700, 200),
+            c(12, 901, 10),
+            c(13, 900, 100),
+        ];
+        assert_eq!(
+            choose_victim(&apps, 0).unwrap().pid,
+            12,
+            "highest adj even when small"
+        );
+        let apps = [
+            c(10, 0, 300),
+            c(11, 905, 20),
+            c(12, 905, 50),
+            c(13, 905, 30),
+        ];
+        assert_eq!(
+            choose_victim(&apps, 0).unwrap().pid,
+            12,
+            "same adj: the largest RSS"
+        );
+        let apps = [c(14, 905, 50), c(12, 905, 50)];
+        assert_eq!(
+            choose_victim(&apps, 0).unwrap().pid,
+            12,
+            "full tie: the lower pid"
+        );
+        let apps = [c(10, 0, 300), c(11, 700, 20)];
+        assert_eq!(
+            choose_victim(&apps, 900),
+            None,
+            "nothing at or above min_adj"
+        );
+        assert_eq!(choose_victim(&apps, 0).unwrap().pid, 11);
+        assert_eq!(choose_victim(&[], 0), None);
+    }
+
+    #[test]
+    fn usage_trigger_fires_above_limit_less_headroom() {
+        let t = Trigger::usage(16 << 20);
+        let at = |usage| Sample {
+            usage,
+            limit: 64 << 20,
+            critical: false,
+        };
+        assert_eq!(
+            kill_reason(&at(48 << 20), &t),
+            None,
+            "exactly at the threshold"
+        );
+        assert_eq!(
+            kill_reason(&at((48 << 20) + 1), &t),
+            Some(Reason::Headroom {
+                usage: (48 << 20) + 1,
+                threshold: 48 << 20
+            })
+        );
+        // Critical events alone do not fire a usage trigger.
+        assert_eq!(
+            kill_reason(
+                &Sample {
+                    critical: true,
+                    ..at(1)
+                },
+                &t
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn pressure_trigger_fires_on_critical_only() {
+        let t = Trigger::pressure();
+        let full = Sample {
+            usage: 64 << 20,
+            limit: 64 << 20,
+            critical: false,
+        };
+        assert_eq!(
+            kill_reason(&full, &t),
+            None,
+            "a swapping group sits at its limit"
+        );
+        assert_eq!(
+            kill_reason(
+                &Sample {
+                    critical: true,
+                    ..full
+                },
+                &t
+            ),
+            Some(Reason::Critical)
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! The machine side of the real pressure experiment: what a run creates on the machine
+//! and reads back from the kernel. Each app runs as an OS process in one memory cgroup
+//! whose hard limit is the budget ([`cgroup`]); real Linux swap for the run ([`swapdev`]);
+//! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
+//! [`lmk_policy`], its pressure signals in [`pressure`]); per-process counters
+//! ([`procstat`]); cgroup counters ([`memstat`]).
+//!
+//! Everything machine-wide is announced on stderr when it is created and when it is
+//! removed. Guards remove it on drop (also while a panic unwinds), [`signals`] turns
+//! Ctrl-C, SIGTERM and SIGHUP into an unwind of the run, and the start-up sweeps
+//! ([`cgroup::Hierarchy::sweep`], [`swapdev::sweep`]) remove what a run killed with
+//! SIGKILL left behind; names carry the owner's pid and start time ([`owner`]).
+//! All `unsafe` of this layer is in [`sys`].
+
+pub mod cgroup;
+pub mod error;
+pub mod lmk;
+pub mod lmk_policy;
+pub mod memstat;
+pub mod owner;
+pub mod pressure;
+pub mod procstat;
+pub mod signals;
+pub mod swap_header;
+pub mod swapdev;
+pub mod sys;
+
+pub use cgroup::{Group, Hierarchy, Limits, Version};
+pub use error::{HostError, Result};
+
+/// Says on stderr what the run does to the machine.
+pub(crate) fn announce(msg: &str) {
+    eprintln!("marvin: {msg}");
+}
+
+/// Bytes as whole MiB, for announcements.
+pub(crate) fn mib(bytes: u64) -> u64 {
+    bytes >> 20
+}

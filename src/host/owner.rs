@@ -1,0 +1,119 @@
+//! Who owns a machine-wide object (a run's cgroup, its swap file or zram device): the
+//! owner's pid and start time, written into the object's name, so that a later run can
+//! tell a leftover of a dead run (removed by the start-up sweep) from the object of a
+//! live one (left alone), even after the dead run's pid has been reused.
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::procstat;
+
+/// A process named for good: its pid and its start time in clock ticks after boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+impl Owner {
+    /// This process.
+    pub fn current() -> io::Result<Owner> {
+        Owner::of(std::process::id())
+    }
+
+    /// Process `pid` as it is now.
+    pub fn of(pid: u32) -> io::Result<Owner> {
+        Ok(Owner {
+            pid,
+            start_time: procstat::stat(pid)?.start_time,
+        })
+    }
+
+    /// Whether this very process still runs (the pid exists with the same start time
+    /// and is not a zombie).
+    pub fn is_alive(&self) -> bool {
+        match procstat::stat(self.pid) {
+            Ok(s) => s.start_time == self.start_time && s.state != 'Z' && s.state != 'X',
+            Err(_) => false,
+        }
+    }
+
+    /// The name of a new object of this owner: `PREFIX-PID-START-SEQ`, where SEQ counts
+    /// up within the process so one run can own several objects.
+    pub fn name(&self, prefix: &str) -> String {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        format!("{prefix}-{}-{}-{seq}", self.pid, self.start_time)
+    }
+
+    /// The owner written into `name` by [`Owner::name`] with this `prefix`, if `name`
+    /// is one of ours (an extension after the sequence number is allowed).
+    pub fn parse_name(prefix: &str, name: &str) -> Option<Owner> {
+        let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
+        let mut parts = rest.splitn(3, '-');
+        let pid = parts.next()?.parse().ok()?;
+        let start_time = parts.next()?.parse().ok()?;
+        let seq = parts.next()?;
+        let seq = seq.split('.').next()?;
+        seq.parse::<u32>().ok()?;
+        Some(Owner { pid, start_time })
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {} (started at tick {})", self.pid, self.start_time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_strangers_are_not_ours() {
+        let me = Owner::current().unwrap();
+        assert!(me.is_alive());
+        let a = me.name("marvin-run");
+        let b = me.name("marvin-run");
+        assert_ne!(a, b, "two objects of one run get two names");
+        assert_eq!(Owner::parse_name("marvin-run", &a), Some(me));
+        assert_eq!(
+            Owner::parse_name("marvin-swap", &format!("{}.swap", me.name("marvin-swap"))),
+            Some(me)
+        );
+        for stranger in [
+            "marvin-run",
+            "marvin-run-1-2",
+            "marvin-run-x-2-3",
+            "marvin-runner-1-2-3",
+            "other-1-2-3",
+            "marvin-run-1-2-z",
+        ] {
+            assert_eq!(
+                Owner::parse_name("marvin-run", stranger),
+                None,
+                "{stranger}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_owner() {
+        let me = Owner::current().unwrap();
+        let earlier = Owner {
+            pid: me.pid,
+            start_time: me.start_time + 1,
+        };
+        assert!(
+            !earlier.is_alive(),
+            "same pid, other start time: a different process"
+        );
+        assert!(!Owner {
+            pid: u32::MAX,
+            start_time: 1
+        }
+        .is_alive());
+    }
+}

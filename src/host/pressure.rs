@@ -1,0 +1,123 @@
+//! Memory pressure notifications for a run's group, which wake the killer at once
+//! instead of at its next poll: cgroup v1's `memory.pressure_level` through
+//! `cgroup.event_control` and an eventfd, or a PSI trigger on v2's `memory.pressure`
+//! (`full` stall over a window: the kernel signals `POLLPRI`).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+use super::cgroup::{Group, Version};
+use super::error::{HostError, Result};
+use super::sys;
+
+/// The v1 pressure levels (vmpressure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Low,
+    Medium,
+    Critical,
+}
+
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Low => "low",
+            Level::Medium => "medium",
+            Level::Critical => "critical",
+        }
+    }
+
+    /// The PSI trigger for the level: lmkd's stall thresholds (70 ms `some`, 100 ms
+    /// `some`, 70 ms `full` per second), over 2-second windows, because without
+    /// `CAP_SYS_RESOURCE` (root in a container often lacks it) the kernel only takes
+    /// windows that are whole multiples of 2 s.
+    fn psi_trigger(self) -> &'static str {
+        match self {
+            Level::Low => "some 140000 2000000",
+            Level::Medium => "some 200000 2000000",
+            Level::Critical => "full 140000 2000000",
+        }
+    }
+}
+
+enum Source {
+    /// The eventfd registered with `cgroup.event_control`, and the open
+    /// `memory.pressure_level` it listens on (kept open for the registration's life).
+    V1 { eventfd: File, _level: File },
+    /// An open `memory.pressure` with a trigger written to it.
+    Psi { file: File },
+}
+
+/// A registration for pressure events of one level; dropping it unregisters.
+pub struct PressureEvents {
+    source: Source,
+}
+
+impl PressureEvents {
+    /// Registers for `level` events of `group`.
+    pub fn open(group: &Group, level: Level) -> Result<PressureEvents> {
+        match group.version() {
+            Version::V1 => {
+                let level_path = group.path().join("memory.pressure_level");
+                let level_file = File::open(&level_path)
+                    .map_err(|e| HostError::io("opening", &level_path, e))?;
+                let efd: OwnedFd =
+                    sys::eventfd().map_err(|e| HostError::io("eventfd for", &level_path, e))?;
+                let control = group.path().join("cgroup.event_control");
+                let line = format!(
+                    "{} {} {}",
+                    std::os::fd::AsRawFd::as_raw_fd(&efd),
+                    std::os::fd::AsRawFd::as_raw_fd(&level_file),
+                    level.name()
+                );
+                std::fs::write(&control, line)
+                    .map_err(|e| HostError::io("registering with", &control, e))?;
+                Ok(PressureEvents {
+                    source: Source::V1 {
+                        eventfd: File::from(efd),
+                        _level: level_file,
+                    },
+                })
+            }
+            Version::V2 => PressureEvents::open_psi(&group.path().join("memory.pressure"), level),
+        }
+    }
+
+    /// Registers a PSI trigger on a `memory.pressure` file (a v2 group's, or the
+    /// machine's `/proc/pressure/memory`).
+    pub fn open_psi(path: &Path, level: Level) -> Result<PressureEvents> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| HostError::io("opening", path, e))?;
+        // The trigger is one write with its terminating NUL, as the PSI docs show.
+        let mut trigger = level.psi_trigger().as_bytes().to_vec();
+        trigger.push(0);
+        file.write_all(&trigger)
+            .map_err(|e| HostError::io("writing a PSI trigger to", path, e))?;
+        Ok(PressureEvents {
+            source: Source::Psi { file },
+        })
+    }
+
+    /// Waits up to `timeout` for an event; true if one (or more) arrived.
+    pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
+        let fired = match &self.source {
+            Source::V1 { eventfd, .. } => sys::poll(&[(eventfd.as_fd(), libc::POLLIN)], timeout),
+            Source::Psi { file } => sys::poll(&[(file.as_fd(), libc::POLLPRI)], timeout),
+        }
+        .map_err(|e| HostError::io("waiting for", "memory pressure events", e))?[0];
+        if fired {
+            if let Source::V1 { eventfd, .. } = &mut self.source {
+                // Reset the counter (non-blocking; the value is the number of events).
+                let mut buf = [0u8; 8];
+                let _ = eventfd.read(&mut buf);
+            }
+        }
+        Ok(fired)
+    }
+}

@@ -1,0 +1,248 @@
+//! What the kernel counts for one process: resident memory split into anonymous, file
+//! and shared memory and its swap (`/proc/PID/status`, or the exact page-table walk of
+//! `/proc/PID/smaps_rollup`), its major faults and start time (`/proc/PID/stat`).
+
+use std::fs;
+use std::io;
+
+/// Resident and swapped memory of one process, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcMem {
+    /// Resident anonymous memory (`RssAnon`, or `Anonymous` in smaps_rollup).
+    pub anon: u64,
+    /// Resident file-backed memory (`RssFile`).
+    pub file: u64,
+    /// Resident shared memory: shmem, tmpfs and memfd pages (`RssShmem`).
+    pub shmem: u64,
+    /// Pages of the process in swap (`VmSwap`, `Swap`).
+    pub swap: u64,
+}
+
+impl ProcMem {
+    /// Resident memory of all kinds (`VmRSS`).
+    pub fn rss(&self) -> u64 {
+        self.anon + self.file + self.shmem
+    }
+}
+
+/// The fields of `/proc/PID/stat` this layer uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// The state letter (`R`, `S`, `Z`, ...).
+    pub state: char,
+    /// Minor faults (field 10).
+    pub minor_faults: u64,
+    /// Major faults: faults that had to read a page from disk or swap (field 12).
+    pub major_faults: u64,
+    /// Start time after boot in clock ticks (field 22); with the pid it names one
+    /// process for good, even once the pid is reused.
+    pub start_time: u64,
+}
+
+/// Parses a `kB` value line body such as `"    1234 kB"` into bytes.
+fn kib(value: &str) -> Option<u64> {
+    let mut it = value.split_whitespace();
+    let n: u64 = it.next()?.parse().ok()?;
+    match it.next() {
+        Some("kB") | None => Some(n * 1024),
+        Some(_) => None,
+    }
+}
+
+/// Parses the memory lines of `/proc/PID/status`.
+pub fn parse_status(text: &str) -> io::Result<ProcMem> {
+    let mut mem = ProcMem::default();
+    let mut seen = 0;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let slot = match key {
+            "RssAnon" => &mut mem.anon,
+            "RssFile" => &mut mem.file,
+            "RssShmem" => &mut mem.shmem,
+            "VmSwap" => &mut mem.swap,
+            _ => continue,
+        };
+        *slot = kib(value).ok_or_else(|| bad(format!("bad {key} line in status: {line:?}")))?;
+        seen += 1;
+    }
+    if seen == 0 {
+        // Kernel threads and zombies have no memory lines.
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "status has no memory lines (no address space)",
+        ));
+    }
+    Ok(mem)
+}
+
+/// Parses `/proc/PID/smaps_rollup`: `anon` is `Anonymous`, `file` is the rest of
+/// `Rss` (shared memory included, which the rollup does not split out; `shmem` is 0
+/// here, use [`mem`] for that split).
+pub fn parse_smaps_rollup(text: &str) -> io::Result<ProcMem> {
+    let (mut rss, mut anon, mut swap) = (None, None, None);
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let slot = match key {
+            "Rss" => &mut rss,
+            "Anonymous" => &mut anon,
+            "Swap" => &mut swap,
+            _ => continue,
+        };
+        *slot = Some(
+            kib(value).ok_or_else(|| bad(format!("bad {key} line in smaps_rollup: {line:?}")))?,
+        );
+    }
+    let rss = rss.ok_or_else(|| bad("smaps_rollup has no Rss line".into()))?;
+    let anon = anon.unwrap_or(0);
+    Ok(ProcMem {
+        anon,
+        file: rss.saturating_sub(anon),
+        shmem: 0,
+        swap: swap.unwrap_or(0),
+    })
+}
+
+/// Parses `/proc/PID/stat`. The command name (field 2) may hold spaces and
+/// parentheses, so the fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> io::Result<Stat> {
+    let close = text
+        .rfind(')')
+        .ok_or_else(|| bad("stat has no command name".into()))?;
+    // Fields from 3 (state) on.
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let field = |n: usize| -> io::Result<&str> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or_else(|| bad(format!("stat has no field {n}")))
+    };
+    let num = |n: usize| -> io::Result<u64> {
+        field(n)?
+            .parse()
+            .map_err(|_| bad(format!("stat field {n} is not a number")))
+    };
+    let state = field(3)?
+        .chars()
+        .next()
+        .ok_or_else(|| bad("stat has an empty state".into()))?;
+    Ok(Stat {
+        state,
+        minor_faults: num(10)?,
+        major_faults: num(12)?,
+        start_time: num(22)?,
+    })
+}
+
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+fn read(pid: u32, file: &str) -> io::Result<String> {
+    let path = format!("/proc/{pid}/{file}");
+    fs::read_to_string(&path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
+}
+
+/// The memory of process `pid` from `/proc/PID/status` (cheap: counters, no walk).
+pub fn mem(pid: u32) -> io::Result<ProcMem> {
+    parse_status(&read(pid, "status")?)
+}
+
+/// The memory of process `pid` from `/proc/PID/smaps_rollup` (exact: walks the page
+/// tables, so it costs time proportional to the mapping; shmem is not split out).
+pub fn rollup(pid: u32) -> io::Result<ProcMem> {
+    parse_smaps_rollup(&read(pid, "smaps_rollup")?)
+}
+
+/// `/proc/PID/stat` of process `pid`.
+pub fn stat(pid: u32) -> io::Result<Stat> {
+    parse_stat(&read(pid, "stat")?)
+}
+
+/// Major faults of process `pid` so far.
+pub fn major_faults(pid: u32) -> io::Result<u64> {
+    Ok(stat(pid)?.major_faults)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lines_become_bytes() {
+        let text =
+            "Name:\tcat\nVmRSS:\t    3000 kB\nRssAnon:\t    1000 kB\nRssFile:\t    1500 kB\n\
+                    RssShmem:\t     500 kB\nVmSwap:\t      12 kB\n";
+        let m = parse_status(text).unwrap();
+        assert_eq!(
+            m,
+            ProcMem {
+                anon: 1000 * 1024,
+                file: 1500 * 1024,
+                shmem: 500 * 1024,
+                swap: 12 * 1024
+            }
+        );
+        assert_eq!(m.rss(), 3000 * 1024);
+        assert!(parse_status("Name:\tkthreadd\nState:\tS\n").is_err());
+        assert!(parse_status("RssAnon:\t lots kB\n").is_err());
+    }
+
+    #[test]
+    fn smaps_rollup_splits_anonymous_from_file() {
+        let text = "55d0-7ffd ---p 00000000 00:00 0    [rollup]\nRss:                4096 kB\n\
+                    Pss:                4000 kB\nAnonymous:          1024 kB\nSwap:                 8 kB\n";
+        let m = parse_smaps_rollup(text).unwrap();
+        assert_eq!(
+            (m.anon, m.file, m.swap),
+            (1024 * 1024, 3072 * 1024, 8 * 1024)
+        );
+        assert!(parse_smaps_rollup("Pss: 1 kB\n").is_err());
+    }
+
+    #[test]
+    fn stat_fields_count_from_the_last_parenthesis() {
+        // A command name with spaces and a parenthesis must not shift the fields.
+        let text =
+            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 111 0 7 0 3 4 0 0 20 0 1 0 98765 1000 200\n";
+        let s = parse_stat(text).unwrap();
+        assert_eq!(
+            s,
+            Stat {
+                state: 'S',
+                minor_faults: 111,
+                major_faults: 7,
+                start_time: 98765
+            }
+        );
+        assert!(parse_stat("4242 (x) S 1 2\n").is_err());
+        assert!(parse_stat("no parens").is_err());
+    }
+
+    #[test]
+    fn this_process_is_counted() {
+        // Touch 8 MiB so RSS holds at least that much anonymous memory.
+        let block = vec![1u8; 8 << 20];
+        let m = mem(std::process::id()).unwrap();
+        assert!(
+            m.anon >= 8 << 20,
+            "RssAnon {} below the 8 MiB just touched",
+            m.anon
+        );
+        let r = rollup(std::process::id()).unwrap();
+        assert!(
+            r.anon >= 8 << 20,
+            "smaps_rollup Anonymous {} below 8 MiB",
+            r.anon
+        );
+        let s = stat(std::process::id()).unwrap();
+        // The stat of a process is its main thread's, here the harness waiting on us.
+        assert!("RSD".contains(s.state), "state {}", s.state);
+        assert!(s.start_time > 0 && s.minor_faults > 0);
+        assert!(major_faults(std::process::id()).is_ok());
+        assert!(mem(u32::MAX).is_err(), "no such pid");
+        drop(block);
+    }
+}

@@ -1,0 +1,221 @@
+//! Every system call of the host layer that needs `unsafe`, each behind a safe wrapper:
+//! signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`, `process_mrelease`),
+//! eventfd and poll, `swapon`/`swapoff`, and joining a cgroup between fork and exec.
+//! Nothing else under `host/` uses `unsafe`.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// `SWAP_FLAG_PREFER` from `<sys/swap.h>` (not in the libc crate): the low 15 bits of
+/// the flags are the priority.
+const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+
+fn cvt(rc: libc::c_long) -> io::Result<libc::c_long> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// Whether this process runs with effective uid 0.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The size of a memory page.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory preconditions; _SC_PAGESIZE is always supported.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as u64
+    } else {
+        4096
+    }
+}
+
+/// Installs `handler` for `signals` (without `SA_RESTART`, so a blocking call returns
+/// `EINTR` and the caller gets to look at its stop flag).
+pub fn install_handler(
+    signals: &[libc::c_int],
+    handler: extern "C" fn(libc::c_int),
+) -> io::Result<()> {
+    for &sig in signals {
+        // SAFETY: a zeroed sigaction is a valid value (empty mask, no flags); it is
+        // filled in before use.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = handler as usize;
+        action.sa_flags = 0;
+        // SAFETY: sa_mask is a valid sigset_t owned by `action`.
+        unsafe { libc::sigemptyset(&mut action.sa_mask) };
+        // SAFETY: `action` is a fully initialised sigaction whose handler is an
+        // `extern "C" fn(c_int)` that only touches atomics and async-signal-safe calls;
+        // the old action is not asked for.
+        let rc = unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
+        cvt(rc as libc::c_long)?;
+    }
+    Ok(())
+}
+
+/// Writes `msg` to stderr with a single `write(2)`, which is async-signal-safe (for use
+/// inside a signal handler, where `eprintln!` is not allowed).
+pub fn write_stderr_raw(msg: &[u8]) {
+    // SAFETY: the pointer and length describe the live slice `msg`; fd 2 may be
+    // closed, in which case write fails harmlessly.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+    }
+}
+
+/// Ends the process at once with `code`, running no destructors (async-signal-safe).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and has no preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// Sends `sig` to this process (used by tests of the signal path).
+pub fn raise(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: raise has no memory preconditions.
+    cvt(unsafe { libc::raise(sig) } as libc::c_long).map(drop)
+}
+
+/// A pidfd for `pid` (`pidfd_open(2)`, Linux 5.3): it names that process and no
+/// other, even after the pid is reused.
+pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags by value and returns a new fd or -1.
+    let fd =
+        cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0 as libc::c_uint) })?;
+    // SAFETY: the kernel returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Sends `sig` to the process behind `pidfd` (`pidfd_send_signal(2)`, Linux 5.1).
+pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: the fd is live for the call (borrowed); info is NULL, which the kernel
+    // reads as "as kill(2) would send it"; flags are 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0 as libc::c_uint,
+        )
+    };
+    cvt(rc).map(drop)
+}
+
+/// Asks the kernel to free the memory of the killed process behind `pidfd` now rather
+/// than when its last thread has exited (`process_mrelease(2)`, Linux 5.15). Returns
+/// `Ok(false)` where the kernel lacks the call or the process was already gone.
+pub fn process_mrelease(pidfd: BorrowedFd<'_>) -> io::Result<bool> {
+    // SAFETY: the fd is live for the call; flags are 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_process_mrelease,
+            pidfd.as_raw_fd(),
+            0 as libc::c_uint,
+        )
+    };
+    match cvt(rc) {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::ESRCH)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A non-blocking, close-on-exec eventfd (for `cgroup.event_control`).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd takes its arguments by value and returns a new fd or -1.
+    let fd =
+        cvt(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) } as libc::c_long)?;
+    // SAFETY: the kernel returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Waits up to `timeout` until one of `fds` reports one of its events; returns which
+/// did (all false on timeout or when a signal interrupted the wait).
+pub fn poll(fds: &[(BorrowedFd<'_>, libc::c_short)], timeout: Duration) -> io::Result<Vec<bool>> {
+    let mut polls: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|(fd, events)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: *events,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `polls` is a live, correctly sized array of pollfd whose fds are borrowed
+    // for the duration of the call.
+    let rc = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(polls
+        .iter()
+        .map(|p| p.revents & (p.events | libc::POLLERR | libc::POLLHUP) != 0)
+        .collect())
+}
+
+/// Turns on swapping to `path` (`swapon(2)`), at `priority` if given.
+pub fn swapon(path: &Path, priority: Option<u16>) -> io::Result<()> {
+    let c = c_path(path)?;
+    let flags = match priority {
+        Some(p) => SWAP_FLAG_PREFER | (p as libc::c_int & SWAP_FLAG_PRIO_MASK),
+        None => 0,
+    };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    cvt(unsafe { libc::swapon(c.as_ptr(), flags) } as libc::c_long).map(drop)
+}
+
+/// Turns off swapping to `path` (`swapoff(2)`); the kernel reads its pages back first.
+pub fn swapoff(path: &Path) -> io::Result<()> {
+    let c = c_path(path)?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    cvt(unsafe { libc::swapoff(c.as_ptr()) } as libc::c_long).map(drop)
+}
+
+/// Makes the child of `cmd` join the cgroup whose `cgroup.procs` is open as `procs`
+/// between fork and exec, so everything the program does after exec is charged to the
+/// group. Writing "0" to `cgroup.procs` moves the writer (both cgroup versions).
+pub fn join_cgroup_before_exec(cmd: &mut Command, procs: File) {
+    let fd: OwnedFd = procs.into();
+    let raw = fd.as_fd().as_raw_fd();
+    // The descriptor stays open in the parent until the Command is dropped; the child
+    // inherits it across fork and it closes at exec (it is close-on-exec).
+    let keep = std::sync::Arc::new(fd);
+    let hook = move || {
+        let _keep = &keep;
+        // SAFETY: write(2) is async-signal-safe; the fd is open in the forked child
+        // (inherited) and the buffer is a static byte string.
+        let rc = unsafe { libc::write(raw, b"0".as_ptr().cast(), 1) };
+        if rc == 1 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    // SAFETY: the hook runs in the child between fork and exec; it allocates nothing,
+    // takes no locks and calls only write(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
