@@ -1,5 +1,6 @@
 //! The `marvin` command line: argument types and one module per subcommand family.
 
+pub mod app;
 pub mod pressure;
 pub mod program;
 pub mod size;
@@ -37,6 +38,10 @@ pub enum Cmd {
     /// Swap policies: print the default, check a file.
     #[command(subcommand)]
     Policy(pressure::PolicyCmd),
+    /// One app of the process mode, started by `marvin pressure` (speaks the control
+    /// protocol on its standard streams).
+    #[command(hide = true)]
+    App(app::AppArgs),
     /// Side-by-side benchmarks.
     #[command(subcommand)]
     Bench(crate::bench::BenchCmd),
@@ -52,6 +57,7 @@ pub fn main() -> i32 {
         Cmd::Disasm(a) => program::disasm(a),
         Cmd::Pressure(a) => pressure::pressure(a),
         Cmd::Policy(c) => pressure::policy(c),
+        Cmd::App(a) => app::app(a),
         Cmd::Bench(b) => crate::bench::run(b).map(|_| 0),
     };
     match res {

@@ -11,6 +11,7 @@ pub mod activity;
 pub mod budget;
 pub mod engine;
 pub mod plot;
+pub mod processes;
 pub mod series;
 pub mod summary;
 

@@ -1,0 +1,75 @@
+//! `marvin app`: one app of the process mode, started by the System (hidden from
+//! `--help`: it speaks the control protocol on its standard streams, see
+//! `docs/experiments.md`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use marvin_interpreter::exec::Loaded;
+use marvin_swap::policy::PolicyConfig;
+
+use super::program::{load_verified, LoadArgs};
+use super::size::{parse_duration, parse_size};
+use crate::system::processes::app_process::{self, AppMode, AppProcessConfig};
+
+#[derive(Debug, Args)]
+pub struct AppArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// plain (the kill and kernel-swap baselines) or marvin.
+    #[arg(long, value_enum)]
+    pub mode: AppMode,
+    /// Where the app's swap file and reclaim table go (marvin).
+    #[arg(long, value_name = "DIR")]
+    pub swap_dir: PathBuf,
+    /// Marvin's swap policy, already scaled (default: the published one).
+    #[arg(long, value_name = "FILE")]
+    pub policy_file: Option<PathBuf>,
+    /// The heap's largest allocation gap between collections.
+    #[arg(long, value_parser = parse_size, default_value = "1m")]
+    pub gc_max_free: usize,
+    /// How often marks are reported.
+    #[arg(long, value_parser = parse_duration, default_value = "100ms")]
+    pub report_every: Duration,
+    /// A cgroup's `cgroup.procs` file to join before anything is allocated.
+    #[arg(long, value_name = "FILE")]
+    pub join_cgroup: Option<PathBuf>,
+}
+
+pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
+    if let Some(procs) = &a.join_cgroup {
+        // Before the program is loaded: everything the app allocates is charged there.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(procs)
+            .and_then(|mut f| f.write_all(std::process::id().to_string().as_bytes()))
+            .map_err(|e| anyhow::anyhow!("joining the cgroup {}: {e}", procs.display()))?;
+    }
+    let vp = match load_verified(&a.load) {
+        Ok(vp) => vp,
+        Err(code) => return Ok(code),
+    };
+    let policy = match &a.policy_file {
+        Some(f) => match PolicyConfig::from_file(f) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(super::EXIT_USAGE);
+            }
+        },
+        None => PolicyConfig::default(),
+    };
+    let cfg = AppProcessConfig {
+        loaded: Arc::new(Loaded::new(vp)),
+        mode: a.mode,
+        swap_dir: a.swap_dir.clone(),
+        policy: Arc::new(policy),
+        gc_max_free: a.gc_max_free,
+        report_every: a.report_every,
+    };
+    let stdin = std::io::BufReader::new(std::io::stdin());
+    app_process::run(cfg, stdin, std::io::stdout())
+}

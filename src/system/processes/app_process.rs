@@ -1,0 +1,188 @@
+//! One app as an OS process: the child side of the process mode (`marvin app`, a
+//! subcommand the System starts, not meant to be typed).
+//!
+//! The process runs one workload program on its own heap, main looper and (for
+//! marvin) swap file, reclaim table and heap task. A command thread reads the System's
+//! [`Command`]s from standard input and turns them into the app's own transitions;
+//! the main thread reports the app's marks every period and its exit last. The app
+//! never checks a memory budget here: the kernel's cgroup does.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use marvin_interpreter::exec::messages::run_looper;
+use marvin_interpreter::exec::{memory, App, Loaded, RunConfig, Trap};
+use marvin_runtime::heap::HeapConfig;
+use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use parking_lot::Mutex;
+
+use super::protocol::{self, Command, Report};
+
+/// How an app process handles memory: the kill and kernel-swap baselines run a plain
+/// heap (the kernel and the killer act from outside); marvin runs Marvin's runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AppMode {
+    /// A plain heap: no stubs, no swap file.
+    Plain,
+    /// Marvin's runtime: stubs in the background, saver, reclaim table.
+    Marvin,
+}
+
+/// What an app process needs to start.
+pub struct AppProcessConfig {
+    pub loaded: Arc<Loaded>,
+    pub mode: AppMode,
+    /// The app's swap file and reclaim table go here (marvin).
+    pub swap_dir: PathBuf,
+    /// Marvin's swap policy (already scaled to the run's time scale).
+    pub policy: Arc<PolicyConfig>,
+    pub gc_max_free: usize,
+    /// How often marks are reported.
+    pub report_every: Duration,
+}
+
+/// Runs the app until it ends or is stopped, reporting on `out`; commands come from
+/// `commands` (the process's standard input). Returns the exit status.
+pub fn run(
+    cfg: AppProcessConfig,
+    commands: impl std::io::BufRead + Send + 'static,
+    out: impl Write + Send + 'static,
+) -> anyhow::Result<i32> {
+    let out = Arc::new(Mutex::new(out));
+    let run_cfg = RunConfig {
+        heap: HeapConfig {
+            gc_min_free: cfg.gc_max_free.min(1 << 20),
+            gc_max_free: cfg.gc_max_free,
+            ..HeapConfig::default()
+        },
+        out: Box::new(std::io::sink()),
+        ..RunConfig::default()
+    };
+    let app = Arc::new(App::new(cfg.loaded.clone(), run_cfg)?);
+    let mut helpers = Vec::new();
+    if cfg.mode == AppMode::Marvin {
+        std::fs::create_dir_all(&cfg.swap_dir)?;
+        app.enable_swap(
+            &cfg.swap_dir,
+            "swap",
+            cfg.policy.clone() as Arc<dyn SwapPolicy>,
+            true,
+        )
+        .map_err(anyhow::Error::msg)?;
+        helpers.extend(memory::start_heap_task(&app));
+    }
+    protocol::send(
+        &mut *out.lock(),
+        &Report::Ready {
+            pid: std::process::id(),
+        },
+    )?;
+    let looper = {
+        let a = app.clone();
+        std::thread::Builder::new()
+            .name("main".into())
+            .spawn(move || run_looper(&a))?
+    };
+    {
+        let (a, o) = (app.clone(), out.clone());
+        std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || obey(&a, commands, &o))?;
+    }
+    while !looper.is_finished() {
+        report_marks(&app, &out);
+        park_until_finished(&looper, cfg.report_every);
+    }
+    let trap = looper.join().unwrap_or_else(|_| {
+        Some(Trap::Error {
+            message: "the main looper panicked".into(),
+            method: 0,
+            pc: 0,
+        })
+    });
+    for h in helpers {
+        let _ = h.join();
+    }
+    report_marks(&app, &out);
+    let (status, error) = match trap {
+        None | Some(Trap::Terminated) => (0, None),
+        Some(Trap::Halt(code)) => (code as i32, None),
+        Some(t) => (70, t.render(&cfg.loaded.vp.program)),
+    };
+    // The System may be gone already (it killed us, or ended): nothing to report to.
+    let _ = protocol::send(&mut *out.lock(), &Report::Exit { status, error });
+    Ok(status)
+}
+
+/// Sleeps up to `d`, waking early once the looper has finished.
+fn park_until_finished(looper: &std::thread::JoinHandle<Option<Trap>>, d: Duration) {
+    let step = Duration::from_millis(10).min(d);
+    let mut slept = Duration::ZERO;
+    while slept < d && !looper.is_finished() {
+        std::thread::sleep(step);
+        slept += step;
+    }
+}
+
+fn report_marks(app: &App, out: &Mutex<impl Write>) {
+    let marks = app.mark_counts();
+    let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks });
+}
+
+/// The command thread: applies each command to the app until `stop`, the end of the
+/// input, or a line that is not a command (which ends the app with an error).
+fn obey(app: &Arc<App>, mut commands: impl std::io::BufRead, out: &Mutex<impl Write>) {
+    loop {
+        let cmd = match protocol::recv::<Command>(&mut commands) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                app.end_with(Trap::Terminated);
+                return;
+            }
+            Err(e) => {
+                app.end_with(Trap::Error {
+                    message: e.to_string(),
+                    method: app.loaded.vp.entry,
+                    pc: 0,
+                });
+                return;
+            }
+        };
+        let swapping = app.swap().is_some();
+        let done = match cmd {
+            Command::Stop => {
+                app.end_with(Trap::Terminated);
+                return;
+            }
+            Command::Background if swapping => Some(("background", app.enter_background())),
+            Command::Foreground if swapping => Some(("foreground", app.enter_foreground())),
+            // A plain heap has nothing to do: the kernel and the killer act on it.
+            Command::Background | Command::Foreground => None,
+        };
+        match done {
+            Some((action, Ok(t))) => {
+                let _ = protocol::send(
+                    &mut *out.lock(),
+                    &Report::Transition {
+                        action: action.into(),
+                        duration_ns: t.duration_ns,
+                        objects: t.objects,
+                        bytes: t.bytes,
+                    },
+                );
+                report_marks(app, out);
+            }
+            Some((action, Err(e))) => {
+                app.end_with(Trap::Error {
+                    message: format!("{action} failed: {e}"),
+                    method: app.loaded.vp.entry,
+                    pc: 0,
+                });
+                return;
+            }
+            None => {}
+        }
+    }
+}
