@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_interpreter::exec::messages::run_looper;
-use marvin_interpreter::exec::{memory, App, Loaded, RunConfig, Trap};
+use marvin_app::messages::run_looper;
+use marvin_app::{memory, App, RunConfig};
+use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
