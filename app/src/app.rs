@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use marvin_deliqueue::{DeliQueue, MessageQueue};
 use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
 use marvin_runtime::cpuclock::thread_cpu_time_ns;
-use marvin_runtime::deliqueue::{DeliQueue, MessageQueue};
 use marvin_runtime::fasttrack::FastTracker;
 use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::Monitors;

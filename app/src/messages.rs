@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use marvin_deliqueue::{Message, MessageQueue, Next};
 use marvin_interpreter::exec::{Fault, Post, PostAt, Thread, Trap};
-use marvin_runtime::deliqueue::{Message, MessageQueue, Next};
 use marvin_runtime::fasttrack;
 use marvin_runtime::trace::names;
 

@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use marvin_deliqueue::MessageQueue;
 use marvin_interpreter::exec::{Fault, Thread};
-use marvin_runtime::deliqueue::MessageQueue;
 
 use crate::app::App;
 use crate::messages::Pin;

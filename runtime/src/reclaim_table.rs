@@ -12,8 +12,9 @@
 //! The table lives in a memory map: file-backed and shared ([`ReclaimTable::create`]) so that
 //! another process can scan it through a [`ReclaimTableView`], or anonymous
 //! ([`ReclaimTable::anonymous`]). The lock protocol itself is [`EntryLock`] (module `lock`),
-//! written against a loom shim and model-checked by `tests/loom_reclaim_table.rs`; the map
-//! and its one unsafe cast are in module `table`.
+//! written against the atomics of module `atomics` and model-checked by
+//! `tests/loom_reclaim_table.rs` over `marvin-sync`'s loom atomics; the map and its one unsafe
+//! cast are in module `table`.
 //!
 //! A reclaimer's loop, in short:
 //!
@@ -35,19 +36,23 @@
 //! }
 //! ```
 
-mod lock;
-
-pub use lock::{EntryFlags, EntryLock};
-
-#[cfg(not(loom))]
 mod entry;
-#[cfg(not(loom))]
+mod lock;
 mod table;
 
-#[cfg(not(loom))]
 pub use entry::{Entry, EntryId, ReclaimerGuard, SharedGuard};
-#[cfg(not(loom))]
+pub use lock::{EntryFlags, EntryLock};
 pub use table::{ReclaimTable, ReclaimTableError, ReclaimTableView, TableFull, MAX_CAPACITY};
 
-#[cfg(all(test, not(loom)))]
+/// What the entry lock is built from: `std`'s atomics, whose 4-byte layout the mapped table
+/// relies on. The loom model (`tests/loom_reclaim_table.rs`) compiles `lock.rs` a second
+/// time, into the test alone, with this module taken from `marvin-sync` instead, which hands
+/// out loom's atomics under `cfg(loom)`: the model checks this very code, and nothing else in
+/// the crate changes under loom.
+mod atomics {
+    pub(super) use std::hint::spin_loop as spin_hint;
+    pub(super) use std::sync::atomic::{fence, AtomicU32, Ordering};
+}
+
+#[cfg(test)]
 mod tests;

@@ -1,7 +1,12 @@
 //! Model-checks the reclaim-table entry lock with loom:
 //! `RUSTFLAGS="--cfg loom" cargo test -p marvin-runtime --test loom_reclaim_table --release`.
 //!
-//! Mutual exclusion is checked by loom itself: both sides write one `loom::cell::UnsafeCell`
+//! The lock's source, `src/reclaim_table/lock.rs`, is compiled into this test a second time,
+//! with its atomics taken from `marvin-sync` (loom's under `cfg(loom)`) rather than from
+//! `std` as in the library: the library itself does not change under loom (its mapped table
+//! needs `std`'s fixed-size atomics), and the model still checks the very code it ships.
+//!
+//! Mutual exclusion is checked by loom itself: both sides write one `UnsafeCell` (loom's)
 //! inside their critical sections, and loom reports any pair of such writes that is not
 //! ordered by happens-before. The reclaimer never loops, so a model in which it waited on the
 //! app thread could not complete.
@@ -9,10 +14,21 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use loom::cell::UnsafeCell;
-use loom::sync::Arc;
-use loom::thread;
-use marvin_runtime::reclaim_table::{EntryFlags, EntryLock};
+use marvin_sync::cell::UnsafeCell;
+use marvin_sync::{thread, Arc};
+
+/// What `lock.rs` is built from: `marvin-sync`'s atomics, loom's in this build.
+mod atomics {
+    pub(super) use marvin_sync::atomic::{fence, AtomicU32, Ordering};
+    pub(super) use marvin_sync::spin_hint;
+}
+
+/// The entry lock, compiled against [`atomics`]. (Not every flag operation is modelled.)
+#[allow(dead_code)]
+#[path = "../src/reclaim_table/lock.rs"]
+mod lock;
+
+use lock::{EntryFlags, EntryLock};
 
 /// An entry lock and a location both sides write under it.
 struct Guarded {

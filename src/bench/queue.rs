@@ -55,10 +55,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use marvin_runtime::deliqueue::{
+use marvin_deliqueue::legacy_queue::LegacyQueue;
+use marvin_deliqueue::{
     Clock, DeliQueue, Message, MessageQueue, MonotonicClock, Next, VirtualClock,
 };
-use marvin_runtime::legacy_queue::LegacyQueue;
 use rand::{Rng, SeedableRng};
 
 use super::delay_plot::DelaySeries;

@@ -17,22 +17,11 @@
 //! rather than `SeqCst` loads: it states the requirement exactly, and loom models `SeqCst`
 //! fences fully while it treats `SeqCst` loads as `AcqRel`.)
 //!
-//! The atomics come from a small shim that switches to loom's under `cfg(loom)`, so
-//! `tests/loom_reclaim_table.rs` model-checks this very code.
+//! The atomics come from the parent's `atomics` module (`std`'s). The loom model,
+//! `tests/loom_reclaim_table.rs`, includes this file with `marvin-sync`'s atomics in their
+//! place, so it model-checks this very code.
 
-#[cfg(loom)]
-use loom::sync::atomic::{fence, AtomicU32, Ordering};
-#[cfg(not(loom))]
-use std::sync::atomic::{fence, AtomicU32, Ordering};
-
-/// Politely wait one step in a spin loop (under loom: let another thread run).
-#[inline]
-fn spin_wait() {
-    #[cfg(loom)]
-    loom::thread::yield_now();
-    #[cfg(not(loom))]
-    std::hint::spin_loop();
-}
+use super::atomics::{fence, spin_hint, AtomicU32, Ordering};
 
 bitflags::bitflags! {
     /// The flag bits of a reclaim-table entry.
@@ -94,7 +83,7 @@ impl EntryLock {
         loop {
             // Relaxed: only a hint to wait; the re-check below is what decides.
             while self.flags.load(Ordering::Relaxed) & reclaimer != 0 {
-                spin_wait();
+                spin_hint();
             }
             // Relaxed increment: ordering against the reclaimer comes from the fence.
             self.readers.fetch_add(1, Ordering::Relaxed);

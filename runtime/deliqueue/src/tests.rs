@@ -1,5 +1,5 @@
-//! Unit tests of DeliQueue, sized for Miri (`cargo +nightly miri test -p marvin-runtime
-//! --lib deliqueue`).
+//! Unit tests of DeliQueue, sized for Miri (`cargo +nightly miri test -p marvin-deliqueue
+//! --lib`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

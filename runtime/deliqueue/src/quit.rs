@@ -8,8 +8,7 @@
 //! in place.
 
 use crossbeam_utils::CachePadded;
-
-use crate::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use marvin_sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// How the looper quits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,9 +108,9 @@ impl TaggedCount {
         // Acquire: pairs with each pass's Release decrement, so everything a walker did
         // inside happens before what the caller does next (freeing nodes).
         while self.word.load(Ordering::Acquire) & !QUITTING != 0 {
-            crate::sync::spin_hint();
+            marvin_sync::spin_hint();
             #[cfg(not(loom))]
-            crate::sync::thread::yield_now();
+            marvin_sync::thread::yield_now();
         }
     }
 }

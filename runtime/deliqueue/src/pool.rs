@@ -25,13 +25,13 @@
 //! [`super::slab`]) rather than asking the allocator for each one.
 
 use crossbeam_utils::CachePadded;
+use marvin_sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use marvin_sync::cell::UnsafeCell;
 
 use super::node::{self, Node};
 #[cfg(not(loom))]
 use super::slab::Carver;
 use super::slab::Slab;
-use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use crate::sync::cell::UnsafeCell;
 
 /// The most nodes a pool keeps; a batch handed back beyond it is freed.
 pub const CAP: usize = 4096;
@@ -279,8 +279,8 @@ pub unsafe fn free_chain<T>(mut cursor: *mut Node<T>) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::deliqueue::message::MessageKey;
-    use crate::deliqueue::node::Kind;
+    use crate::message::MessageKey;
+    use crate::node::Kind;
     use std::sync::Arc;
 
     fn dead_node() -> *mut Node<u64> {

@@ -15,9 +15,10 @@
 
 use std::collections::VecDeque;
 
+use marvin_sync::atomic::Ordering;
+
 use super::heap::{self, Entry, Heap};
 use super::node::{Node, NO_INDEX};
-use crate::sync::atomic::Ordering;
 
 /// Swept nodes in delivery order: a heap and a sorted run.
 pub struct Timeline<T> {
@@ -124,8 +125,8 @@ mod tests {
     use std::ptr::NonNull;
 
     use super::*;
-    use crate::deliqueue::message::MessageKey;
-    use crate::deliqueue::node::{free, into_raw, Kind};
+    use crate::message::MessageKey;
+    use crate::node::{free, into_raw, Kind};
 
     fn node(when: u64) -> *mut Node<()> {
         let key = MessageKey {

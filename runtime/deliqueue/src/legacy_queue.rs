@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::deliqueue::{
+use crate::{
     BarrierToken, Clock, KeyFilter, Message, MessageKey, MessageQueue, MonotonicClock, Next,
     PostError, QueueClosed, FRONT_OF_QUEUE,
 };
@@ -385,7 +385,7 @@ impl<T: Send + 'static, C: Clock> Drop for LegacyQueue<T, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deliqueue::VirtualClock;
+    use crate::VirtualClock;
 
     fn drain(q: &LegacyQueue<u32, VirtualClock>) -> Vec<u32> {
         let mut out = Vec::new();

@@ -16,9 +16,8 @@
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
-
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use crate::sync::futex::Futex;
+use marvin_sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use marvin_sync::futex::Futex;
 
 /// The looper is not sleeping (no message is due before time 0, so no post wakes it).
 const AWAKE: u64 = 0;

@@ -2,9 +2,9 @@
 //! looper takes the whole list at once and unlinks the nodes from its stack and heaps.
 
 use crossbeam_utils::CachePadded;
+use marvin_sync::atomic::{AtomicPtr, Ordering};
 
 use super::node::Node;
-use crate::sync::atomic::{AtomicPtr, Ordering};
 
 /// A push-only Treiber stack drained all at once (so no ABA: nothing is popped singly).
 pub struct FreeList<T> {

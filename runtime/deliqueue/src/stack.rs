@@ -8,9 +8,9 @@
 //! carries on safely, and epochs keep it allocated while a walker may stand on it.
 
 use crossbeam_utils::CachePadded;
+use marvin_sync::atomic::{AtomicPtr, Ordering};
 
 use super::node::Node;
-use crate::sync::atomic::{AtomicPtr, Ordering};
 
 /// The head of the stack.
 pub struct Stack<T> {

@@ -3,10 +3,8 @@
 //! virtual clock, must deliver the same messages in the same order and answer every
 //! query the same way.
 
-use marvin_runtime::deliqueue::{
-    BarrierToken, DeliQueue, Message, MessageQueue, Next, VirtualClock,
-};
-use marvin_runtime::legacy_queue::LegacyQueue;
+use marvin_deliqueue::legacy_queue::LegacyQueue;
+use marvin_deliqueue::{BarrierToken, DeliQueue, Message, MessageQueue, Next, VirtualClock};
 use proptest::prelude::*;
 use std::time::Duration;
 

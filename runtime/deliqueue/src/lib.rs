@@ -1,5 +1,9 @@
-//! DeliQueue: Android 17's lock-free message queue, and the trait it shares with the
-//! legacy queue ([`crate::legacy_queue`]).
+//! DeliQueue: Android 17's lock-free message queue, the trait it shares with the legacy
+//! queue ([`legacy_queue`]), and Android's Looper/Handler API over either ([`looper`]).
+//!
+//! The crate stands alone: it knows nothing of marvin's objects or heap, and takes its
+//! atomics, cells, threads and futex from `marvin-sync`, so that under `cfg(loom)` the
+//! same code is model-checked (`tests/loom_deliqueue.rs`).
 //!
 //! How it works (see `shared/sources.md`, part 2):
 //! - **Post** ([`stack`]): any thread pushes a node on a Treiber stack with one CAS, then
@@ -51,6 +55,8 @@
 pub mod clock;
 pub mod freelist;
 pub mod heap;
+pub mod legacy_queue;
+pub mod looper;
 pub mod message;
 pub mod node;
 pub mod pool;
@@ -65,6 +71,9 @@ use std::ptr::{self, NonNull};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
+use marvin_sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use marvin_sync::cell::UnsafeCell;
+use marvin_sync::Arc;
 
 pub use clock::{Clock, MonotonicClock, VirtualClock};
 pub use message::{
@@ -82,10 +91,6 @@ use reclaim::Reclaimer;
 use stack::Stack;
 use timeline::Timeline;
 use wake::Waker;
-
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use crate::sync::cell::UnsafeCell;
-use crate::sync::Arc;
 
 /// How many DeliQueue nodes (in every queue, retired ones included) are allocated now;
 /// `None` unless built with the `node-census` feature (the crate's tests turn it on).

@@ -17,8 +17,9 @@ use std::alloc::{self, Layout};
 use std::mem::{align_of, size_of};
 use std::ptr;
 
+use marvin_sync::atomic::{AtomicUsize, Ordering};
+
 use super::node::Node;
-use crate::sync::atomic::{AtomicUsize, Ordering};
 
 /// Bytes of nodes a slab aims at.
 const SLAB_BYTES: usize = 8 * 1024;

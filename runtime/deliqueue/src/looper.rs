@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::deliqueue::{BarrierToken, DeliQueue, Message, MessageQueue, Next, QueueClosed};
+use crate::{BarrierToken, DeliQueue, Message, MessageQueue, Next, QueueClosed};
 
 /// Work posted as a closure.
 pub type Runnable = Box<dyn FnOnce() + Send>;
@@ -226,7 +226,7 @@ impl Handler {
         self.envelope(RUNNABLE_WHAT, None, Body::Run(Box::new(r)))
     }
 
-    fn sent(result: Result<(), crate::deliqueue::PostError<Envelope>>) -> Result<(), LooperError> {
+    fn sent(result: Result<(), crate::PostError<Envelope>>) -> Result<(), LooperError> {
         result.map_err(|_| LooperError::Quit)
     }
 

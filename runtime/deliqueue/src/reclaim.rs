@@ -12,10 +12,11 @@
 //! The looper itself needs no pin to touch nodes: only it retires them. Once freed by
 //! the epoch, a batch goes back to the queue's [`NodePool`] for posters to reuse.
 
+use marvin_sync::atomic::Ordering;
+use marvin_sync::Arc;
+
 use super::node::Node;
 use super::pool::{free_chain, NodePool};
-use crate::sync::atomic::Ordering;
-use crate::sync::Arc;
 
 /// How many retired nodes the looper collects before handing them to the epoch.
 const BATCH: usize = 128;
@@ -180,9 +181,9 @@ impl<T> Chain<T> {
 #[cfg(all(test, not(any(loom, miri))))]
 mod tests {
     use super::*;
-    use crate::deliqueue::message::MessageKey;
-    use crate::deliqueue::node::{self, Kind};
-    use crate::deliqueue::pool::Taken;
+    use crate::message::MessageKey;
+    use crate::node::{self, Kind};
+    use crate::pool::Taken;
 
     #[test]
     fn waiting_for_batches_brings_every_retired_node_back_to_the_pool() {

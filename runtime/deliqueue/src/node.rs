@@ -15,10 +15,11 @@
 use std::mem::MaybeUninit;
 use std::ptr;
 
+use marvin_sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use marvin_sync::cell::UnsafeCell;
+
 use super::message::{Message, MessageKey};
 use super::slab::{self, Slab};
-use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
-use crate::sync::cell::UnsafeCell;
 
 /// Waiting to be delivered or removed.
 pub const PENDING: u8 = 0;

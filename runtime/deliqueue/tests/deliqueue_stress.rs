@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use marvin_runtime::deliqueue::{live_node_count, DeliQueue, Message, MessageQueue, Next};
+use marvin_deliqueue::{live_node_count, DeliQueue, Message, MessageQueue, Next};
 
 const POSTERS: u64 = 4;
 const REMOVERS: usize = 2;

@@ -10,14 +10,14 @@
 //! Under loom, retired nodes are kept until the queue drops instead of going through
 //! crossbeam-epoch (see `deliqueue::reclaim`), and a timed futex wait returns at once.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p marvin-runtime --test loom_deliqueue --release`
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p marvin-deliqueue --test loom_deliqueue --release`
 #![cfg(loom)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loom::sync::Arc;
 use loom::thread;
-use marvin_runtime::deliqueue::{DeliQueue, Message, MessageQueue, Next, VirtualClock};
+use marvin_deliqueue::{DeliQueue, Message, MessageQueue, Next, VirtualClock};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();

@@ -6,8 +6,9 @@
 
 use std::ptr::NonNull;
 
+use marvin_sync::atomic::Ordering;
+
 use super::node::{Node, NO_INDEX};
-use crate::sync::atomic::Ordering;
 
 /// A heap entry: the ordering key copied out of the node, so sifting reads no node.
 #[derive(Debug)]
@@ -159,8 +160,8 @@ fn set_index<T>(entry: &Entry<T>, index: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deliqueue::message::MessageKey;
-    use crate::deliqueue::node::{free, into_raw, Kind};
+    use crate::message::MessageKey;
+    use crate::node::{free, into_raw, Kind};
 
     fn key() -> MessageKey {
         MessageKey {
