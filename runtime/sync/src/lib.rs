@@ -1,6 +1,9 @@
-//! The primitive shim: every atomic, cell, lock, thread and futex the runtime's
-//! concurrent code uses comes from here, so the same code runs on `std` normally and
-//! on `loom` under `cfg(loom)` (model checking).
+//! The primitive shim: every atomic, cell, lock, thread and futex of marvin's model-checked
+//! concurrent code comes from here, so the same code runs on `std` normally and on `loom`
+//! under `cfg(loom)` (model checking). Its users: DeliQueue (`marvin-deliqueue`), and the
+//! loom model of the reclaim-table entry lock, which compiles `marvin-runtime`'s
+//! `reclaim_table/lock.rs` over these atomics (the runtime library itself keeps `std`'s,
+//! which its memory-mapped table lays out).
 //!
 //! - [`atomic`]: the atomic integer and pointer types and [`atomic::Ordering`].
 //! - [`cell::UnsafeCell`]: an `UnsafeCell` with loom's closure API (`with`, `with_mut`),
