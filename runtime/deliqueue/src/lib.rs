@@ -101,7 +101,7 @@ pub fn live_node_count() -> Option<usize> {
     None
 }
 
-/// The lock-free message queue. See the module docs.
+/// The lock-free message queue. See the crate docs.
 pub struct DeliQueue<T: Send + 'static, C: Clock = MonotonicClock> {
     stack: Stack<T>,
     freelist: FreeList<T>,

@@ -8,7 +8,7 @@
 //!   a lost wake-up shows as a loom deadlock).
 //!
 //! Under loom, retired nodes are kept until the queue drops instead of going through
-//! crossbeam-epoch (see `deliqueue::reclaim`), and a timed futex wait returns at once.
+//! crossbeam-epoch (see `marvin_deliqueue::reclaim`), and a timed futex wait returns at once.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p marvin-deliqueue --test loom_deliqueue --release`
 #![cfg(loom)]
