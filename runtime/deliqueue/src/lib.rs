@@ -51,6 +51,13 @@
 //! The looper side ([`MessageQueue::next`], [`MessageQueue::wait`]) may be called from
 //! any one thread at a time (calls from two threads at once panic); the loop hands over
 //! from one thread to another safely.
+//!
+//! Tests: `cargo test -p marvin-deliqueue` runs the unit tests, the differential test
+//! against the legacy queue (`tests/deliqueue_diff.rs`) and the stress test
+//! (`tests/deliqueue_stress.rs`), with the `node-census` feature on so that the stress
+//! test checks that no node leaks. The loom models: `RUSTFLAGS="--cfg loom" cargo test -p marvin-deliqueue
+//! --release --test loom_deliqueue`. Miri over the unit tests:
+//! `MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p marvin-deliqueue --lib`.
 
 pub mod clock;
 pub mod freelist;
