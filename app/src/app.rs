@@ -1,5 +1,9 @@
-//! One running program: its loaded code, heap, monitors, output and statistics, shared
-//! by all of its threads.
+//! One running program ([`App`]): its loaded code, heap, monitors, output, marks and
+//! collector totals, shared by all of its threads. Its fields are private; what the
+//! System, the benchmarks and the command line may do with an app are the operations here
+//! and in [`memory`](crate::memory) (swapping and transitions),
+//! [`command`](crate::command) (the commands that drive an app from outside) and
+//! [`launch`](crate::launch) (starting its threads).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -13,14 +17,15 @@ use marvin_runtime::cpuclock::thread_cpu_time_ns;
 use marvin_runtime::fasttrack::FastTracker;
 use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::Monitors;
-use marvin_runtime::safepoint::{Mutator, Safepoints};
+use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::{names, Tracer};
 use parking_lot::{Condvar, Mutex};
 
 use marvin_interpreter::exec::{Loaded, Trap};
 
 use crate::config::RunConfig;
-use crate::memory::Transition;
+use crate::error::AppError;
+use crate::memory::{SwapMode, Transition};
 use crate::messages::MasmMessage;
 use crate::tracing::AppTrace;
 
@@ -36,44 +41,47 @@ pub struct GcTotals {
 
 /// The state one program's threads share.
 pub struct App {
-    pub loaded: Arc<Loaded>,
-    pub heap: Heap,
-    pub safepoints: Arc<Safepoints>,
-    pub monitors: Monitors,
-    pub barriers: bool,
-    pub stack_slots: usize,
-    pub max_frames: usize,
+    pub(crate) loaded: Arc<Loaded>,
+    pub(crate) heap: Heap,
+    pub(crate) safepoints: Arc<Safepoints>,
+    pub(crate) monitors: Monitors,
+    pub(crate) barriers: bool,
+    pub(crate) stack_slots: usize,
+    pub(crate) max_frames: usize,
     out: Mutex<std::io::BufWriter<Box<dyn Write + Send>>>,
     /// `mark` counts, one per string of the program.
     marks: Vec<AtomicU64>,
-    pub gc: Mutex<GcTotals>,
+    pub(crate) gc: Mutex<GcTotals>,
     start: Instant,
     /// The main looper's queue.
-    pub queue: Arc<DeliQueue<MasmMessage>>,
+    pub(crate) queue: Arc<DeliQueue<MasmMessage>>,
     /// References pinned as roots by pending messages and starting threads (count per value).
-    pub pinned: Mutex<HashMap<u64, u32>>,
+    pub(crate) pinned: Mutex<HashMap<u64, u32>>,
     /// Spawned threads still running.
-    pub threads_alive: AtomicUsize,
-    pub handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pub(crate) threads_alive: AtomicUsize,
+    pub(crate) handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// The first halt or runtime error, which ends the app.
-    pub outcome: Mutex<Option<Trap>>,
+    outcome: Mutex<Option<Trap>>,
     sleepers: (Mutex<()>, Condvar),
-    /// The swap side, once swapping is enabled.
-    pub(crate) swap: std::sync::OnceLock<Arc<marvin_swap::AppSwap>>,
+    /// The swap side and its mode, once swapping is enabled.
+    pub(crate) swap: std::sync::OnceLock<(Arc<marvin_swap::AppSwap>, SwapMode)>,
     /// Memory transitions so far (background, save, reclaim, foreground).
-    pub transitions: Mutex<Vec<Transition>>,
+    pub(crate) transitions: Mutex<Vec<Transition>>,
     /// Latency of every reclaim request served by this app, in ns.
-    pub reclaim_latencies: Mutex<Vec<u64>>,
+    pub(crate) reclaim_latencies: Mutex<Vec<u64>>,
     /// The app's trace tracks (a disabled tracer when not traced).
-    pub trace: Arc<AppTrace>,
+    pub(crate) trace: Arc<AppTrace>,
     /// CPU time of the runtime's own work for this app.
-    pub cpu: CpuAccount,
+    pub(crate) cpu: CpuAccount,
     /// Process CPU time when the app started.
     cpu_start_ns: u64,
 }
 
 impl App {
-    pub fn new(loaded: Arc<Loaded>, cfg: RunConfig) -> std::io::Result<App> {
+    /// A new app of `loaded` with its own heap, monitors and main-looper queue; nothing
+    /// runs until it is [launched](crate::launch). `cfg.swap` and `cfg.resolve` are read
+    /// by [`run`](crate::run()), not here.
+    pub fn new(loaded: Arc<Loaded>, cfg: RunConfig) -> Result<App, AppError> {
         let marks = (0..loaded.vp.program.strings.len())
             .map(|_| AtomicU64::new(0))
             .collect();
@@ -116,6 +124,7 @@ impl App {
         let _ = self.out.lock().write_all(bytes);
     }
 
+    /// Flushes program output.
     pub fn flush(&self) {
         let _ = self.out.lock().flush();
     }
@@ -130,6 +139,7 @@ impl App {
         self.start.elapsed().as_nanos() as u64
     }
 
+    /// Counts one `mark` of string `s` (and records an instant when traced).
     pub fn mark(&self, s: u32) {
         if let Some(c) = self.marks.get(s as usize) {
             c.fetch_add(1, Ordering::Relaxed);
@@ -168,9 +178,36 @@ impl App {
         out
     }
 
+    /// The translated program.
+    pub fn loaded(&self) -> &Arc<Loaded> {
+        &self.loaded
+    }
+
+    /// The app's heap, for allocating and reading from outside the executor (benchmarks,
+    /// the memory budget). Swapping state is changed only through the app's operations.
+    pub fn heap(&self) -> &Heap {
+        &self.heap
+    }
+
+    /// The app's trace tracks, for recording events into its part of the trace.
+    pub fn trace(&self) -> &Arc<AppTrace> {
+        &self.trace
+    }
+
+    /// Collector totals so far.
+    pub fn gc_totals(&self) -> GcTotals {
+        self.gc.lock().clone()
+    }
+
+    /// A full collection from a thread that is not one of the app's running mutators
+    /// (a lifecycle script, a command from outside).
+    pub fn collect(&self) {
+        self.collect_stopped()
+    }
+
     /// A full collection. The calling mutator must already be in the safe state with
     /// its roots published.
-    pub fn collect_stopped(&self) {
+    pub(crate) fn collect_stopped(&self) {
         let (start_ns, cpu0) = (Tracer::now_ns(), thread_cpu_time_ns());
         let w = self.safepoints.stop_the_world();
         let stopped_ns = Tracer::now_ns();
@@ -207,9 +244,31 @@ impl App {
         process_cpu_time_ns().saturating_sub(self.cpu_start_ns)
     }
 
+    /// Ends the app from outside (a kill, a stop command, the end of a run): every thread
+    /// unwinds and the main looper stops. The app's [`outcome`](App::outcome) is
+    /// unchanged.
+    pub fn end(&self) {
+        self.end_with(Trap::Terminated)
+    }
+
+    /// Whether the app is ending (it halted, failed, quit, or was ended).
+    pub fn is_ending(&self) -> bool {
+        self.safepoints.is_terminating()
+    }
+
+    /// The first halt or runtime error of the app, if any.
+    pub fn outcome(&self) -> Option<Trap> {
+        self.outcome.lock().clone()
+    }
+
+    /// Latency of every reclaim request this app served so far, in ns.
+    pub fn reclaim_latencies(&self) -> Vec<u64> {
+        self.reclaim_latencies.lock().clone()
+    }
+
     /// Ends the app with `trap` (the first one wins): every thread unwinds and the
     /// main looper stops.
-    pub fn end_with(&self, trap: Trap) {
+    pub(crate) fn end_with(&self, trap: Trap) {
         if trap != Trap::Terminated {
             let mut o = self.outcome.lock();
             if o.is_none() {
@@ -225,7 +284,7 @@ impl App {
     }
 
     /// Sleeps until `until` or until the app ends.
-    pub fn sleep_until(&self, until: Instant) {
+    pub(crate) fn sleep_until(&self, until: Instant) {
         let mut g = self.sleepers.0.lock();
         while !self.safepoints.is_terminating() {
             if self.sleepers.1.wait_until(&mut g, until).timed_out() {
@@ -235,13 +294,8 @@ impl App {
     }
 
     /// Wakes every `sleep` so it notices the app is ending.
-    pub fn wake_sleepers(&self) {
+    pub(crate) fn wake_sleepers(&self) {
         let _g = self.sleepers.0.lock();
         self.sleepers.1.notify_all();
-    }
-
-    /// Registers the calling thread as one of this app's mutators.
-    pub fn register(&self) -> Mutator {
-        self.safepoints.register()
     }
 }

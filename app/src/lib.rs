@@ -3,19 +3,28 @@
 //! (`marvin-interpreter`) runs the app's code and reaches the app through
 //! [`AppBinding`](marvin_interpreter::exec::AppBinding), implemented in [`binding`].
 //!
-//! - [`app`]: the [`App`] and its shared state;
+//! - [`app`]: the [`App`] and its shared state; its fields are private, the System, the
+//!   benchmarks and the command line use its operations;
 //! - [`config`]: how to run one ([`RunConfig`], [`SwapSetup`]);
+//! - [`launch`]: starting its threads ([`App::launch`] gives a [`Running`] app);
+//! - [`command`]: the [`Command`]s that drive an app from outside (background,
+//!   foreground, save, reclaim, gc, stop), with a one-line text form for a parent
+//!   process to send;
 //! - [`messages`]: the main looper (the app's message loop) and the message instructions;
 //! - [`threads`]: background threads (`spawn`);
 //! - [`memory`]: swapping and the memory transitions (background, save, reclaim,
 //!   foreground) and the heap task;
 //! - [`lifecycle`]: scripted transitions (`--lifecycle bg@2s,...`);
 //! - [`stats`]: what `--stats` reports; [`tracing`]: the app's part of a Perfetto trace;
-//! - [`run`]: runs a program as one app to its end.
+//! - [`run`]: runs a program as one app to its end;
+//! - [`error`]: why an app operation failed ([`AppError`]).
 
 pub mod app;
 pub mod binding;
+pub mod command;
 pub mod config;
+pub mod error;
+pub mod launch;
 pub mod lifecycle;
 pub mod memory;
 pub mod messages;
@@ -24,8 +33,12 @@ pub mod stats;
 pub mod threads;
 pub mod tracing;
 
-pub use app::App;
+pub use app::{App, GcTotals};
+pub use command::Command;
 pub use config::{RunConfig, SwapSetup};
+pub use error::AppError;
+pub use launch::Running;
+pub use memory::{SwapIo, SwapMode, Transition};
 pub use run::{run, Outcome};
 pub use stats::RunStats;
 pub use tracing::{AppTrace, TraceTarget};

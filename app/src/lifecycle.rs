@@ -1,63 +1,62 @@
 //! Scripted app lifecycles: `bg@2s,save@2500ms,reclaim@3s,fg@6s` moves one app to the
 //! background at 2 s, runs the saver to completion at 2.5 s, reclaims everything
 //! reclaimable at 3 s and brings the app back to the foreground at 6 s (times from the
-//! app's start).
+//! app's start). Each step is a [`Command`], carried out as a command from outside is.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::app::App;
+use crate::command::Command;
 
-/// One scripted transition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    Background,
-    Save,
-    Reclaim,
-    Foreground,
-    /// A full collection.
-    Gc,
+/// Why a lifecycle script was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("empty lifecycle")]
+    Empty,
+    #[error("lifecycle step '{0}' is not ACTION@TIME")]
+    NotActionAtTime(String),
+    #[error("unknown lifecycle action '{0}' (expected bg, save, reclaim, fg or gc)")]
+    UnknownAction(String),
+    #[error("invalid lifecycle time '{0}' (expected e.g. 2s or 2500ms)")]
+    BadTime(String),
 }
 
 /// A parsed lifecycle script, in time order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lifecycle {
-    pub steps: Vec<(Duration, Action)>,
+    pub steps: Vec<(Duration, Command)>,
 }
 
 impl Lifecycle {
     /// Parses `ACTION@TIME,...` (actions `bg`, `save`, `reclaim`, `fg`, `gc`; times like
     /// `2s`, `2500ms`).
-    pub fn parse(spec: &str) -> Result<Lifecycle, String> {
+    pub fn parse(spec: &str) -> Result<Lifecycle, LifecycleError> {
         let mut steps = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (name, at) = part
                 .split_once('@')
-                .ok_or_else(|| format!("lifecycle step '{part}' is not ACTION@TIME"))?;
+                .ok_or_else(|| LifecycleError::NotActionAtTime(part.to_string()))?;
             let action = match name.trim() {
-                "bg" | "background" => Action::Background,
-                "save" => Action::Save,
-                "reclaim" => Action::Reclaim,
-                "fg" | "foreground" => Action::Foreground,
-                "gc" => Action::Gc,
-                other => {
-                    return Err(format!(
-                        "unknown lifecycle action '{other}' (expected bg, save, reclaim, fg or gc)"
-                    ))
-                }
+                "bg" | "background" => Command::Background,
+                "save" => Command::Save,
+                "reclaim" => Command::Reclaim(u64::MAX),
+                "fg" | "foreground" => Command::Foreground,
+                "gc" => Command::Gc,
+                other => return Err(LifecycleError::UnknownAction(other.to_string())),
             };
             steps.push((parse_time(at.trim())?, action));
         }
         if steps.is_empty() {
-            return Err("empty lifecycle".into());
+            return Err(LifecycleError::Empty);
         }
         steps.sort_by_key(|s| s.0);
         Ok(Lifecycle { steps })
     }
 }
 
-fn parse_time(s: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid lifecycle time '{s}' (expected e.g. 2s or 2500ms)");
+fn parse_time(s: &str) -> Result<Duration, LifecycleError> {
+    let bad = || LifecycleError::BadTime(s.to_string());
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1e-3)
     } else if let Some(n) = s.strip_suffix('s') {
@@ -82,25 +81,27 @@ pub fn start(app: &Arc<App>, lifecycle: Lifecycle) -> std::thread::JoinHandle<()
             for (at, action) in lifecycle.steps {
                 let until = app.started_at() + at;
                 app.sleep_until(until);
-                if app.safepoints.is_terminating() {
+                if app.is_ending() {
                     return;
                 }
-                let r = match action {
-                    Action::Background => app.enter_background().map(drop),
-                    Action::Save => app.save_now(true).map(drop),
-                    Action::Reclaim => app.reclaim_now(u64::MAX).map(drop),
-                    Action::Foreground => app.enter_foreground().map(drop),
-                    Action::Gc => {
-                        app.collect_stopped();
-                        Ok(())
-                    }
-                };
-                if let Err(e) = r {
-                    eprintln!("lifecycle: {action:?} at {at:?}: {e}");
+                if let Err(e) = app.apply(action) {
+                    eprintln!("lifecycle: {} at {at:?}: {e}", step_name(action));
                 }
             }
         })
         .expect("start the lifecycle thread")
+}
+
+/// The name the script's error lines give a step (as they did before steps were commands).
+fn step_name(c: Command) -> &'static str {
+    match c {
+        Command::Background => "Background",
+        Command::Foreground => "Foreground",
+        Command::Save => "Save",
+        Command::Reclaim(_) => "Reclaim",
+        Command::Gc => "Gc",
+        Command::Stop => "Stop",
+    }
 }
 
 #[cfg(test)]
@@ -113,10 +114,10 @@ mod tests {
         assert_eq!(
             l.steps,
             vec![
-                (Duration::from_secs(2), Action::Background),
-                (Duration::from_millis(2500), Action::Save),
-                (Duration::from_secs(3), Action::Reclaim),
-                (Duration::from_secs(6), Action::Foreground),
+                (Duration::from_secs(2), Command::Background),
+                (Duration::from_millis(2500), Command::Save),
+                (Duration::from_secs(3), Command::Reclaim(u64::MAX)),
+                (Duration::from_secs(6), Command::Foreground),
             ]
         );
     }

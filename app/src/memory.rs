@@ -1,21 +1,48 @@
-//! An app's memory transitions: going to the background (stubs), saving, reclaiming,
-//! coming back to the foreground (eager restore), working-set rounds, and the heap task
-//! that runs the saver and the working-set timer. Each transition records the process's
-//! resident memory before and after.
+//! An app's swapping and memory transitions: enabling swapping in a mode ([`SwapMode`]:
+//! Marvin's object swap or the page-swap baseline), going to the background (stubs),
+//! saving, reclaiming, paging out, coming back to the foreground (eager restore),
+//! working-set rounds, and the heap task that runs the saver and the working-set timer.
+//! Each transition records the process's resident memory before and after.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use marvin_runtime::heap::AllocPressure;
 use marvin_runtime::procfs::resident_bytes;
+use marvin_runtime::trace::{names, Tracer};
+use marvin_swap::pageout::{self, PageOutReport};
 use marvin_swap::policy::{RestoreMode, SwapPolicy};
+use marvin_swap::reclaimer::ReclaimReport;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap};
 use serde::Serialize;
 
-use marvin_runtime::trace::{names, Tracer};
-
 use crate::app::App;
+use crate::error::AppError;
+
+/// How an app swaps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapMode {
+    /// Marvin: objects are stubbed when the app goes to the background, saved ahead of
+    /// time and reclaimed without I/O; the collector bookmarks swapped objects instead
+    /// of faulting them in; the heap task runs the saver and working-set rounds.
+    Objects,
+    /// The page-swap baseline (a Linux swap file): every object may be paged out, the
+    /// foreground app's too, and the collector faults swapped objects in.
+    PageSwap,
+}
+
+/// Counters of an app's swap side, read without stopping it (all 0 without swapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwapIo {
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    /// Objects read back on first access.
+    pub object_faults: u64,
+    /// Faults during a collection (0 under Marvin: the collector bookmarks).
+    pub gc_faults: u64,
+}
 
 /// One recorded transition.
 #[derive(Clone, Debug, Serialize)]
@@ -31,22 +58,32 @@ pub struct Transition {
 }
 
 impl App {
-    /// Turns swapping on: a swap file and reclaim table in `dir`, stubs on the heap.
-    /// `bookmarking` is Marvin's collector; without it (the page-swap baseline) the
-    /// collector faults swapped objects in.
+    /// Turns swapping on in `mode`: a swap file and reclaim table named `name` in `dir`,
+    /// stubs on the heap. Under [`SwapMode::PageSwap`] every object made from now on gets
+    /// a stub as it is allocated, and every page run may go, the foreground's too.
     pub fn enable_swap(
         &self,
         dir: &Path,
         name: &str,
         policy: Arc<dyn SwapPolicy>,
-        bookmarking: bool,
-    ) -> Result<(), String> {
+        mode: SwapMode,
+    ) -> Result<(), AppError> {
+        if self.swap.get().is_some() {
+            return Err(AppError::SwapAlreadyOn);
+        }
         // The published runtime's table held 60,000 entries; 2^17 holds a full-size
         // buckets app (56,320 arrays) with room to spare.
         let capacity = self.heap.config().handle_capacity.min(1 << 17);
+        let bookmarking = mode == SwapMode::Objects;
         let swap = AppSwap::attach(&self.heap, dir, name, policy, capacity, bookmarking)?;
         if let Some(space) = self.heap.stub_space() {
-            space.table.set_foreground(true);
+            match mode {
+                SwapMode::Objects => space.table.set_foreground(true),
+                SwapMode::PageSwap => {
+                    space.stub_on_alloc.store(true, Ordering::SeqCst);
+                    space.table.set_foreground(false);
+                }
+            }
             if self.trace.is_enabled() {
                 let trace = self.trace.clone();
                 let _ = space
@@ -64,13 +101,53 @@ impl App {
             }
         }
         self.swap
-            .set(swap)
-            .map_err(|_| "swapping is already enabled".to_string())
+            .set((swap, mode))
+            .map_err(|_| AppError::SwapAlreadyOn)
+    }
+
+    /// Caps the swap file at `bytes` (a full disk, for testing how the app copes).
+    pub fn limit_swap_file(&self, bytes: u64) -> Result<(), AppError> {
+        let swap = self.swap().ok_or(AppError::SwapOff)?;
+        swap.file.lock().set_limit(Some(bytes));
+        Ok(())
+    }
+
+    /// How the app swaps, if it does.
+    pub fn swap_mode(&self) -> Option<SwapMode> {
+        self.swap.get().map(|(_, m)| *m)
+    }
+
+    /// Makes every allocation of this app ask `budget` first (the System's shared memory
+    /// budget).
+    pub fn set_memory_budget(&self, budget: Arc<dyn AllocPressure>) -> Result<(), AppError> {
+        self.heap
+            .set_pressure(budget)
+            .map_err(|_| AppError::BudgetAlreadySet)
+    }
+
+    /// Bytes of this app's objects that are in memory (live bytes less what is swapped
+    /// out), as the memory budget accounts them.
+    pub fn resident_bytes(&self) -> u64 {
+        self.heap.resident_bytes() as u64
+    }
+
+    /// The swap counters (all 0 without swapping).
+    pub fn swap_io(&self) -> SwapIo {
+        let mut io = SwapIo::default();
+        if let Some(sw) = self.swap() {
+            io.bytes_written = sw.counters.bytes_written.load(Ordering::Relaxed);
+            io.bytes_read = sw.counters.bytes_read.load(Ordering::Relaxed);
+        }
+        if let Some(space) = self.heap.stub_space() {
+            io.object_faults = space.counters.faults.load(Ordering::Relaxed);
+            io.gc_faults = space.counters.gc_faults.load(Ordering::Relaxed);
+        }
+        io
     }
 
     /// The app's swap side, when swapping is on.
-    pub fn swap(&self) -> Option<&Arc<AppSwap>> {
-        self.swap.get()
+    pub(crate) fn swap(&self) -> Option<&Arc<AppSwap>> {
+        self.swap.get().map(|(s, _)| s)
     }
 
     /// Runs `f` inside a trace slice named `name` on the calling thread's track, and
@@ -91,7 +168,7 @@ impl App {
     }
 
     /// Samples the resident, working-set and swap-file counters into the trace.
-    pub fn count_memory(&self) {
+    pub(crate) fn count_memory(&self) {
         if !self.trace.is_enabled() {
             return;
         }
@@ -129,16 +206,28 @@ impl App {
         t
     }
 
+    /// The swap side of an app swapping objects: the transitions below have nothing to do
+    /// without swapping or under the page-swap baseline.
+    fn object_swap(&self) -> Result<&Arc<AppSwap>, AppError> {
+        match self.swap.get() {
+            None => Err(AppError::SwapOff),
+            Some((_, SwapMode::PageSwap)) => Err(AppError::PageSwap),
+            Some((s, SwapMode::Objects)) => Ok(s),
+        }
+    }
+
     /// Goes to the background: at a safepoint with every thread stopped, every
     /// candidate object gets a stub; the reclaimer may now take from this app.
-    pub fn enter_background(&self) -> Result<Transition, String> {
-        let swap = self.swap().ok_or("swapping is not enabled")?;
+    pub fn enter_background(&self) -> Result<Transition, AppError> {
+        let swap = self.object_swap()?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
-        let report = self.traced(names::CREATE_STUBS, || {
-            let _w = self.safepoints.stop_the_world();
-            // SAFETY: the world is stopped.
-            unsafe { stubber::stub_candidates(&self.heap, &*swap.policy) }
-        })?;
+        let report = self
+            .traced(names::CREATE_STUBS, || {
+                let _w = self.safepoints.stop_the_world();
+                // SAFETY: the world is stopped.
+                unsafe { stubber::stub_candidates(&self.heap, &*swap.policy) }
+            })
+            .map_err(AppError::Stub)?;
         if let Some(space) = self.heap.stub_space() {
             space.table.set_foreground(false);
             // Objects made in the background are candidates too: stub them as they come.
@@ -149,8 +238,8 @@ impl App {
 
     /// Runs the saver: to completion when `complete`, else within the policy's budget
     /// and on cold objects only. Compacts the swap file when it passes the threshold.
-    pub fn save_now(&self, complete: bool) -> Result<Transition, String> {
-        let swap = self.swap().ok_or("swapping is not enabled")?;
+    pub fn save_now(&self, complete: bool) -> Result<Transition, AppError> {
+        let swap = self.object_swap()?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         let budget = if complete {
             Duration::MAX
@@ -183,15 +272,15 @@ impl App {
     }
 
     /// Reclaims up to `want` bytes of this app's saved, clean, cold objects.
-    pub fn reclaim_now(&self, want: u64) -> Result<(Transition, reclaimer::ReclaimReport), String> {
+    pub fn reclaim_now(&self, want: u64) -> Result<(Transition, ReclaimReport), AppError> {
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         let r = self.reclaim(want)?;
         Ok((self.record("reclaim", t0, rss, r.objects, r.bytes), r))
     }
 
     /// Reclaims up to `want` bytes without recording a transition (the pressure path).
-    pub fn reclaim(&self, want: u64) -> Result<reclaimer::ReclaimReport, String> {
-        let swap = self.swap().ok_or("swapping is not enabled")?;
+    pub fn reclaim(&self, want: u64) -> Result<ReclaimReport, AppError> {
+        let swap = self.object_swap()?;
         let r = self.traced(names::RECLAIM, || {
             self.cpu
                 .measure(marvin_runtime::cpuaccount::Activity::Reclaimer, || {
@@ -207,8 +296,8 @@ impl App {
 
     /// Comes back to the foreground: with eager restore, every reclaimed object is read
     /// back (with the app's threads stopped) before its looper runs again.
-    pub fn enter_foreground(&self) -> Result<Transition, String> {
-        let swap = self.swap().ok_or("swapping is not enabled")?;
+    pub fn enter_foreground(&self) -> Result<Transition, AppError> {
+        let swap = self.object_swap()?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         let r = self.traced(names::EAGER_RESTORE, || {
             let _w = self.safepoints.stop_the_world();
@@ -226,9 +315,17 @@ impl App {
                 })
         });
         if let Some(e) = r.errors.first() {
-            return Err(format!("restore failed: {e}"));
+            return Err(AppError::Restore(e.clone()));
         }
         Ok(self.record("fg", t0, rss, r.objects, r.bytes))
+    }
+
+    /// Writes out and drops up to `want` bytes of this app's resident page runs (the
+    /// page-swap baseline's pressure path; nothing without swapping).
+    pub fn page_out(&self, want: u64) -> PageOutReport {
+        self.swap().map_or_else(PageOutReport::default, |s| {
+            pageout::page_out(&self.heap, s, want)
+        })
     }
 
     /// One working-set round without a collection.
@@ -250,9 +347,13 @@ impl App {
     }
 }
 
-/// Starts the heap task: working-set rounds and saver runs on the policy's periods
-/// (foreground or background), until the app ends.
-pub fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<()>> {
+/// Starts the heap task of an app swapping objects: working-set rounds and saver runs on
+/// the policy's periods (foreground or background), until the app ends. Without swapping
+/// or under page swap there is none.
+pub(crate) fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<()>> {
+    if app.swap_mode() != Some(SwapMode::Objects) {
+        return None;
+    }
     let swap = app.swap()?.clone();
     let app = app.clone();
     std::thread::Builder::new()
@@ -273,7 +374,7 @@ pub fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<()>> {
                 }
                 let until = next_ws.min(next_save);
                 app.sleep_until(until);
-                if app.safepoints.is_terminating() {
+                if app.is_ending() {
                     break;
                 }
             }

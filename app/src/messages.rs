@@ -124,11 +124,11 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
         Ok(t) => t,
         Err(e) => {
             app.end_with(e);
-            return app.outcome.lock().clone();
+            return app.outcome();
         }
     };
     loop {
-        if app.safepoints.is_terminating() {
+        if app.is_ending() {
             break;
         }
         match app.queue.next() {
@@ -179,5 +179,5 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
     for h in handles {
         let _ = h.join();
     }
-    app.outcome.lock().clone()
+    app.outcome()
 }

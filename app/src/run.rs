@@ -8,8 +8,10 @@ use marvin_interpreter::isa::VerifiedProgram;
 
 use crate::app::App;
 use crate::config::RunConfig;
+use crate::error::AppError;
+use crate::memory::SwapMode;
 use crate::stats::RunStats;
-use crate::{lifecycle, memory, messages};
+use crate::{lifecycle, memory};
 
 /// How a run ended.
 #[derive(Debug)]
@@ -22,24 +24,23 @@ pub struct Outcome {
 }
 
 /// Runs a verified program to its end.
-pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
+pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> Result<Outcome, AppError> {
     let loaded = Arc::new(Loaded::translated(vp, cfg.resolve));
     let mut cfg = cfg;
     let swap = cfg.swap.take();
     let app = Arc::new(App::new(loaded.clone(), cfg)?);
     let mut helpers = Vec::new();
     if let Some(setup) = swap {
-        app.enable_swap(&setup.dir, "app", setup.policy, true)
-            .map_err(std::io::Error::other)?;
-        if let (Some(limit), Some(swap)) = (setup.file_limit, app.swap()) {
-            swap.file.lock().set_limit(Some(limit));
+        app.enable_swap(&setup.dir, "app", setup.policy, SwapMode::Objects)?;
+        if let Some(limit) = setup.file_limit {
+            app.limit_swap_file(limit)?;
         }
         helpers.extend(memory::start_heap_task(&app));
         if let Some(l) = setup.lifecycle {
             helpers.push(lifecycle::start(&app, l));
         }
     }
-    let result = messages::run_looper(&app);
+    let result = App::run_looper(&app);
     for h in helpers {
         let _ = h.join();
     }
@@ -52,6 +53,6 @@ pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> std::io::Result<Outcome> {
     Ok(Outcome {
         status,
         error,
-        stats: RunStats::of(&app),
+        stats: app.stats(),
     })
 }

@@ -67,7 +67,15 @@ pub struct SwapStats {
     pub transitions: Vec<crate::memory::Transition>,
 }
 
+impl App {
+    /// The app's statistics so far.
+    pub fn stats(&self) -> RunStats {
+        RunStats::of(self)
+    }
+}
+
 impl RunStats {
+    /// The statistics of `app` so far.
     pub fn of(app: &App) -> RunStats {
         let c = &app.heap.counters;
         let gc = app.gc.lock().clone();

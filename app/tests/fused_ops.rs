@@ -66,19 +66,19 @@ fn fused_field_ops_compute_and_set_access_bits_as_by_name_ones_do() {
         let app = Arc::new(App::new(loaded, RunConfig::default()).expect("app"));
         let mut thread = Thread::new(&app).expect("thread");
         let h = app
-            .heap
+            .heap()
             .alloc(ObjKind::Instance, 0, 1, 0)
             .expect("allocates");
         let bits = || {
             let a = app
-                .heap
+                .heap()
                 .access::<NoBarriers>(h, AccessKind::Read)
                 .expect("live");
             a.obj().header().bits()
         };
         let mut run = |m: u32| {
             let a = app
-                .heap
+                .heap()
                 .access::<NoBarriers>(h, AccessKind::Read)
                 .expect("live");
             a.obj()

@@ -15,4 +15,4 @@ mod mnemonic;
 pub mod verify;
 
 pub use diag::{Diag, Diagnostics};
-pub use link::parse_define;
+pub use link::{parse_define, DefineError};

@@ -39,17 +39,32 @@ impl Program {
     }
 }
 
+/// Why a command-line `NAME=VALUE` definition was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefineError {
+    #[error("bad definition `{0}`: expected NAME=VALUE")]
+    NotNameValue(String),
+    #[error("bad definition `{def}`: `{name}` is not a constant name")]
+    BadName { def: String, name: String },
+    #[error("bad definition `{def}`: {reason}")]
+    BadValue { def: String, reason: String },
+}
+
 /// Parses a command-line `NAME=VALUE` definition (VALUE decimal or `0x` hex, optional `-`).
-pub fn parse_define(s: &str) -> Result<(String, i64), String> {
+pub fn parse_define(s: &str) -> Result<(String, i64), DefineError> {
     let Some((name, value)) = s.split_once('=') else {
-        return Err(format!("bad definition `{s}`: expected NAME=VALUE"));
+        return Err(DefineError::NotNameValue(s.to_string()));
     };
     if !is_name(name) {
-        return Err(format!(
-            "bad definition `{s}`: `{name}` is not a constant name"
-        ));
+        return Err(DefineError::BadName {
+            def: s.to_string(),
+            name: name.to_string(),
+        });
     }
-    let value = parse_int(value).map_err(|e| format!("bad definition `{s}`: {e}"))?;
+    let value = parse_int(value).map_err(|reason| DefineError::BadValue {
+        def: s.to_string(),
+        reason,
+    })?;
     Ok((name.to_owned(), value))
 }
 

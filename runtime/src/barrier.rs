@@ -43,12 +43,17 @@ pub enum AccessKind {
 }
 
 /// Why an access could not be made.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum AccessError {
     #[error("dangling reference {0}")]
     Dangling(u64),
+    /// The swap layer could not read the object back.
     #[error("cannot fault in object {handle}: {reason}")]
-    Fault { handle: u64, reason: String },
+    Fault {
+        handle: u64,
+        #[source]
+        reason: crate::stub::FaultError,
+    },
 }
 
 /// One access in progress: the resident object, and the stub entry's shared lock when

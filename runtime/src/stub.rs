@@ -25,6 +25,19 @@ use crate::heap::{Handle, Heap, ENTRY_STUB};
 use crate::object::Obj;
 use crate::reclaim_table::{EntryFlags, EntryId, ReclaimTable, SharedGuard};
 
+/// Why the swap layer could not read an object back: its own error, boxed, since the
+/// runtime knows stubs, not swap files.
+pub type FaultError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why an object could not be stubbed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StubError {
+    #[error("swapping is not enabled for this heap")]
+    NotEnabled,
+    #[error(transparent)]
+    TableFull(#[from] crate::reclaim_table::TableFull),
+}
+
 /// What the swap layer does for stubs: the runtime knows stubs, not swap files.
 pub trait StubHooks: Send + Sync {
     /// Reads the object's checkpoint back into its pages (header and payload). Called
@@ -32,8 +45,12 @@ pub trait StubHooks: Send + Sync {
     /// objects of `space` that are out along with it (read-ahead), each under its own
     /// entry's shared lock and state lock, taken without waiting, and finished with
     /// [`StubSpace::finish_restore`]; the faulting object itself the caller finishes.
-    fn fault_in(&self, space: &StubSpace, stub: &Stub, state: &mut StubState)
-        -> Result<(), String>;
+    fn fault_in(
+        &self,
+        space: &StubSpace,
+        stub: &Stub,
+        state: &mut StubState,
+    ) -> Result<(), FaultError>;
     /// At most how many bytes one fault brings back (itself and its read-ahead), asked
     /// of the memory budget before the fault.
     fn fault_bytes(&self, stub: &Stub) -> usize {
@@ -359,9 +376,9 @@ impl Heap {
     ///
     /// # Safety
     /// The app's mutators must be stopped, or `h` not yet published to any thread.
-    pub unsafe fn stub_object(&self, h: Handle) -> Result<bool, String> {
+    pub unsafe fn stub_object(&self, h: Handle) -> Result<bool, StubError> {
         let Some(space) = self.stub_space() else {
-            return Err("swapping is not enabled for this heap".into());
+            return Err(StubError::NotEnabled);
         };
         // SAFETY: mutators are stopped, the handle is live.
         let Some(obj) = (unsafe { self.raw_object(h) }) else {
@@ -373,14 +390,11 @@ impl Heap {
             return Ok(false);
         }
         let bytes = obj.size();
-        let entry = space
-            .table
-            .insert(
-                obj.addr() as u64,
-                crate::heap::large_space::page_round(bytes) as u64,
-                h.value(),
-            )
-            .map_err(|e| e.to_string())?;
+        let entry = space.table.insert(
+            obj.addr() as u64,
+            crate::heap::large_space::page_round(bytes) as u64,
+            h.value(),
+        )?;
         space
             .table
             .entry(entry)

@@ -85,7 +85,7 @@ fn new_app(loaded: &Arc<Loaded>, arrays: u64) -> anyhow::Result<Arc<App>> {
 fn alloc_arrays(app: &App, n: u64) -> anyhow::Result<Vec<Handle>> {
     (0..n)
         .map(|_| {
-            app.heap
+            app.heap()
                 .alloc(ObjKind::IntArray, ARRAY_CLASS, ARRAY_WORDS, 0)
                 .context("allocating an array")
         })
@@ -126,26 +126,15 @@ impl World {
             let foreground = id == background;
             let app = new_app(&loaded, if foreground { arrays } else { per_app })?;
             let name = format!("app{id}");
-            match pressure {
-                Some(Pressure::Marvin) => {
-                    app.enable_swap(dir.path(), &name, policy.clone(), true)
-                        .map_err(anyhow::Error::msg)?;
-                }
-                Some(Pressure::PageSwap) => {
-                    app.enable_swap(dir.path(), &name, policy.clone(), false)
-                        .map_err(anyhow::Error::msg)?;
-                    let space = app.heap.stub_space().context("stubs enabled")?;
-                    space.stub_on_alloc.store(true, Ordering::SeqCst);
-                    space.table.set_foreground(false);
-                }
-                _ => {}
+            if let Some(mode) = pressure.and_then(Pressure::swap_mode) {
+                app.enable_swap(dir.path(), &name, policy.clone(), mode)?;
             }
             if !foreground {
                 let handles = alloc_arrays(&app, per_app)?;
                 std::mem::forget(handles); // kept alive by the app's handle table
                 if pressure == Some(Pressure::Marvin) {
-                    app.enter_background().map_err(anyhow::Error::msg)?;
-                    let saved = app.save_now(true).map_err(anyhow::Error::msg)?;
+                    app.enter_background()?;
+                    let saved = app.save_now(true)?;
                     ensure!(
                         saved.objects == per_app,
                         "saved {} of {per_app}",
@@ -160,9 +149,7 @@ impl World {
                 last_foreground_ns: AtomicU64::new(id as u64),
                 alive: AtomicBool::new(true),
             });
-            app.heap
-                .set_pressure(Arc::new(BudgetHook(Arc::downgrade(&budget))))
-                .map_err(anyhow::Error::msg)?;
+            app.set_memory_budget(Arc::new(BudgetHook(Arc::downgrade(&budget))))?;
             budget.members.lock().push(member.clone());
             members.push(member);
             apps.push(app);

@@ -16,7 +16,6 @@ use std::time::Instant;
 
 use marvin_app::App;
 use marvin_runtime::heap::{AllocPressure, Heap};
-use marvin_swap::pageout;
 use parking_lot::Mutex;
 
 use super::Pressure;
@@ -83,10 +82,7 @@ impl Budget {
 
     /// Resident app memory as accounted: each alive app's heap, less what is out.
     pub fn resident(&self) -> u64 {
-        self.alive()
-            .iter()
-            .map(|(_, a)| a.heap.resident_bytes() as u64)
-            .sum()
+        self.alive().iter().map(|(_, a)| a.resident_bytes()).sum()
     }
 
     /// Background members, least recently in the foreground first (never `except`).
@@ -103,7 +99,7 @@ impl Budget {
     fn member_of(&self, heap: &Heap) -> Option<usize> {
         self.alive()
             .iter()
-            .find(|(_, a)| std::ptr::eq(&a.heap, heap))
+            .find(|(_, a)| std::ptr::eq(a.heap(), heap))
             .map(|(m, _)| m.id)
     }
 
@@ -174,10 +170,7 @@ impl Budget {
                     order.extend(rest);
                     order
                 },
-                &|a, want| {
-                    a.swap()
-                        .map_or(0, |s| pageout::page_out(&a.heap, s, want).bytes)
-                },
+                &|a, want| a.page_out(want).bytes,
             ),
         }
         // Kill (the policy itself, or the fallback) until it fits or nobody is left.

@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use marvin_app::messages::run_looper;
-use marvin_app::{memory, App, RunConfig, TraceTarget};
-use marvin_interpreter::exec::{Loaded, Trap};
+use marvin_app::{App, RunConfig, Running, TraceTarget};
+use marvin_interpreter::exec::Loaded;
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
@@ -25,18 +24,9 @@ use super::{Pressure, SystemConfig};
 /// An app instance slot: the app while it lives, and what is known of it after.
 struct Slot {
     member: Arc<Member>,
-    app: Option<Arc<App>>,
-    looper: Option<std::thread::JoinHandle<Option<Trap>>>,
-    heap_task: Option<std::thread::JoinHandle<()>>,
+    app: Option<Running>,
     activity: Activity,
 }
-
-/// A killed app whose threads are still unwinding: the app, its looper, its heap task.
-type Dying = (
-    Arc<App>,
-    Option<std::thread::JoinHandle<Option<Trap>>>,
-    Option<std::thread::JoinHandle<()>>,
-);
 
 /// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
 #[derive(Default)]
@@ -62,7 +52,7 @@ struct Run {
     restarts: AtomicU64,
     retired: Mutex<Retired>,
     /// Apps killed whose threads are being reaped.
-    dying: Mutex<Vec<Dying>>,
+    dying: Mutex<Vec<Running>>,
     start: Instant,
     /// The run's swap directory, removed when the run ends.
     dir: tempfile::TempDir,
@@ -188,53 +178,20 @@ impl Run {
             last_foreground_ns: AtomicU64::new(self.start.elapsed().as_nanos() as u64),
             alive: AtomicBool::new(true),
         });
-        match self.pressure {
-            Pressure::Kill => {}
-            Pressure::Marvin => {
-                app.enable_swap(
-                    &dir,
-                    "swap",
-                    self.policy.clone() as Arc<dyn SwapPolicy>,
-                    true,
-                )
-                .map_err(anyhow::Error::msg)?;
-            }
-            Pressure::PageSwap => {
-                app.enable_swap(
-                    &dir,
-                    "swap",
-                    self.policy.clone() as Arc<dyn SwapPolicy>,
-                    false,
-                )
-                .map_err(anyhow::Error::msg)?;
-                if let Some(s) = app.heap.stub_space() {
-                    s.stub_on_alloc.store(true, Ordering::SeqCst);
-                    // Every page run may go, the foreground's too.
-                    s.table.set_foreground(false);
-                }
-            }
+        if let Some(mode) = self.pressure.swap_mode() {
+            app.enable_swap(
+                &dir,
+                "swap",
+                self.policy.clone() as Arc<dyn SwapPolicy>,
+                mode,
+            )?;
         }
-        app.heap
-            .set_pressure(Arc::new(BudgetHook(Arc::downgrade(&self.budget))))
-            .map_err(anyhow::Error::msg)?;
+        app.set_memory_budget(Arc::new(BudgetHook(Arc::downgrade(&self.budget))))?;
         self.budget.members.lock().push(member.clone());
-        let heap_task = match self.pressure {
-            Pressure::Marvin => memory::start_heap_task(&app),
-            _ => None,
-        };
-        let a = app.clone();
-        let looper = std::thread::Builder::new()
-            .name(format!("app{id}-main"))
-            .spawn(move || {
-                let r = run_looper(&a);
-                a.flush();
-                r
-            })?;
+        let running = App::launch(&app, format!("app{id}-main"))?;
         Ok(Slot {
             member,
-            app: Some(app),
-            looper: Some(looper),
-            heap_task,
+            app: Some(running),
             activity: Activity::default(),
         })
     }
@@ -262,7 +219,10 @@ impl Run {
         }
         let alive = self.slots.lock()[next].member.alive.load(Ordering::SeqCst);
         if alive {
-            let app = self.slots.lock()[next].app.clone();
+            let app = self.slots.lock()[next]
+                .app
+                .as_ref()
+                .map(|r| r.app().clone());
             let m = self.slots.lock()[next].member.clone();
             m.foreground.store(true, Ordering::SeqCst);
             if let Some(app) = app {
@@ -282,7 +242,10 @@ impl Run {
     fn to_background(&self, id: usize) {
         let (member, app) = {
             let slots = self.slots.lock();
-            (slots[id].member.clone(), slots[id].app.clone())
+            (
+                slots[id].member.clone(),
+                slots[id].app.as_ref().map(|r| r.app().clone()),
+            )
         };
         member.foreground.store(false, Ordering::SeqCst);
         member
@@ -303,11 +266,9 @@ impl Run {
         let Some(slot) = slots.get_mut(id) else {
             return;
         };
-        if let Some(app) = slot.app.take() {
-            app.end_with(Trap::Terminated);
-            self.dying
-                .lock()
-                .push((app, slot.looper.take(), slot.heap_task.take()));
+        if let Some(running) = slot.app.take() {
+            running.app().end();
+            self.dying.lock().push(running);
         }
     }
 
@@ -315,20 +276,13 @@ impl Run {
     fn reap(&self) {
         let done: Vec<_> = {
             let mut d = self.dying.lock();
-            let (finished, rest): (Vec<_>, Vec<_>) = d.drain(..).partition(|(_, l, h)| {
-                l.as_ref().is_none_or(|l| l.is_finished())
-                    && h.as_ref().is_none_or(|h| h.is_finished())
-            });
+            let (finished, rest): (Vec<_>, Vec<_>) = d.drain(..).partition(|r| r.is_finished());
             *d = rest;
             finished
         };
-        for (app, looper, task) in done {
-            if let Some(l) = looper {
-                let _ = l.join();
-            }
-            if let Some(t) = task {
-                let _ = t.join();
-            }
+        for running in done {
+            let app = running.app().clone();
+            running.join();
             self.retire(&app);
         }
     }
@@ -336,16 +290,12 @@ impl Run {
     fn retire(&self, app: &App) {
         let mut r = self.retired.lock();
         r.failed_verifications += app.mark_count("verify_failed");
-        if let Some(s) = app.swap() {
-            r.swap_written += s.counters.bytes_written.load(Ordering::Relaxed);
-            r.swap_read += s.counters.bytes_read.load(Ordering::Relaxed);
-        }
-        if let Some(space) = app.heap.stub_space() {
-            r.gc_faults += space.counters.gc_faults.load(Ordering::Relaxed);
-            r.object_faults += space.counters.faults.load(Ordering::Relaxed);
-        }
-        r.reclaim_latency_ns
-            .extend(app.reclaim_latencies.lock().iter().copied());
+        let io = app.swap_io();
+        r.swap_written += io.bytes_written;
+        r.swap_read += io.bytes_read;
+        r.gc_faults += io.gc_faults;
+        r.object_faults += io.object_faults;
+        r.reclaim_latency_ns.extend(app.reclaim_latencies());
     }
 
     fn sample(&self, th: Thresholds) -> SeriesPoint {
@@ -353,11 +303,12 @@ impl Run {
         let mut slots = self.slots.lock();
         let (mut alive, mut active, mut written, mut read) = (0u32, 0u32, 0u64, 0u64);
         for s in slots.iter_mut() {
-            let Some(app) = &s.app else { continue };
+            let Some(running) = &s.app else { continue };
             if !s.member.alive.load(Ordering::Relaxed) {
                 continue;
             }
-            if s.looper.as_ref().is_some_and(|l| l.is_finished()) {
+            let app = running.app();
+            if running.looper_finished() {
                 // The app ended by itself (a failed verification, or a finite workload).
                 continue;
             }
@@ -366,10 +317,9 @@ impl Run {
             if s.activity.is_active() {
                 active += 1;
             }
-            if let Some(sw) = app.swap() {
-                written += sw.counters.bytes_written.load(Ordering::Relaxed);
-                read += sw.counters.bytes_read.load(Ordering::Relaxed);
-            }
+            let io = app.swap_io();
+            written += io.bytes_written;
+            read += io.bytes_read;
         }
         drop(slots);
         let r = self.retired.lock();
@@ -388,28 +338,20 @@ impl Run {
 
     /// Ends every app and waits for all threads.
     fn shutdown(&self) {
-        let slots: Vec<_> = self
+        let slots: Vec<Running> = self
             .slots
             .lock()
             .iter_mut()
-            .map(|s| (s.app.take(), s.looper.take(), s.heap_task.take()))
+            .filter_map(|s| s.app.take())
             .collect();
         // Tell every app first, so they all wind down together, then wait for each.
-        for (app, _, _) in &slots {
-            if let Some(app) = app {
-                app.end_with(Trap::Terminated);
-            }
+        for running in &slots {
+            running.app().end();
         }
-        for (app, looper, task) in slots {
-            if let Some(app) = app {
-                if let Some(l) = looper {
-                    let _ = l.join();
-                }
-                if let Some(t) = task {
-                    let _ = t.join();
-                }
-                self.retire(&app);
-            }
+        for running in slots {
+            let app = running.app().clone();
+            running.join();
+            self.retire(&app);
         }
         loop {
             self.reap();

@@ -45,6 +45,15 @@ impl Pressure {
         }
     }
 
+    /// How an app swaps under this policy (not at all when killed).
+    pub fn swap_mode(self) -> Option<marvin_app::SwapMode> {
+        match self {
+            Pressure::Kill => None,
+            Pressure::PageSwap => Some(marvin_app::SwapMode::PageSwap),
+            Pressure::Marvin => Some(marvin_app::SwapMode::Objects),
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Pressure, String> {
         match s.trim() {
             "kill" => Ok(Pressure::Kill),

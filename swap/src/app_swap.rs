@@ -9,8 +9,8 @@ use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
 use marvin_runtime::heap::large_space::page_round;
 use marvin_runtime::heap::{Handle, Heap};
 use marvin_runtime::object::Obj;
-use marvin_runtime::reclaim_table::ReclaimTable;
-use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
+use marvin_runtime::reclaim_table::{ReclaimTable, ReclaimTableError};
+use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
 
 use crate::policy::SwapPolicy;
@@ -59,6 +59,28 @@ pub struct AppSwap {
     batch: std::sync::atomic::AtomicBool,
 }
 
+/// Why an app's swap side could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error("cannot create {}: {source}", dir.display())]
+    Dir {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    File(#[from] SwapError),
+    #[error(transparent)]
+    Table(#[from] ReclaimTableError),
+    #[error("stubs are already enabled")]
+    StubsEnabled,
+}
+
+/// A stubbed object that is out has no checkpoint to read back (a bug in the swap
+/// layer: an object is reclaimed only once saved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("object {0} has no checkpoint")]
+pub struct NoCheckpoint(pub u64);
+
 impl AppSwap {
     /// Creates the app's swap file and reclaim table in `dir` and enables stubs on
     /// `heap`.
@@ -69,12 +91,13 @@ impl AppSwap {
         policy: Arc<dyn SwapPolicy>,
         table_capacity: u32,
         bookmarking: bool,
-    ) -> Result<Arc<AppSwap>, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let file = SwapFile::create(dir, name).map_err(|e| e.to_string())?;
-        let table = ReclaimTable::create(&dir.join(format!("{name}.table")), table_capacity)
-            .map_err(|e| e.to_string())?;
+    ) -> Result<Arc<AppSwap>, AttachError> {
+        std::fs::create_dir_all(dir).map_err(|source| AttachError::Dir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+        let file = SwapFile::create(dir, name)?;
+        let table = ReclaimTable::create(&dir.join(format!("{name}.table")), table_capacity)?;
         let swap = Arc::new(AppSwap {
             policy,
             file: Mutex::new(file),
@@ -84,7 +107,7 @@ impl AppSwap {
             batch: std::sync::atomic::AtomicBool::new(false),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| AttachError::StubsEnabled)?;
         Ok(swap)
     }
 
@@ -209,17 +232,14 @@ impl StubHooks for AppSwap {
         space: &StubSpace,
         stub: &Stub,
         state: &mut StubState,
-    ) -> Result<(), String> {
+    ) -> Result<(), FaultError> {
         let Some(slot) = state.slot else {
-            return Err(format!("object {} has no checkpoint", stub.handle.value()));
+            return Err(NoCheckpoint(stub.handle.value()).into());
         };
         let slot = SlotId::from_offset(slot);
         let file = self.file.lock();
         if !self.batch.load(Ordering::Relaxed) {
-            file.check().map_err(|e| {
-                self.record_error(&e);
-                e.to_string()
-            })?;
+            file.check().inspect_err(|e| self.record_error(e))?;
         }
         // Neighbours that are out, each held as a fault holds its object: entry shared,
         // state locked, both taken without waiting (this thread already holds locks a
@@ -267,7 +287,7 @@ impl StubHooks for AppSwap {
         drop(file);
         if let Some(Err(e)) = results.next() {
             self.record_error(&e);
-            return Err(e.to_string());
+            return Err(e.into());
         }
         // SAFETY: the payload is in place, the object's locks are held by our caller.
         unsafe { Self::install_header(stub) };

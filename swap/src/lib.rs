@@ -25,7 +25,7 @@ pub mod saver;
 pub mod stubber;
 pub mod swap_file;
 
-pub use app_swap::{AppSwap, SwapCounters};
+pub use app_swap::{AppSwap, AttachError, NoCheckpoint, SwapCounters};
 
 pub use policy::{PolicyConfig, PolicyError, RestoreMode, SwapPolicy, VictimOrder};
 pub use swap_file::{CompactionReport, CorruptKind, SlotId, SwapError, SwapFile};

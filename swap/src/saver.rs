@@ -18,7 +18,7 @@ use marvin_runtime::heap::Heap;
 use marvin_runtime::reclaim_table::EntryFlags;
 
 use crate::app_swap::AppSwap;
-use crate::swap_file::SlotId;
+use crate::swap_file::{SlotId, SwapError};
 
 /// Bytes the saver writes between two releases of the swap file's mapped pages.
 const RELEASE_EVERY: usize = 1 << 20;
@@ -128,7 +128,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
 
 /// Compacts the swap file when its dead bytes pass the policy's threshold, moving every
 /// stub's slot to its new place. Returns whether it compacted.
-pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, String> {
+pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, SwapError> {
     let Some(space) = heap.stub_space() else {
         return Ok(false);
     };
@@ -138,10 +138,7 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, String> {
     let mut file = swap.file.lock();
     let Some(report) = file
         .compact_if_needed(swap.policy.compaction_threshold())
-        .map_err(|e| {
-            swap.record_error(&e);
-            e.to_string()
-        })?
+        .inspect_err(|e| swap.record_error(e))?
     else {
         return Ok(false);
     };

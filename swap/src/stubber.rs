@@ -3,6 +3,7 @@
 
 use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
 use marvin_runtime::object::Obj;
+use marvin_runtime::stub::StubError;
 
 use crate::policy::SwapPolicy;
 
@@ -17,7 +18,10 @@ pub struct StubReport {
 ///
 /// # Safety
 /// The app's mutators must be stopped.
-pub unsafe fn stub_candidates(heap: &Heap, policy: &dyn SwapPolicy) -> Result<StubReport, String> {
+pub unsafe fn stub_candidates(
+    heap: &Heap,
+    policy: &dyn SwapPolicy,
+) -> Result<StubReport, StubError> {
     let mut candidates: Vec<(Handle, u64)> = Vec::new();
     heap.table().for_each(|h, e| {
         if e & ENTRY_STUB != 0 {
