@@ -251,6 +251,16 @@ impl App {
         self.end_with(Trap::Terminated)
     }
 
+    /// Ends the app with a runtime error at its entry method (a controller that can no
+    /// longer drive it: a broken command stream, a failed transition).
+    pub fn abort(&self, message: impl Into<String>) {
+        self.end_with(Trap::Error {
+            message: message.into(),
+            method: self.loaded.vp.entry,
+            pc: 0,
+        })
+    }
+
     /// Whether the app is ending (it halted, failed, quit, or was ended).
     pub fn is_ending(&self) -> bool {
         self.safepoints.is_terminating()

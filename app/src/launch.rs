@@ -71,9 +71,15 @@ impl Running {
     }
 
     /// Waits for the main looper and the heap task; returns the app's first terminal trap
-    /// (halt or runtime error), if any.
+    /// (halt or runtime error), if any; a looper that panicked is a runtime error.
     pub fn join(self) -> Option<Trap> {
-        let r = self.looper.join().ok().flatten();
+        let r = self.looper.join().unwrap_or_else(|_| {
+            Some(Trap::Error {
+                message: "the main looper panicked".into(),
+                method: 0,
+                pc: 0,
+            })
+        });
         if let Some(t) = self.heap_task {
             let _ = t.join();
         }

@@ -12,8 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_app::messages::run_looper;
-use marvin_app::{memory, App, RunConfig};
+use marvin_app::{App, RunConfig, Running, SwapMode};
 use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
@@ -62,17 +61,14 @@ pub fn run(
         ..RunConfig::default()
     };
     let app = Arc::new(App::new(cfg.loaded.clone(), run_cfg)?);
-    let mut helpers = Vec::new();
     if cfg.mode == AppMode::Marvin {
         std::fs::create_dir_all(&cfg.swap_dir)?;
         app.enable_swap(
             &cfg.swap_dir,
             "swap",
             cfg.policy.clone() as Arc<dyn SwapPolicy>,
-            true,
-        )
-        .map_err(anyhow::Error::msg)?;
-        helpers.extend(memory::start_heap_task(&app));
+            SwapMode::Objects,
+        )?;
     }
     protocol::send(
         &mut *out.lock(),
@@ -80,32 +76,18 @@ pub fn run(
             pid: std::process::id(),
         },
     )?;
-    let looper = {
-        let a = app.clone();
-        std::thread::Builder::new()
-            .name("main".into())
-            .spawn(move || run_looper(&a))?
-    };
+    let running = App::launch(&app, "main".into())?;
     {
         let (a, o) = (app.clone(), out.clone());
         std::thread::Builder::new()
             .name("control".into())
             .spawn(move || obey(&a, commands, &o))?;
     }
-    while !looper.is_finished() {
+    while !running.looper_finished() {
         report_marks(&app, &out);
-        park_until_finished(&looper, cfg.report_every);
+        park_until_finished(&running, cfg.report_every);
     }
-    let trap = looper.join().unwrap_or_else(|_| {
-        Some(Trap::Error {
-            message: "the main looper panicked".into(),
-            method: 0,
-            pc: 0,
-        })
-    });
-    for h in helpers {
-        let _ = h.join();
-    }
+    let trap = running.join();
     report_marks(&app, &out);
     let (status, error) = match trap {
         None | Some(Trap::Terminated) => (0, None),
@@ -118,10 +100,10 @@ pub fn run(
 }
 
 /// Sleeps up to `d`, waking early once the looper has finished.
-fn park_until_finished(looper: &std::thread::JoinHandle<Option<Trap>>, d: Duration) {
+fn park_until_finished(running: &Running, d: Duration) {
     let step = Duration::from_millis(10).min(d);
     let mut slept = Duration::ZERO;
-    while slept < d && !looper.is_finished() {
+    while slept < d && !running.looper_finished() {
         std::thread::sleep(step);
         slept += step;
     }
@@ -139,22 +121,18 @@ fn obey(app: &Arc<App>, mut commands: impl std::io::BufRead, out: &Mutex<impl Wr
         let cmd = match protocol::recv::<Command>(&mut commands) {
             Ok(Some(c)) => c,
             Ok(None) => {
-                app.end_with(Trap::Terminated);
+                app.end();
                 return;
             }
             Err(e) => {
-                app.end_with(Trap::Error {
-                    message: e.to_string(),
-                    method: app.loaded.vp.entry,
-                    pc: 0,
-                });
+                app.abort(e.to_string());
                 return;
             }
         };
-        let swapping = app.swap().is_some();
+        let swapping = app.swap_mode().is_some();
         let done = match cmd {
             Command::Stop => {
-                app.end_with(Trap::Terminated);
+                app.end();
                 return;
             }
             Command::Background if swapping => Some(("background", app.enter_background())),
@@ -176,11 +154,7 @@ fn obey(app: &Arc<App>, mut commands: impl std::io::BufRead, out: &Mutex<impl Wr
                 report_marks(app, out);
             }
             Some((action, Err(e))) => {
-                app.end_with(Trap::Error {
-                    message: format!("{action} failed: {e}"),
-                    method: app.loaded.vp.entry,
-                    pc: 0,
-                });
+                app.abort(format!("{action} failed: {e}"));
                 return;
             }
             None => {}

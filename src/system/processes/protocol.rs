@@ -78,14 +78,20 @@ pub enum ProtocolError {
     /// The peer's pipe failed.
     #[error("control pipe: {0}")]
     Io(#[from] std::io::Error),
-    /// The line is not a message of the protocol.
-    #[error("bad control line {line:?}: {source}")]
+    /// The line is not a message of the protocol. The parser's reason may quote the
+    /// line too, so it is cut (to 150 characters) as the line is.
+    #[error("bad control line {line:?}: {}", cut(&source.to_string(), 150))]
     Malformed {
         /// The line as read (cut to 200 characters).
         line: String,
         /// Why it does not parse.
         source: serde_json::Error,
     },
+}
+
+/// The first `n` characters of `s`.
+fn cut(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
 }
 
 /// Writes one message as a line and flushes it.
@@ -114,7 +120,7 @@ pub fn recv<T: for<'de> Deserialize<'de>>(
         return serde_json::from_str(t)
             .map(Some)
             .map_err(|source| ProtocolError::Malformed {
-                line: t.chars().take(200).collect(),
+                line: cut(t, 200),
                 source,
             });
     }
