@@ -3,7 +3,8 @@
 //! It owns the object model and header bits ([`header`]), the heap and its handles
 //! ([`heap`]), the one access barrier ([`barrier`]), object monitors ([`monitor`]) and
 //! fast-tracked lock holders ([`fasttrack`]), safepoints ([`safepoint`]), the reclaim
-//! table shared with the reclaimer ([`reclaim_table`]), thread CPU clocks ([`cpuclock`]),
+//! table shared with the reclaimer ([`reclaim_table`]), memory another process can
+//! reclaim ([`memfd`]), thread CPU clocks ([`cpuclock`]),
 //! CPU accounting of the runtime's own work ([`cpuaccount`]) and trace events ([`trace`]).
 //! Nothing here knows about the collector, the swap file or MASM: where it needs them it
 //! defines a trait that a higher layer implements. The message queue and looper are a
@@ -19,6 +20,7 @@ pub mod cpuclock;
 pub mod fasttrack;
 pub mod header;
 pub mod heap;
+pub mod memfd;
 pub mod monitor;
 pub mod object;
 pub mod procfs;

@@ -142,7 +142,9 @@ pub struct StubSpace {
     /// Whether the collector bookmarks stubs (Marvin) or reads objects, faulting them in
     /// (page-granular swapping, as a kernel swap file gives).
     pub bookmarking: bool,
-    /// Bytes of stubbed objects not resident now.
+    /// Bytes of stubbed objects not resident now, less those a reclaimer in another
+    /// process took (booked in the table's header): it wraps below zero when such
+    /// objects come back, and [`StubSpace::out_bytes`] adds the header's count back.
     out_bytes: AtomicU64,
     /// Give new objects stubs as they are allocated, when [`StubHooks::stub_at_allocation`]
     /// says so: in the background (objects made there are candidates like the rest), and
@@ -175,7 +177,8 @@ impl StubSpace {
 
     /// Bytes of stubbed objects whose pages are not in memory now.
     pub fn out_bytes(&self) -> u64 {
-        self.out_bytes.load(Ordering::Relaxed)
+        let (outside, _) = self.table.reclaimed_out();
+        self.out_bytes.load(Ordering::Relaxed).wrapping_add(outside)
     }
 
     /// Books pages returned to the OS by a reclaim (or a swap-out).

@@ -1,15 +1,55 @@
 //! Page-aligned space for large objects (2 KiB and more).
 //!
-//! Objects are carved, address-ordered first fit, out of a few large anonymous mappings
+//! Objects are carved, address-ordered first fit, out of a few large mappings
 //! (regions), never one mapping per object: the kernel caps a process at about 65,000
 //! mappings. Every object starts on a page boundary and owns whole pages, so the pages
-//! of one object, or of a run of neighbours, go back to the OS in one `madvise` call.
+//! of one object, or of a run of neighbours, go back to the OS in one call.
 //! Freed runs coalesce with their neighbours.
+//!
+//! Regions are anonymous memory by default ([`LargeBacking::Anonymous`]; pages go back
+//! with `madvise(MADV_DONTNEED)`), or memory files mapped shared
+//! ([`LargeBacking::Memfd`]; pages go back by punching a hole in the file). Only the
+//! second lets a reclaimer in another process return an app's pages without the app's
+//! help: `madvise` acts on the caller's own address space alone. A memory-file space
+//! publishes where its regions are and which descriptors back them in a
+//! [`region_dir`](super::region_dir) file ([`LargeSpace::publish_regions`]); the reclaimer
+//! opens the descriptors through a pidfd. Anonymous regions stay the default of the
+//! in-process model (`docs/experiments.md` has the measurements and the reasons).
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 
 use memmap2::{MmapMut, MmapOptions, UncheckedAdvice};
 use parking_lot::Mutex;
+
+use super::region_dir::{RegionDirError, RegionDirectory, RegionRecord};
+use crate::memfd;
+
+/// What backs the large-object regions of a heap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LargeBacking {
+    /// Private anonymous memory (pages returned with `madvise(MADV_DONTNEED)`).
+    #[default]
+    Anonymous,
+    /// Memory files mapped shared (pages returned with `fallocate(PUNCH_HOLE)`), which a
+    /// reclaimer in another process can punch as well.
+    Memfd,
+}
+
+impl std::str::FromStr for LargeBacking {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "anonymous" | "anon" => Ok(LargeBacking::Anonymous),
+            "memfd" => Ok(LargeBacking::Memfd),
+            other => Err(format!(
+                "unknown large-object backing '{other}' (expected anonymous or memfd)"
+            )),
+        }
+    }
+}
 
 /// The page size this space assumes (checked against the OS at start-up).
 pub const PAGE: usize = 4096;
@@ -18,6 +58,8 @@ pub const REGION_BYTES: usize = 256 << 20;
 
 struct Region {
     map: MmapMut,
+    /// The memory file behind the map and its inode ([`LargeBacking::Memfd`]).
+    memfd: Option<(File, u64)>,
     pages: usize,
     /// Pages at and above `top` were never handed out.
     top: usize,
@@ -28,6 +70,23 @@ struct Region {
 impl Region {
     fn base(&self) -> usize {
         self.map.as_ptr() as usize
+    }
+
+    /// Returns the pages of `[off, off + bytes)` of this region to the OS; reads there
+    /// see zeroes afterwards.
+    ///
+    /// # Safety
+    /// Nothing may read or write the range until it is handed out or restored again.
+    unsafe fn drop_pages(&self, off: usize, bytes: usize) -> std::io::Result<()> {
+        match &self.memfd {
+            Some((file, _)) => memfd::punch_hole(file, off as u64, bytes as u64),
+            // SAFETY: inside this region's mapping; the caller guarantees nobody touches
+            // the range meanwhile.
+            None => unsafe {
+                self.map
+                    .unchecked_advise_range(UncheckedAdvice::DontNeed, off, bytes)
+            },
+        }
     }
 
     fn take(&mut self, n: usize) -> Option<usize> {
@@ -80,6 +139,9 @@ pub fn page_round(bytes: usize) -> usize {
 /// The large-object space of one heap.
 pub struct LargeSpace {
     regions: Mutex<Vec<Region>>,
+    backing: LargeBacking,
+    /// Where the region directory is published (memory-file backing only).
+    directory: Mutex<Option<PathBuf>>,
 }
 
 impl Default for LargeSpace {
@@ -89,10 +151,86 @@ impl Default for LargeSpace {
 }
 
 impl LargeSpace {
+    /// An anonymous-memory space.
     pub fn new() -> LargeSpace {
+        LargeSpace::with_backing(LargeBacking::Anonymous)
+    }
+
+    /// A space whose regions are backed as `backing` says.
+    pub fn with_backing(backing: LargeBacking) -> LargeSpace {
         LargeSpace {
             regions: Mutex::new(Vec::new()),
+            backing,
+            directory: Mutex::new(None),
         }
+    }
+
+    /// What backs the regions.
+    pub fn backing(&self) -> LargeBacking {
+        self.backing
+    }
+
+    /// Writes the region directory to `path` now and again whenever a region is added,
+    /// so a reclaimer in another process can find this space's memory files. Refused for
+    /// anonymous regions, which no other process can reclaim.
+    pub fn publish_regions(&self, path: &Path) -> Result<(), RegionDirError> {
+        if self.backing != LargeBacking::Memfd {
+            return Err(RegionDirError::Invalid {
+                path: path.to_owned(),
+                reason: "anonymous large-object regions cannot be reclaimed from another process (use the memfd backing)".into(),
+            });
+        }
+        let regions = self.regions.lock();
+        *self.directory.lock() = Some(path.to_owned());
+        self.directory_of(&regions).write(path)
+    }
+
+    /// The directory of `regions` (memory-file regions only).
+    fn directory_of(&self, regions: &[Region]) -> RegionDirectory {
+        let mut d = RegionDirectory {
+            pid: std::process::id(),
+            regions: regions
+                .iter()
+                .filter_map(|r| {
+                    let (file, ino) = r.memfd.as_ref()?;
+                    Some(RegionRecord {
+                        base: r.base() as u64,
+                        len: (r.pages * PAGE) as u64,
+                        fd: file.as_raw_fd(),
+                        ino: *ino,
+                    })
+                })
+                .collect(),
+        };
+        d.regions.sort_unstable_by_key(|r| r.base);
+        d
+    }
+
+    /// The current region directory (empty for anonymous regions).
+    pub fn directory(&self) -> RegionDirectory {
+        self.directory_of(&self.regions.lock())
+    }
+
+    fn map_region(&self, len: usize) -> std::io::Result<Region> {
+        let (map, memfd) = match self.backing {
+            LargeBacking::Anonymous => (
+                MmapOptions::new().len(len).no_reserve_swap().map_anon()?,
+                None,
+            ),
+            LargeBacking::Memfd => {
+                let file = memfd::create("marvin-large-space", len as u64)?;
+                let map = memfd::map_shared(&file, len)?;
+                let ino = memfd::inode(&file)?;
+                (map, Some((file, ino)))
+            }
+        };
+        Ok(Region {
+            map,
+            memfd,
+            pages: len / PAGE,
+            top: 0,
+            free: BTreeMap::new(),
+        })
     }
 
     /// Allocates zeroed, page-aligned memory of at least `bytes`; returns its address.
@@ -105,22 +243,21 @@ impl LargeSpace {
             }
         }
         let len = REGION_BYTES.max(n * PAGE);
-        let map = MmapOptions::new().len(len).no_reserve_swap().map_anon()?;
-        let mut r = Region {
-            map,
-            pages: len / PAGE,
-            top: 0,
-            free: BTreeMap::new(),
-        };
+        let mut r = self.map_region(len)?;
         let p = r.take(n).expect("a fresh region fits the request");
         let addr = r.base() + p * PAGE;
         regions.push(r);
+        if let Some(path) = self.directory.lock().as_deref() {
+            self.directory_of(&regions)
+                .write(path)
+                .map_err(std::io::Error::other)?;
+        }
         Ok(addr)
     }
 
     /// Frees runs of `(address, bytes)` allocated here: neighbouring runs are coalesced,
-    /// their pages returned to the OS (one `madvise` per coalesced run) and made
-    /// available again. Returns the number of `madvise` calls made.
+    /// their pages returned to the OS (one `madvise` or hole per coalesced run) and made
+    /// available again. Returns the number of calls made.
     pub fn free(&self, runs: &mut [(usize, usize)]) -> usize {
         runs.sort_unstable();
         let mut calls = 0;
@@ -133,11 +270,8 @@ impl LargeSpace {
                 let off = addr - r.base();
                 // SAFETY: the range lies inside this region's mapping and belongs to
                 // objects being freed: nothing reads it until it is handed out again,
-                // and a fresh hand-out expects zeroed pages, which DONTNEED gives.
-                let _ = unsafe {
-                    r.map
-                        .unchecked_advise_range(UncheckedAdvice::DontNeed, off, bytes)
-                };
+                // and a fresh hand-out expects zeroed pages, which both ways give.
+                let _ = unsafe { r.drop_pages(off, bytes) };
                 calls += 1;
                 r.give_back(off / PAGE, bytes / PAGE);
             }
@@ -147,7 +281,8 @@ impl LargeSpace {
 
     /// Returns the pages of `runs` to the OS while keeping them allocated (a reclaim):
     /// a later read sees zeroes until the contents are restored. Neighbouring runs are
-    /// returned in one call. Returns the number of `madvise` calls.
+    /// returned in one call (`madvise`, or a hole in the region's memory file). Returns
+    /// the number of calls.
     ///
     /// # Safety
     /// Nothing may read or write the discarded ranges until their contents are restored.
@@ -162,13 +297,7 @@ impl LargeSpace {
             {
                 // SAFETY: inside this region's mapping; the caller guarantees nobody
                 // touches the range until it is restored.
-                unsafe {
-                    r.map.unchecked_advise_range(
-                        UncheckedAdvice::DontNeed,
-                        addr - r.base(),
-                        bytes,
-                    )?
-                };
+                unsafe { r.drop_pages(addr - r.base(), bytes)? };
                 calls += 1;
             }
         }
@@ -198,33 +327,69 @@ fn coalesce(runs: &[(usize, usize)]) -> Vec<(usize, usize)> {
 mod tests {
     use super::*;
 
+    const BACKINGS: [LargeBacking; 2] = [LargeBacking::Anonymous, LargeBacking::Memfd];
+
     #[test]
     fn objects_are_page_aligned_and_neighbours_coalesce() {
-        let s = LargeSpace::new();
-        let a = s.alloc(2048).unwrap();
-        let b = s.alloc(4096).unwrap();
-        let c = s.alloc(3 * 4096 + 1).unwrap();
-        assert_eq!(a % PAGE, 0);
-        assert_eq!(b, a + PAGE);
-        assert_eq!(c, b + PAGE);
-        // Three neighbours go back in one call.
-        assert_eq!(s.free(&mut [(c, 3 * 4096 + 1), (a, 2048), (b, 4096)]), 1);
-        // And their pages are handed out again, first fit, at the lowest address.
-        assert_eq!(s.alloc(4096).unwrap(), a);
-        assert_eq!(s.regions(), 1);
+        for backing in BACKINGS {
+            let s = LargeSpace::with_backing(backing);
+            let a = s.alloc(2048).unwrap();
+            let b = s.alloc(4096).unwrap();
+            let c = s.alloc(3 * 4096 + 1).unwrap();
+            assert_eq!(a % PAGE, 0);
+            assert_eq!(b, a + PAGE);
+            assert_eq!(c, b + PAGE);
+            // Three neighbours go back in one call.
+            assert_eq!(s.free(&mut [(c, 3 * 4096 + 1), (a, 2048), (b, 4096)]), 1);
+            // And their pages are handed out again, first fit, at the lowest address.
+            assert_eq!(s.alloc(4096).unwrap(), a);
+            assert_eq!(s.regions(), 1);
+        }
     }
 
     #[test]
-    fn freed_memory_comes_back_zeroed() {
-        let s = LargeSpace::new();
-        let a = s.alloc(8192).unwrap();
-        // SAFETY: `a` is 8192 bytes of memory this test owns.
-        unsafe { std::ptr::write_bytes(a as *mut u8, 0xab, 8192) };
-        s.free(&mut [(a, 8192)]);
-        let b = s.alloc(8192).unwrap();
-        assert_eq!(a, b);
-        // SAFETY: as above, freshly handed out.
-        let bytes = unsafe { std::slice::from_raw_parts(b as *const u8, 8192) };
-        assert!(bytes.iter().all(|&x| x == 0));
+    fn freed_and_discarded_memory_comes_back_zeroed() {
+        for backing in BACKINGS {
+            let s = LargeSpace::with_backing(backing);
+            let a = s.alloc(8192).unwrap();
+            // SAFETY: `a` is 8192 bytes of memory this test owns.
+            unsafe { std::ptr::write_bytes(a as *mut u8, 0xab, 8192) };
+            s.free(&mut [(a, 8192)]);
+            let b = s.alloc(8192).unwrap();
+            assert_eq!(a, b);
+            // SAFETY: as above, freshly handed out.
+            let bytes = unsafe { std::slice::from_raw_parts(b as *const u8, 8192) };
+            assert!(bytes.iter().all(|&x| x == 0), "{backing:?}");
+            // SAFETY: as above.
+            unsafe { std::ptr::write_bytes(b as *mut u8, 0xcd, 8192) };
+            // SAFETY: nothing reads the range until after the call, and then expects zeroes.
+            assert_eq!(unsafe { s.discard(&mut [(b, 8192)]) }.unwrap(), 1);
+            // SAFETY: as above.
+            let bytes = unsafe { std::slice::from_raw_parts(b as *const u8, 8192) };
+            assert!(bytes.iter().all(|&x| x == 0), "{backing:?}");
+        }
+    }
+
+    #[test]
+    fn a_memfd_space_publishes_its_regions_and_an_anonymous_one_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.regions");
+        let anon = LargeSpace::new();
+        let err = anon.publish_regions(&path).unwrap_err().to_string();
+        assert!(err.contains("memfd"), "{err}");
+
+        let s = LargeSpace::with_backing(LargeBacking::Memfd);
+        s.publish_regions(&path).unwrap();
+        assert!(RegionDirectory::read(&path).unwrap().regions.is_empty());
+        let a = s.alloc(4096).unwrap();
+        // A second region, for an object larger than a region.
+        let big = s.alloc(REGION_BYTES + PAGE).unwrap();
+        let d = RegionDirectory::read(&path).unwrap();
+        assert_eq!(d.pid, std::process::id());
+        assert_eq!(d.regions.len(), 2);
+        let (i, off) = d.locate(a as u64, 4096).unwrap();
+        assert_eq!(d.regions[i].base + off, a as u64);
+        assert!(d.locate(big as u64, (REGION_BYTES + PAGE) as u64).is_some());
+        assert_eq!(d, s.directory());
     }
 }

@@ -7,12 +7,13 @@
 
 pub mod handle_table;
 pub mod large_space;
+pub mod region_dir;
 pub mod small_space;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 pub use handle_table::{Handle, HandleTable, ENTRY_STUB};
-pub use large_space::{LargeSpace, PAGE};
+pub use large_space::{LargeBacking, LargeSpace, PAGE};
 
 use crate::header::{ObjHeader, ObjKind, HEADER_BYTES};
 use crate::object::Obj;
@@ -46,6 +47,9 @@ pub struct HeapConfig {
     /// `gc_max_free` bytes.
     pub gc_min_free: usize,
     pub gc_max_free: usize,
+    /// What backs the large-object space (anonymous memory unless a reclaimer in another
+    /// process must reach it).
+    pub large_backing: LargeBacking,
 }
 
 impl Default for HeapConfig {
@@ -55,6 +59,7 @@ impl Default for HeapConfig {
             limit: None,
             gc_min_free: 32 << 20,
             gc_max_free: 64 << 20,
+            large_backing: LargeBacking::Anonymous,
         }
     }
 }
@@ -119,7 +124,7 @@ impl Heap {
     pub fn new(config: HeapConfig) -> std::io::Result<Heap> {
         Ok(Heap {
             table: HandleTable::new(config.handle_capacity)?,
-            large: LargeSpace::new(),
+            large: LargeSpace::with_backing(config.large_backing),
             small: small_space::SmallSpace::new(),
             counters: HeapCounters::default(),
             stubs: std::sync::OnceLock::new(),

@@ -11,12 +11,20 @@
 //! offset 16  u32  capacity (entries)
 //! offset 20  u32  reserved
 //! offset 24  u32  app flags (bit 0: the app is in the foreground)
-//! offset 28  36 reserved bytes
+//! offset 28  u32  reserved
+//! offset 32  u64  bytes reclaimed from outside the app (by another process)
+//! offset 40  u64  objects reclaimed from outside the app
+//! offset 48  16 reserved bytes
 //! ```
+//!
+//! Every field another process may write is an atomic in the map, reached only through
+//! lock-free atomics (address-free, so they work across processes). Nothing in or on the
+//! map uses a futex or any other process-private lock: the entry lock spins
+//! (`lock.rs`), and the runtime's free list is in its own memory, not in the map.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use memmap2::MmapMut;
 use parking_lot::Mutex;
@@ -40,7 +48,12 @@ struct TableHeader {
     capacity: u32,
     _reserved0: u32,
     app_flags: AtomicU32,
-    _reserved: [u32; 9],
+    _reserved1: u32,
+    /// Bytes and objects a reclaimer in another process returned to the OS (the app's
+    /// own reclaims are booked in its memory).
+    reclaimed_out_bytes: AtomicU64,
+    reclaimed_out_objects: AtomicU64,
+    _reserved: [u64; 2],
 }
 
 const _: () = assert!(std::mem::size_of::<TableHeader>() == HEADER_BYTES);
@@ -209,6 +222,22 @@ impl Mapping {
     fn is_foreground(&self) -> bool {
         // Acquire: pairs with the Release in `set_foreground`.
         self.header().app_flags.load(Ordering::Acquire) & APP_FOREGROUND != 0
+    }
+
+    fn reclaimed_out(&self) -> (u64, u64) {
+        let h = self.header();
+        // Relaxed: counters; the entries' flags carry the ordering that matters.
+        (
+            h.reclaimed_out_bytes.load(Ordering::Relaxed),
+            h.reclaimed_out_objects.load(Ordering::Relaxed),
+        )
+    }
+
+    fn book_reclaimed_out(&self, objects: u64, bytes: u64) {
+        let h = self.header();
+        h.reclaimed_out_bytes.fetch_add(bytes, Ordering::Relaxed);
+        h.reclaimed_out_objects
+            .fetch_add(objects, Ordering::Relaxed);
     }
 
     fn set_foreground(&self, on: bool) {
@@ -388,6 +417,12 @@ impl ReclaimTable {
     pub fn set_foreground(&self, on: bool) {
         self.mapping.set_foreground(on);
     }
+
+    /// Bytes and objects a reclaimer in another process has returned to the OS so far
+    /// (cumulative; objects faulted back in are not subtracted).
+    pub fn reclaimed_out(&self) -> (u64, u64) {
+        self.mapping.reclaimed_out()
+    }
 }
 
 /// A reclaimer's view of an existing table file: it locks and reads entries, and clears
@@ -440,6 +475,17 @@ impl ReclaimTableView {
     /// Whether the app is in the foreground.
     pub fn is_foreground(&self) -> bool {
         self.mapping.is_foreground()
+    }
+
+    /// Books objects this reclaimer returned to the OS in the table's header, where the
+    /// app sees them ([`ReclaimTable::reclaimed_out`]).
+    pub fn book_reclaimed_out(&self, objects: u64, bytes: u64) {
+        self.mapping.book_reclaimed_out(objects, bytes);
+    }
+
+    /// Bytes and objects reclaimed from outside so far (cumulative).
+    pub fn reclaimed_out(&self) -> (u64, u64) {
+        self.mapping.reclaimed_out()
     }
 }
 
