@@ -155,3 +155,132 @@ fn a_non_waiting_app_thread_and_a_reclaimer_exclude_each_other() {
     // Both outcomes for the app thread were explored.
     assert!(APP_IN.load(Relaxed) > 0 && APP_OUT.load(Relaxed) > 0);
 }
+
+/// An app's entry as a reclaimer in another process sees it: the entry's lock, the app's
+/// foreground flag from the table's header, and the object's page (the checkpoint's value
+/// while resident, zero once its hole is punched).
+struct RemoteApp {
+    lock: EntryLock,
+    foreground: loom::sync::atomic::AtomicU32,
+    page: UnsafeCell<u64>,
+}
+
+const CHECKPOINT: u64 = 0x5eed;
+
+impl RemoteApp {
+    /// A saved, clean, cold, resident object of a background app.
+    fn new() -> Arc<RemoteApp> {
+        let app = RemoteApp {
+            lock: EntryLock::new(),
+            foreground: loom::sync::atomic::AtomicU32::new(0),
+            page: UnsafeCell::new(CHECKPOINT),
+        };
+        app.lock.insert_flags(EntryFlags::RECLAIMABLE);
+        Arc::new(app)
+    }
+
+    fn is_foreground(&self) -> bool {
+        // As `ReclaimTableView::is_foreground`: Acquire.
+        self.foreground.load(loom::sync::atomic::Ordering::Acquire) != 0
+    }
+}
+
+/// The exact sequence `ExternalApp::reclaim` runs on one entry (`reclaimer::take`, then
+/// the hole, then `Taken::finish`): skip a foreground app, skip an entry that does not
+/// look reclaimable, try-lock (never wait), ask the foreground flag again and the flags
+/// under the lock, punch the hole, mark reclaimed, release. Returns whether it took the
+/// object.
+fn external_reclaim(app: &RemoteApp) -> bool {
+    if app.is_foreground() {
+        return false;
+    }
+    let flags = app.lock.flags();
+    let looks = flags.contains(EntryFlags::RECLAIMABLE)
+        && !flags.contains(EntryFlags::RECLAIMER_LOCK)
+        && app.lock.shared_count() == 0;
+    if !looks || !app.lock.try_lock_reclaimer() {
+        return false;
+    }
+    let took = !app.is_foreground() && app.lock.flags().contains(EntryFlags::RECLAIMABLE);
+    if took {
+        // fallocate(PUNCH_HOLE): the page reads zero from now on.
+        // SAFETY (of the model): loom panics if an app access is concurrent with this.
+        app.page.with_mut(|p| unsafe { *p = 0 });
+        app.lock.remove_flags(EntryFlags::RESIDENT);
+    }
+    app.lock.unlock_reclaimer();
+    took
+}
+
+/// One access by the app (as `StubAccess::enter` with `ensure_resident`): take the
+/// shared lock, fault the object in from its checkpoint when it is not resident, read
+/// it, release. Returns the value read.
+fn app_read(app: &RemoteApp) -> u64 {
+    app.lock.lock_shared();
+    if !app.lock.flags().contains(EntryFlags::RESIDENT) {
+        // SAFETY (of the model): loom panics if the reclaimer's write is concurrent.
+        app.page.with_mut(|p| unsafe { *p = CHECKPOINT });
+        app.lock.insert_flags(EntryFlags::RESIDENT);
+    }
+    // SAFETY (of the model): as above.
+    let v = app.page.with(|p| unsafe { *p });
+    app.lock.unlock_shared();
+    v
+}
+
+#[test]
+fn an_external_reclaim_never_loses_an_object_the_app_reads() {
+    static TOOK: AtomicUsize = AtomicUsize::new(0);
+    static LEFT: AtomicUsize = AtomicUsize::new(0);
+    loom::model(|| {
+        let app = RemoteApp::new();
+        let reader = {
+            let app = app.clone();
+            thread::spawn(move || app_read(&app))
+        };
+        if external_reclaim(&app) {
+            TOOK.fetch_add(1, Relaxed)
+        } else {
+            LEFT.fetch_add(1, Relaxed)
+        };
+        // Whatever the order, the app reads exactly its checkpoint, and again after.
+        assert_eq!(reader.join().unwrap(), CHECKPOINT);
+        assert_eq!(app_read(&app), CHECKPOINT);
+        assert_eq!(app.lock.shared_count(), 0);
+        assert!(!app.lock.flags().contains(EntryFlags::RECLAIMER_LOCK));
+    });
+    assert!(TOOK.load(Relaxed) > 0 && LEFT.load(Relaxed) > 0);
+}
+
+#[test]
+fn an_app_that_comes_to_the_foreground_loses_nothing() {
+    static TOOK: AtomicUsize = AtomicUsize::new(0);
+    static LEFT: AtomicUsize = AtomicUsize::new(0);
+    loom::model(|| {
+        let app = RemoteApp::new();
+        let restorer = {
+            let app = app.clone();
+            thread::spawn(move || {
+                // `set_foreground(true)` (Release), then the eager restore's access.
+                app.foreground
+                    .store(1, loom::sync::atomic::Ordering::Release);
+                app_read(&app)
+            })
+        };
+        if external_reclaim(&app) {
+            TOOK.fetch_add(1, Relaxed)
+        } else {
+            LEFT.fetch_add(1, Relaxed)
+        };
+        assert_eq!(restorer.join().unwrap(), CHECKPOINT);
+        // Once the restore is done, the object is resident and stays so: a reclaimer
+        // now sees the foreground flag (its lock pairs with the restore's unlock).
+        assert!(app.lock.flags().contains(EntryFlags::RESIDENT));
+        assert!(!external_reclaim(&app));
+        assert!(app.lock.flags().contains(EntryFlags::RESIDENT));
+        // SAFETY (of the model): both threads are done.
+        assert_eq!(app.page.with(|p| unsafe { *p }), CHECKPOINT);
+    });
+    // The reclaimer got in before the switch in some interleavings, not in others.
+    assert!(TOOK.load(Relaxed) > 0 && LEFT.load(Relaxed) > 0);
+}

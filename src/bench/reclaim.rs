@@ -16,6 +16,14 @@
 //!   `posix_fadvise(POSIX_FADV_DONTNEED)` on the file, which needs no privilege). Rows
 //!   carry `bytes` and `mb_per_s`; the published 100 MB/s is the baseline row.
 //!
+//! - **memory files**: the same arrays in a heap whose large objects live in memory
+//!   files (`--large-backing memfd`, what a reclaimer in another process needs), reclaimed
+//!   in process (`memfd-punch-hole`: one `fallocate(PUNCH_HOLE)` per run) and through the
+//!   external reclaimer opening this very process from outside (`external-punch-hole`:
+//!   the reclaim table's file view, the region directory, descriptors taken over with
+//!   `pidfd_getfd`), with `kernel-punch-hole-floor`, one hole over as many freshly touched
+//!   pages of a memory file.
+//!
 //! Two reference rows measured in the same run show what the machine allows:
 //! `kernel-madvise-floor` (one `madvise` over as many freshly touched anonymous 4 KiB
 //! pages: the kernel's own cost of dropping them) and, with a cold cache,
@@ -32,7 +40,8 @@ use anyhow::{bail, ensure, Context};
 use clap::Args;
 use marvin_runtime::barrier::{AccessKind, Barriers};
 use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, Heap, HeapConfig};
+use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
+use marvin_swap::external::ExternalApp;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
 
 use super::{finish, median, CommonArgs, Sample};
@@ -71,9 +80,15 @@ impl SavedHeap {
     /// Allocates `bytes` of one-page int arrays, stubs them, saves them all and puts
     /// the app in the background.
     pub fn build(bytes: u64) -> anyhow::Result<SavedHeap> {
+        SavedHeap::build_on(bytes, LargeBacking::Anonymous)
+    }
+
+    /// As [`SavedHeap::build`], with the large objects backed as `backing` says.
+    pub fn build_on(bytes: u64, backing: LargeBacking) -> anyhow::Result<SavedHeap> {
         let n = (bytes / ARRAY_BYTES) as usize;
         let heap = Heap::new(HeapConfig {
             handle_capacity: (n as u32 + 1024).next_power_of_two(),
+            large_backing: backing,
             ..HeapConfig::default()
         })
         .context("creating the heap")?;
@@ -158,6 +173,13 @@ impl SavedHeap {
         Ok(r.bytes)
     }
 
+    /// This app seen from outside (its table file and region directory), as the System's
+    /// reclaimer opens another process.
+    pub fn open_from_outside(&self) -> anyhow::Result<ExternalApp> {
+        ExternalApp::open(std::process::id(), self._dir.path(), "bench")
+            .context("opening the app from outside")
+    }
+
     /// Reclaims everything reclaimable; returns the bytes taken.
     pub fn reclaim_all(&self) -> u64 {
         reclaimer::reclaim_from(&self.heap, u64::MAX).bytes
@@ -212,6 +234,71 @@ fn madvise_floor(bytes: u64) -> anyhow::Result<f64> {
     unsafe { libc::munmap(p, len) };
     ensure!(rc == 0, "madvise failed");
     Ok(ns)
+}
+
+/// One hole punched over `bytes` of a freshly touched memory file, in ns: the kernel's
+/// own cost of freeing that many shared pages.
+fn punch_hole_floor(bytes: u64) -> anyhow::Result<f64> {
+    use marvin_runtime::memfd;
+    let file = memfd::create("marvin-bench", bytes)?;
+    let mut map = memfd::map_shared(&file, bytes as usize)?;
+    for off in (0..bytes as usize).step_by(4096) {
+        map[off] = 1;
+    }
+    let t = Instant::now();
+    memfd::punch_hole(&file, 0, bytes)?;
+    Ok(t.elapsed().as_nanos() as f64)
+}
+
+/// The memory-file rows of the reclaim scenarios: in process, from outside, and the
+/// kernel's floor, alternating per repetition after a warm-up.
+fn memfd_rows(small: u64, large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
+    let saved = SavedHeap::build_on(large, LargeBacking::Memfd)?;
+    let mut outside = saved.open_from_outside()?;
+    let mut samples = Vec::new();
+    for size in [small, large] {
+        let scenario = format!("reclaim {} MiB", size / MIB);
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut calls = [0u64; 2];
+        let mut floor = Vec::new();
+        for rep in 0..=reps {
+            if rep > 0 {
+                floor.push(punch_hole_floor(size)?);
+            }
+            for k in 0..2 {
+                let t = Instant::now();
+                let r = if k == 0 {
+                    reclaimer::reclaim_from(&saved.heap, size)
+                } else {
+                    outside.reclaim(size)
+                };
+                let ns = t.elapsed().as_nanos() as f64;
+                ensure!(r.bytes >= size, "reclaimed {} of {size} bytes", r.bytes);
+                if rep > 0 {
+                    times[k].push(ns);
+                }
+                calls[k] = r.madvise_calls;
+                saved.restore_eager()?;
+            }
+        }
+        samples.push(
+            Sample::new(&scenario, "kernel-punch-hole-floor", median(&mut floor))
+                .with("bytes", size)
+                .with("fallocate_calls", 1),
+        );
+        for (k, name) in ["memfd-punch-hole", "external-punch-hole"]
+            .into_iter()
+            .enumerate()
+        {
+            samples.push(
+                Sample::new(&scenario, name, median(&mut times[k]))
+                    .with("bytes", size)
+                    .with("fallocate_calls", calls[k]),
+            );
+        }
+    }
+    saved.walk_first_words()?;
+    Ok(samples)
 }
 
 /// Reads the file at `path` front to back in 1 MiB reads after dropping it from the
@@ -296,6 +383,8 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
             );
         }
     }
+
+    samples.extend(memfd_rows(small, large, reps)?);
 
     // Restore: eager and on fault, warm and cold page cache.
     for (mode, eager) in [("eager", true), ("on-fault", false)] {

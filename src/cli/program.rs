@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// A swap policy file (TOML; see `marvin policy show`). Turns swapping on.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// What backs the large-object space: `anonymous` memory, or `memfd` (memory files
+    /// a reclaimer in another process can punch holes in; with swapping on, their
+    /// directory is published as `app.regions` in the swap directory).
+    #[arg(long, value_name = "KIND", default_value = "anonymous")]
+    pub large_backing: marvin_runtime::heap::LargeBacking,
     /// The swap file never grows past SIZE (e.g. 256k), as if its disk were full: for
     /// testing how an app copes (saves that do not fit fail, their objects stay
     /// resident). Room the file already has (64 KiB at start) is still used. Turns
@@ -169,6 +174,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let cfg = RunConfig {
         heap: HeapConfig {
             limit: a.heap_limit,
+            large_backing: a.large_backing,
             ..HeapConfig::default()
         },
         barriers: !a.no_barrier,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
 use marvin_runtime::heap::large_space::page_round;
-use marvin_runtime::heap::{Handle, Heap};
+use marvin_runtime::heap::{Handle, Heap, LargeBacking};
 use marvin_runtime::object::Obj;
 use marvin_runtime::reclaim_table::{ReclaimTable, ReclaimTableError};
 use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
@@ -71,6 +71,8 @@ pub enum AttachError {
     File(#[from] SwapError),
     #[error(transparent)]
     Table(#[from] ReclaimTableError),
+    #[error(transparent)]
+    Regions(#[from] marvin_runtime::heap::region_dir::RegionDirError),
     #[error("stubs are already enabled")]
     StubsEnabled,
 }
@@ -83,7 +85,9 @@ pub struct NoCheckpoint(pub u64);
 
 impl AppSwap {
     /// Creates the app's swap file and reclaim table in `dir` and enables stubs on
-    /// `heap`.
+    /// `heap`. A heap whose large objects live in memory files also publishes its region
+    /// directory there, so a reclaimer in another process can reach them
+    /// ([`crate::external`]).
     pub fn attach(
         heap: &Heap,
         dir: &Path,
@@ -97,7 +101,11 @@ impl AppSwap {
             source,
         })?;
         let file = SwapFile::create(dir, name)?;
-        let table = ReclaimTable::create(&dir.join(format!("{name}.table")), table_capacity)?;
+        let table = ReclaimTable::create(&crate::external::table_path(dir, name), table_capacity)?;
+        if heap.large_space().backing() == LargeBacking::Memfd {
+            heap.large_space()
+                .publish_regions(&crate::external::regions_path(dir, name))?;
+        }
         let swap = Arc::new(AppSwap {
             policy,
             file: Mutex::new(file),

@@ -11,12 +11,15 @@
 //! * [`stubber`]: stubs for every candidate when an app goes to the background.
 //! * [`saver`]: the ahead-of-time saver (checkpoints of cold objects) and compaction.
 //! * [`reclaimer`]: the "kernel" side, dropping pages of saved, clean, cold objects.
+//! * [`external`]: the same reclaimer acting on another process, through its reclaim
+//!   table and the memory files of its large-object space.
 //! * [`restore`]: eager restore when an app comes back to the foreground.
 //! * [`pageout`]: the page-swap baseline's synchronous swap-out on the allocation path.
 //!
 //! The mechanisms hold no policy constants of their own: they ask the policy.
 
 pub mod app_swap;
+pub mod external;
 pub mod pageout;
 pub mod policy;
 pub mod reclaimer;

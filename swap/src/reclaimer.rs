@@ -3,30 +3,128 @@
 //! OS, neighbours in one `madvise` call. It never waits on an app thread (an entry whose
 //! lock is contended is skipped), never takes memory from the foreground app, and does
 //! no disk I/O.
+//!
+//! Which entries to take ([`take`]) is shared with the reclaimer that acts on another
+//! process ([`crate::external`]); only how the pages go back differs.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use marvin_runtime::heap::Heap;
+use marvin_runtime::reclaim_table::{Entry, EntryId, ReclaimerGuard};
 
 /// What one reclaim request did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReclaimReport {
     pub objects: u64,
     pub bytes: u64,
+    /// Calls that returned pages (`madvise`, or `fallocate` holes for memory files).
     pub madvise_calls: u64,
     /// Entries skipped because an app thread held them.
     pub contended: u64,
+    /// Entries skipped because their pages are not where the reclaimer can reach them
+    /// (an external reclaimer: no published region holds them).
+    pub unreachable: u64,
+    /// Calls that failed (their pages stayed; the objects are marked reclaimed anyway
+    /// and fault back in from their clean checkpoints).
+    pub failed_calls: u64,
     pub latency: Duration,
 }
 
 impl ReclaimReport {
-    fn add(&mut self, o: &ReclaimReport) {
+    pub(crate) fn add(&mut self, o: &ReclaimReport) {
         self.objects += o.objects;
         self.bytes += o.bytes;
         self.madvise_calls += o.madvise_calls;
         self.contended += o.contended;
+        self.unreachable += o.unreachable;
+        self.failed_calls += o.failed_calls;
     }
+}
+
+/// The entries one scan took, each under its reclaimer lock, and their page runs.
+pub(crate) struct Taken<'t> {
+    guards: Vec<ReclaimerGuard<'t>>,
+    /// `(address, bytes)` of every taken object, in scan order.
+    pub runs: Vec<(usize, usize)>,
+    /// Objects, bytes, contended and unreachable entries of the scan.
+    pub report: ReclaimReport,
+}
+
+impl Taken<'_> {
+    /// Marks every taken entry reclaimed (RESIDENT cleared) and releases the locks: call
+    /// once the pages are gone. If returning them failed part way, marking them
+    /// regardless is safe: each checkpoint is clean, so a fault reads back exactly what
+    /// the object holds.
+    pub fn finish(self) {
+        for g in &self.guards {
+            g.mark_reclaimed();
+        }
+    }
+}
+
+/// One reclaimer scan of a table: from the clock hand `hand` round to it again, takes
+/// occupied entries that look reclaimable, each with a try-lock (never waiting: a
+/// contended entry is skipped and counted), until `want` bytes are taken. Under each lock
+/// it asks `is_foreground` again (an app that came to the foreground while the scan ran
+/// loses nothing more: the scan stops), checks the entry is still reclaimable, and asks
+/// `reachable(addr, bytes)` whether the caller can return its pages. The caller then
+/// returns the pages of [`Taken::runs`] and calls [`Taken::finish`].
+///
+/// `scan` yields the table's occupied entries in index order (it is called twice: the
+/// part after the hand, then the part before).
+pub(crate) fn take<'t, I>(
+    scan: impl Fn() -> I,
+    hand: &AtomicU32,
+    is_foreground: impl Fn() -> bool,
+    want: u64,
+    mut reachable: impl FnMut(u64, u64) -> bool,
+) -> Taken<'t>
+where
+    I: Iterator<Item = (EntryId, &'t Entry)>,
+{
+    let mut taken = Taken {
+        guards: Vec::new(),
+        runs: Vec::new(),
+        report: ReclaimReport::default(),
+    };
+    let r = &mut taken.report;
+    // A clock hand: each scan starts where the last one stopped, so small requests do
+    // not rescan the same taken-over entries from the start of the table.
+    let start = hand.load(Ordering::Relaxed);
+    let after = scan().filter(|(id, _)| id.index() >= start);
+    let before = scan().filter(|(id, _)| id.index() < start);
+    for (id, entry) in after.chain(before) {
+        if r.bytes >= want {
+            break;
+        }
+        hand.store(id.index() + 1, Ordering::Relaxed);
+        if !entry.looks_reclaimable() {
+            continue;
+        }
+        match entry.try_lock_reclaimer() {
+            // Asked again under the entry's lock: an app that came to the foreground
+            // while this scan ran loses nothing more. Its eager restore takes each
+            // entry's shared lock after the switch, so an entry it already brought
+            // back is locked here only after the switch is visible.
+            Some(_) if is_foreground() => break,
+            Some(g) if g.is_reclaimable() => {
+                if !reachable(entry.addr(), entry.size()) {
+                    r.unreachable += 1;
+                    continue;
+                }
+                taken
+                    .runs
+                    .push((entry.addr() as usize, entry.size() as usize));
+                r.bytes += entry.size();
+                r.objects += 1;
+                taken.guards.push(g);
+            }
+            Some(_) => {}
+            None => r.contended += 1,
+        }
+    }
+    taken
 }
 
 /// Reclaims up to `want` bytes from one app (nothing if it is in the foreground).
@@ -43,75 +141,39 @@ pub fn reclaim_from_per_object(heap: &Heap, want: u64) -> ReclaimReport {
 
 fn reclaim_runs(heap: &Heap, want: u64, coalesce: bool) -> ReclaimReport {
     let t0 = Instant::now();
-    let mut r = ReclaimReport::default();
     let Some(space) = heap.stub_space() else {
-        return r;
+        return ReclaimReport::default();
     };
     if space.table.is_foreground() {
-        return r;
+        return ReclaimReport::default();
     }
-    let mut guards = Vec::new();
-    let mut runs = Vec::new();
-    // A clock hand: each scan starts where the last one stopped, so small requests do
-    // not rescan the same taken-over entries from the start of the table.
-    let hand = space.reclaim_hand.load(Ordering::Relaxed);
-    let after = space
-        .table
-        .iter_occupied()
-        .filter(|(id, _)| id.index() >= hand);
-    let before = space
-        .table
-        .iter_occupied()
-        .filter(|(id, _)| id.index() < hand);
-    for (id, entry) in after.chain(before) {
-        if r.bytes >= want {
-            break;
-        }
-        space.reclaim_hand.store(id.index() + 1, Ordering::Relaxed);
-        if !entry.looks_reclaimable() {
-            continue;
-        }
-        match entry.try_lock_reclaimer() {
-            // Asked again under the entry's lock: an app that came to the foreground
-            // while this scan ran loses nothing more. Its eager restore takes each
-            // entry's shared lock after the switch, so an entry it already brought
-            // back is locked here only after the switch is visible.
-            Some(_) if space.table.is_foreground() => break,
-            Some(g) if g.is_reclaimable() => {
-                runs.push((entry.addr() as usize, entry.size() as usize));
-                r.bytes += entry.size();
-                r.objects += 1;
-                guards.push(g);
-            }
-            Some(_) => {}
-            None => r.contended += 1,
-        }
-    }
-    if !runs.is_empty() {
-        // If a call fails part way, some pages may be gone: every entry taken is
-        // marked reclaimed regardless, which is safe because each checkpoint is clean
-        // (a fault reads back exactly what the object holds).
+    let mut taken = take(
+        || space.table.iter_occupied(),
+        &space.reclaim_hand,
+        || space.table.is_foreground(),
+        want,
+        |_, _| true,
+    );
+    let mut r = taken.report;
+    if !taken.runs.is_empty() {
         if coalesce {
             // SAFETY: every run belongs to an entry whose reclaimer lock we hold and
             // which is marked reclaimed below before the lock is released: no app
             // thread reads these pages until it has faulted the object back in.
-            if let Ok(calls) = unsafe { heap.large_space().discard(&mut runs) } {
+            if let Ok(calls) = unsafe { heap.large_space().discard(&mut taken.runs) } {
                 r.madvise_calls = calls as u64;
             }
         } else {
-            for run in &runs {
+            for run in &taken.runs {
                 // SAFETY: as above, one run at a time.
                 if let Ok(calls) = unsafe { heap.large_space().discard(&mut [*run]) } {
                     r.madvise_calls += calls as u64;
                 }
             }
         }
-        for g in &guards {
-            g.mark_reclaimed();
-        }
+        taken.finish();
         space.went_out(r.bytes);
     }
-    drop(guards);
     r.latency = t0.elapsed();
     r
 }

@@ -259,22 +259,16 @@ impl LargeSpace {
     /// their pages returned to the OS (one `madvise` or hole per coalesced run) and made
     /// available again. Returns the number of calls made.
     pub fn free(&self, runs: &mut [(usize, usize)]) -> usize {
-        runs.sort_unstable();
-        let mut calls = 0;
         let mut regions = self.regions.lock();
-        for (addr, bytes) in coalesce(runs) {
-            if let Some(r) = regions
-                .iter_mut()
-                .find(|r| addr >= r.base() && addr + bytes <= r.base() + r.pages * PAGE)
-            {
-                let off = addr - r.base();
-                // SAFETY: the range lies inside this region's mapping and belongs to
-                // objects being freed: nothing reads it until it is handed out again,
-                // and a fresh hand-out expects zeroed pages, which both ways give.
-                let _ = unsafe { r.drop_pages(off, bytes) };
-                calls += 1;
-                r.give_back(off / PAGE, bytes / PAGE);
-            }
+        let mut calls = 0;
+        for (i, off, bytes) in coalesce_in_regions(&regions, runs) {
+            let r = &mut regions[i];
+            // SAFETY: the range lies inside this region's mapping and belongs to
+            // objects being freed: nothing reads it until it is handed out again,
+            // and a fresh hand-out expects zeroed pages, which both ways give.
+            let _ = unsafe { r.drop_pages(off, bytes) };
+            calls += 1;
+            r.give_back(off / PAGE, bytes / PAGE);
         }
         calls
     }
@@ -287,19 +281,13 @@ impl LargeSpace {
     /// # Safety
     /// Nothing may read or write the discarded ranges until their contents are restored.
     pub unsafe fn discard(&self, runs: &mut [(usize, usize)]) -> std::io::Result<usize> {
-        runs.sort_unstable();
         let regions = self.regions.lock();
         let mut calls = 0;
-        for (addr, bytes) in coalesce(runs) {
-            if let Some(r) = regions
-                .iter()
-                .find(|r| addr >= r.base() && addr + bytes <= r.base() + r.pages * PAGE)
-            {
-                // SAFETY: inside this region's mapping; the caller guarantees nobody
-                // touches the range until it is restored.
-                unsafe { r.drop_pages(addr - r.base(), bytes)? };
-                calls += 1;
-            }
+        for (i, off, bytes) in coalesce_in_regions(&regions, runs) {
+            // SAFETY: inside this region's mapping; the caller guarantees nobody
+            // touches the range until it is restored.
+            unsafe { regions[i].drop_pages(off, bytes)? };
+            calls += 1;
         }
         Ok(calls)
     }
@@ -310,14 +298,28 @@ impl LargeSpace {
     }
 }
 
-/// Merges sorted `(address, bytes)` runs that touch into single runs.
-fn coalesce(runs: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
-    for &(a, b) in runs {
+/// The `(address, bytes)` runs as `(region index, offset, bytes)`, in whole pages, runs
+/// that touch merged into one, never across two regions (two regions may be neighbours
+/// in the address space, and each has its own mapping or memory file). Runs outside
+/// every region are left out.
+fn coalesce_in_regions(
+    regions: &[Region],
+    runs: &mut [(usize, usize)],
+) -> Vec<(usize, usize, usize)> {
+    runs.sort_unstable();
+    let mut out: Vec<(usize, usize, usize)> = Vec::with_capacity(runs.len());
+    for &(a, b) in runs.iter() {
         let b = page_round(b);
+        let Some(i) = regions
+            .iter()
+            .position(|r| a >= r.base() && a + b <= r.base() + r.pages * PAGE)
+        else {
+            continue;
+        };
+        let off = a - regions[i].base();
         match out.last_mut() {
-            Some((la, lb)) if *la + *lb == a => *lb += b,
-            _ => out.push((a, b)),
+            Some((li, lo, lb)) if *li == i && *lo + *lb == off => *lb += b,
+            _ => out.push((i, off, b)),
         }
     }
     out
