@@ -150,7 +150,7 @@ impl RegionDirectory {
                 ino: u64_at(o + 24),
             };
             let page = PAGE as u64;
-            if r.base % page != 0 || r.len % page != 0 || r.len == 0 {
+            if !r.base.is_multiple_of(page) || !r.len.is_multiple_of(page) || r.len == 0 {
                 return Err(format!(
                     "region {i} ({:#x}, {} bytes) is not whole pages",
                     r.base, r.len
