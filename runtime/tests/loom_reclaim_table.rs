@@ -161,7 +161,7 @@ fn a_non_waiting_app_thread_and_a_reclaimer_exclude_each_other() {
 /// while resident, zero once its hole is punched).
 struct RemoteApp {
     lock: EntryLock,
-    foreground: loom::sync::atomic::AtomicU32,
+    foreground: marvin_sync::atomic::AtomicU32,
     page: UnsafeCell<u64>,
 }
 
@@ -172,7 +172,7 @@ impl RemoteApp {
     fn new() -> Arc<RemoteApp> {
         let app = RemoteApp {
             lock: EntryLock::new(),
-            foreground: loom::sync::atomic::AtomicU32::new(0),
+            foreground: marvin_sync::atomic::AtomicU32::new(0),
             page: UnsafeCell::new(CHECKPOINT),
         };
         app.lock.insert_flags(EntryFlags::RECLAIMABLE);
@@ -181,7 +181,7 @@ impl RemoteApp {
 
     fn is_foreground(&self) -> bool {
         // As `ReclaimTableView::is_foreground`: Acquire.
-        self.foreground.load(loom::sync::atomic::Ordering::Acquire) != 0
+        self.foreground.load(marvin_sync::atomic::Ordering::Acquire) != 0
     }
 }
 
@@ -263,7 +263,7 @@ fn an_app_that_comes_to_the_foreground_loses_nothing() {
             thread::spawn(move || {
                 // `set_foreground(true)` (Release), then the eager restore's access.
                 app.foreground
-                    .store(1, loom::sync::atomic::Ordering::Release);
+                    .store(1, marvin_sync::atomic::Ordering::Release);
                 app_read(&app)
             })
         };
