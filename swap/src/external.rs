@@ -171,6 +171,9 @@ impl AppMemory {
 }
 
 /// An app process as the System's reclaimer sees it: its reclaim table and its memory.
+///
+/// It holds descriptors of the app's memory files: drop it when the app exits, or the
+/// files (and whatever pages they still hold, charged to the app's cgroup) outlive it.
 #[derive(Debug)]
 pub struct ExternalApp {
     table: ReclaimTableView,

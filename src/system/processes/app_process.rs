@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use marvin_app::{App, RunConfig, Running, SwapMode};
 use marvin_interpreter::exec::{Loaded, Trap};
-use marvin_runtime::heap::HeapConfig;
+use marvin_runtime::heap::{HeapConfig, LargeBacking};
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
@@ -55,6 +55,12 @@ pub fn run(
         heap: HeapConfig {
             gc_min_free: cfg.gc_max_free.min(1 << 20),
             gc_max_free: cfg.gc_max_free,
+            // marvin: large objects in memory files, so the System's reclaimer can punch
+            // their pages out from its own process (`marvin_swap::external`).
+            large_backing: match cfg.mode {
+                AppMode::Marvin => LargeBacking::Memfd,
+                AppMode::Plain => LargeBacking::Anonymous,
+            },
             ..HeapConfig::default()
         },
         out: Box::new(std::io::sink()),
