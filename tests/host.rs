@@ -19,7 +19,9 @@ use marvin::host::lmk::Killer;
 use marvin::host::lmk_policy::{AppState, Reason, Trigger};
 use marvin::host::pressure::{Level, PressureEvents};
 use marvin::host::swapdev::{self, SwapDevice};
-use marvin::host::{procstat, signals, sys, Hierarchy, Limits, Version};
+use marvin::host::{
+    procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, SwapChoice, Version,
+};
 
 const CHILD_ENV: &str = "MARVIN_HOST_TEST_CHILD";
 const MIB: u64 = 1 << 20;
@@ -325,7 +327,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
         .unwrap();
     let mut events = PressureEvents::open(&group, Level::Low).unwrap();
     // Twice the limit: half of it must go to swap.
-    let child = start_allocator(&group, 64);
+    let mut child = start_allocator(&group, 64);
     let mem = procstat::mem(child.id()).unwrap();
     assert!(
         mem.swap > 16 * MIB,
@@ -353,7 +355,8 @@ fn kernel_swap_really_swaps_and_is_removed() {
     // The group goes first (its processes die), then the swap.
     drop(events);
     drop(group);
-    drop(child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
     swap.remove().unwrap();
     assert!(!swapdev::active_swaps()
         .unwrap()
@@ -445,4 +448,67 @@ fn psi_triggers_register_on_the_machine_pressure_file() {
         // Waiting works (whether this shared machine stalls just now is not asserted).
         ev.wait(Duration::from_millis(1)).unwrap();
     }
+}
+
+#[test]
+fn crossing_a_usage_threshold_wakes_the_watcher() {
+    let Some(h) = hierarchy() else { return };
+    let group = h.create(&Limits::hard(64 * MIB)).unwrap();
+    let Some(mut ev) = PressureEvents::usage_crossing(&group, 8 * MIB).unwrap() else {
+        assert_eq!(group.version(), Version::V2);
+        return println!("skipped: cgroup v2 has no usage thresholds");
+    };
+    assert!(
+        !ev.wait(Duration::ZERO).unwrap(),
+        "an empty group is below 8 MiB"
+    );
+    let mut child = start_allocator(&group, 16);
+    // The crossing happened while the child allocated; the eventfd holds it.
+    assert!(
+        ev.wait(Duration::ZERO).unwrap(),
+        "usage {} MiB",
+        group.usage().unwrap() >> 20
+    );
+    drop(ev);
+    drop(group);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+}
+
+#[test]
+fn a_machine_is_set_up_and_taken_down_in_order() {
+    if hierarchy().is_none() {
+        return;
+    }
+    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = MachineConfig {
+        limits: Limits::hard(32 * MIB),
+        swap: SwapChoice::File {
+            dir: dir.path().to_path_buf(),
+            bytes: 16 * MIB,
+        },
+        state_dir: dir.path().join("state"),
+    };
+    let machine = Machine::set_up(&cfg).unwrap();
+    let group_path = machine.group().path().to_path_buf();
+    let swap_path = machine.swap().unwrap().path().to_path_buf();
+    assert!(group_path.exists());
+    assert!(swapdev::active_swaps()
+        .unwrap()
+        .iter()
+        .any(|s| s.path == swap_path));
+    assert_eq!(machine.group().limit().unwrap(), 32 * MIB);
+    let mut child = start_allocator(machine.group(), 4);
+    assert_eq!(machine.group().pids().unwrap(), vec![child.id()]);
+    assert!(machine.swap_traffic().is_ok());
+    machine.tear_down().unwrap();
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    assert!(!group_path.exists(), "the group is gone");
+    assert!(!swapdev::active_swaps()
+        .unwrap()
+        .iter()
+        .any(|s| s.path == swap_path));
+    assert!(!swap_path.exists(), "the swap file is gone");
 }

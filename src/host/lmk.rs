@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::cgroup::Group;
 use super::error::{HostError, Result};
 use super::lmk_policy::{self, AppState, Candidate, Reason, Sample, Trigger};
-use super::pressure::{Level, PressureEvents};
+use super::pressure::{self, Level, PressureEvents};
 use super::{procstat, sys};
 
 /// A kill the killer made.
@@ -39,7 +39,11 @@ struct Tracked {
 pub struct Killer<'g> {
     group: &'g Group,
     trigger: Trigger,
-    events: Option<PressureEvents>,
+    /// What wakes the killer before its poll interval: critical pressure (when the
+    /// trigger kills on it) and, on v1, the usage threshold crossing.
+    events: Vec<PressureEvents>,
+    /// Which of `events` is the critical pressure registration.
+    critical_at: Option<usize>,
     apps: BTreeMap<u32, Tracked>,
     /// The last victim, until it has exited.
     dying: Option<OwnedFd>,
@@ -48,17 +52,24 @@ pub struct Killer<'g> {
 
 impl<'g> Killer<'g> {
     /// A killer for `group`; with `trigger.on_critical` it registers for critical
-    /// pressure events (an error if the kernel refuses).
+    /// pressure events, with a usage threshold for its crossing where the kernel
+    /// offers that (v1); an error if the kernel refuses a registration.
     pub fn new(group: &'g Group, trigger: Trigger) -> Result<Killer<'g>> {
-        let events = if trigger.on_critical {
-            Some(PressureEvents::open(group, Level::Critical)?)
-        } else {
-            None
-        };
+        let mut events = Vec::new();
+        let mut critical_at = None;
+        if trigger.on_critical {
+            critical_at = Some(events.len());
+            events.push(PressureEvents::open(group, Level::Critical)?);
+        }
+        if let Some(h) = trigger.headroom_bytes {
+            let threshold = group.limit()?.saturating_sub(h);
+            events.extend(PressureEvents::usage_crossing(group, threshold)?);
+        }
         Ok(Killer {
             group,
             trigger,
             events,
+            critical_at,
             apps: BTreeMap::new(),
             dying: None,
             kills: Vec::new(),
@@ -105,15 +116,16 @@ impl<'g> Killer<'g> {
         &self.kills
     }
 
-    /// Waits up to `interval` for a pressure event, then samples the group and kills
-    /// one app if the trigger says so. Returns the kill made, if any.
+    /// Waits up to `interval` for a pressure event or a crossing of the usage
+    /// threshold, then samples the group and kills one app if the trigger says so.
+    /// Returns the kill made, if any.
     pub fn watch(&mut self, interval: Duration) -> Result<Option<Kill>> {
-        let critical = match &mut self.events {
-            Some(ev) => ev.wait(interval)?,
-            None => {
-                std::thread::sleep(interval);
-                false
-            }
+        let critical = if self.events.is_empty() {
+            std::thread::sleep(interval);
+            false
+        } else {
+            let fired = pressure::wait_any(&mut self.events, interval)?;
+            self.critical_at.is_some_and(|i| fired[i])
         };
         self.step(critical)
     }

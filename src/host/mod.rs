@@ -5,6 +5,9 @@
 //! [`lmk_policy`], its pressure signals in [`pressure`]); per-process counters
 //! ([`procstat`]); cgroup counters ([`memstat`]).
 //!
+//! [`Machine`] is the front door: it sets all of that up for one run, in order, and
+//! takes it down in reverse.
+//!
 //! Everything machine-wide is announced on stderr when it is created and when it is
 //! removed. Guards remove it on drop (also while a panic unwinds), [`signals`] turns
 //! Ctrl-C, SIGTERM and SIGHUP into an unwind of the run, and the start-up sweeps
@@ -16,6 +19,7 @@ pub mod cgroup;
 pub mod error;
 pub mod lmk;
 pub mod lmk_policy;
+pub mod machine;
 pub mod memstat;
 pub mod owner;
 pub mod pressure;
@@ -27,6 +31,7 @@ pub mod sys;
 
 pub use cgroup::{Group, Hierarchy, Limits, Version};
 pub use error::{HostError, Result};
+pub use machine::{Machine, MachineConfig, SwapChoice};
 
 /// Says on stderr what the run does to the machine.
 pub(crate) fn announce(msg: &str) {

@@ -1,11 +1,12 @@
-//! Memory pressure notifications for a run's group, which wake the killer at once
-//! instead of at its next poll: cgroup v1's `memory.pressure_level` through
-//! `cgroup.event_control` and an eventfd, or a PSI trigger on v2's `memory.pressure`
-//! (`full` stall over a window: the kernel signals `POLLPRI`).
+//! Memory notifications for a run's group, which wake the killer at once instead of at
+//! its next poll: cgroup v1's `memory.pressure_level` and usage thresholds on
+//! `memory.usage_in_bytes` through `cgroup.event_control` and an eventfd, or a PSI
+//! trigger on v2's `memory.pressure` (a stall over a window: the kernel signals
+//! `POLLPRI`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,14 +45,14 @@ impl Level {
 }
 
 enum Source {
-    /// The eventfd registered with `cgroup.event_control`, and the open
-    /// `memory.pressure_level` it listens on (kept open for the registration's life).
+    /// The eventfd registered with `cgroup.event_control`, and the open control file
+    /// it listens on (kept open for the registration's life).
     V1 { eventfd: File, _level: File },
     /// An open `memory.pressure` with a trigger written to it.
     Psi { file: File },
 }
 
-/// A registration for pressure events of one level; dropping it unregisters.
+/// A registration for memory events of one kind; dropping it unregisters.
 pub struct PressureEvents {
     source: Source,
 }
@@ -60,29 +61,20 @@ impl PressureEvents {
     /// Registers for `level` events of `group`.
     pub fn open(group: &Group, level: Level) -> Result<PressureEvents> {
         match group.version() {
-            Version::V1 => {
-                let level_path = group.path().join("memory.pressure_level");
-                let level_file = File::open(&level_path)
-                    .map_err(|e| HostError::io("opening", &level_path, e))?;
-                let efd: OwnedFd =
-                    sys::eventfd().map_err(|e| HostError::io("eventfd for", &level_path, e))?;
-                let control = group.path().join("cgroup.event_control");
-                let line = format!(
-                    "{} {} {}",
-                    std::os::fd::AsRawFd::as_raw_fd(&efd),
-                    std::os::fd::AsRawFd::as_raw_fd(&level_file),
-                    level.name()
-                );
-                std::fs::write(&control, line)
-                    .map_err(|e| HostError::io("registering with", &control, e))?;
-                Ok(PressureEvents {
-                    source: Source::V1 {
-                        eventfd: File::from(efd),
-                        _level: level_file,
-                    },
-                })
-            }
+            Version::V1 => register_v1(group, "memory.pressure_level", level.name()),
             Version::V2 => PressureEvents::open_psi(&group.path().join("memory.pressure"), level),
+        }
+    }
+
+    /// v1 only: an event each time the group's usage crosses `bytes` (either way), so
+    /// a killer with a usage threshold wakes at once instead of at its next poll.
+    /// `None` on v2, which has no such notification (the killer polls there).
+    pub fn usage_crossing(group: &Group, bytes: u64) -> Result<Option<PressureEvents>> {
+        match group.version() {
+            Version::V1 => {
+                register_v1(group, "memory.usage_in_bytes", &bytes.to_string()).map(Some)
+            }
+            Version::V2 => Ok(None),
         }
     }
 
@@ -106,18 +98,46 @@ impl PressureEvents {
 
     /// Waits up to `timeout` for an event; true if one (or more) arrived.
     pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
-        let fired = match &self.source {
-            Source::V1 { eventfd, .. } => sys::poll(&[(eventfd.as_fd(), libc::POLLIN)], timeout),
-            Source::Psi { file } => sys::poll(&[(file.as_fd(), libc::POLLPRI)], timeout),
-        }
-        .map_err(|e| HostError::io("waiting for", "memory pressure events", e))?[0];
-        if fired {
-            if let Source::V1 { eventfd, .. } = &mut self.source {
-                // Reset the counter (non-blocking; the value is the number of events).
-                let mut buf = [0u8; 8];
-                let _ = eventfd.read(&mut buf);
-            }
-        }
-        Ok(fired)
+        Ok(wait_any(std::slice::from_mut(self), timeout)?[0])
     }
+}
+
+/// Registers an eventfd with a v1 group's `cgroup.event_control` for events of the
+/// control file `file` with argument `arg`.
+fn register_v1(group: &Group, file: &str, arg: &str) -> Result<PressureEvents> {
+    let path = group.path().join(file);
+    let watched = File::open(&path).map_err(|e| HostError::io("opening", &path, e))?;
+    let efd: OwnedFd = sys::eventfd().map_err(|e| HostError::io("eventfd for", &path, e))?;
+    let control = group.path().join("cgroup.event_control");
+    let line = format!("{} {} {arg}", efd.as_raw_fd(), watched.as_raw_fd());
+    std::fs::write(&control, line).map_err(|e| HostError::io("registering with", &control, e))?;
+    Ok(PressureEvents {
+        source: Source::V1 {
+            eventfd: File::from(efd),
+            _level: watched,
+        },
+    })
+}
+
+/// Waits up to `timeout` until any of `events` fires; returns which did (and resets
+/// their counters).
+pub fn wait_any(events: &mut [PressureEvents], timeout: Duration) -> Result<Vec<bool>> {
+    let fds: Vec<_> = events
+        .iter()
+        .map(|e| match &e.source {
+            Source::V1 { eventfd, .. } => (eventfd.as_fd(), libc::POLLIN),
+            Source::Psi { file } => (file.as_fd(), libc::POLLPRI),
+        })
+        .collect();
+    let fired = sys::poll(&fds, timeout)
+        .map_err(|e| HostError::io("waiting for", "memory pressure events", e))?;
+    drop(fds);
+    for (e, &f) in events.iter_mut().zip(&fired) {
+        if let (true, Source::V1 { eventfd, .. }) = (f, &mut e.source) {
+            // Reset the counter (non-blocking; the value is the number of events).
+            let mut buf = [0u8; 8];
+            let _ = eventfd.read(&mut buf);
+        }
+    }
+    Ok(fired)
 }

@@ -1,6 +1,7 @@
 //! What the kernel counts for one process: resident memory split into anonymous, file
 //! and shared memory and its swap (`/proc/PID/status`, or the exact page-table walk of
-//! `/proc/PID/smaps_rollup`), its major faults and start time (`/proc/PID/stat`).
+//! `/proc/PID/smaps_rollup`), its major faults and start time (`/proc/PID/stat`), and
+//! the calling thread's major faults (`/proc/thread-self/stat`).
 
 use std::fs;
 use std::io;
@@ -166,6 +167,16 @@ pub fn major_faults(pid: u32) -> io::Result<u64> {
     Ok(stat(pid)?.major_faults)
 }
 
+/// Major faults of the calling thread so far (`/proc/thread-self/stat`): read before
+/// and after a collection on the collecting thread, the difference is the collection's
+/// own major faults.
+pub fn this_thread_major_faults() -> io::Result<u64> {
+    let path = "/proc/thread-self/stat";
+    let text =
+        fs::read_to_string(path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    Ok(parse_stat(&text)?.major_faults)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,7 +252,12 @@ mod tests {
         // The stat of a process is its main thread's, here the harness waiting on us.
         assert!("RSD".contains(s.state), "state {}", s.state);
         assert!(s.start_time > 0 && s.minor_faults > 0);
-        assert!(major_faults(std::process::id()).is_ok());
+        let thread = this_thread_major_faults().unwrap();
+        let process = major_faults(std::process::id()).unwrap();
+        assert!(
+            thread <= process,
+            "a thread's faults ({thread}) are part of the process's ({process})"
+        );
         assert!(mem(u32::MAX).is_err(), "no such pid");
         drop(block);
     }
