@@ -344,7 +344,7 @@ impl Group {
     }
 
     /// `cgroup.procs` opened for writing, for [`sys::join_cgroup_before_exec`].
-    pub fn procs_for_child(&self) -> Result<File> {
+    fn procs_for_child(&self) -> Result<File> {
         let p = self.file("cgroup.procs");
         OpenOptions::new()
             .write(true)
@@ -352,10 +352,17 @@ impl Group {
             .map_err(|e| HostError::io("opening", p, e))
     }
 
-    /// Makes the child of `cmd` start inside this group (it joins between fork and
-    /// exec, so all the program's memory is charged here).
-    pub fn spawn_inside(&self, cmd: &mut std::process::Command) -> Result<std::process::Child> {
+    /// Makes the child that `cmd` will start join this group between fork and exec,
+    /// so all the program's memory is charged here (for a caller that spawns `cmd`
+    /// itself).
+    pub fn join_before_exec(&self, cmd: &mut std::process::Command) -> Result<()> {
         sys::join_cgroup_before_exec(cmd, self.procs_for_child()?);
+        Ok(())
+    }
+
+    /// Starts `cmd` inside this group ([`Group::join_before_exec`]).
+    pub fn spawn_inside(&self, cmd: &mut std::process::Command) -> Result<std::process::Child> {
+        self.join_before_exec(cmd)?;
         cmd.spawn()
             .map_err(|e| HostError::io("starting a process in", &self.path, e))
     }
