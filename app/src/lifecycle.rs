@@ -18,8 +18,11 @@ pub enum LifecycleError {
     NotActionAtTime(String),
     #[error("unknown lifecycle action '{0}' (expected bg, save, reclaim, fg or gc)")]
     UnknownAction(String),
-    #[error("invalid lifecycle time '{0}' (expected e.g. 2s or 2500ms)")]
-    BadTime(String),
+    #[error("lifecycle step '{step}': {source}")]
+    BadTime {
+        step: String,
+        source: marvin_runtime::duration::DurationError,
+    },
 }
 
 /// A parsed lifecycle script, in time order.
@@ -29,8 +32,8 @@ pub struct Lifecycle {
 }
 
 impl Lifecycle {
-    /// Parses `ACTION@TIME,...` (actions `bg`, `save`, `reclaim`, `fg`, `gc`; times like
-    /// `2s`, `2500ms`).
+    /// Parses `ACTION@TIME,...` (actions `bg`, `save`, `reclaim`, `fg`, `gc`; times in
+    /// marvin's duration syntax, [`marvin_runtime::duration`]: `2s`, `2500ms`, `0.5s`).
     pub fn parse(spec: &str) -> Result<Lifecycle, LifecycleError> {
         let mut steps = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -45,7 +48,12 @@ impl Lifecycle {
                 "gc" => Command::Gc,
                 other => return Err(LifecycleError::UnknownAction(other.to_string())),
             };
-            steps.push((parse_time(at.trim())?, action));
+            let at =
+                marvin_runtime::duration::parse(at).map_err(|source| LifecycleError::BadTime {
+                    step: part.to_string(),
+                    source,
+                })?;
+            steps.push((at, action));
         }
         if steps.is_empty() {
             return Err(LifecycleError::Empty);
@@ -53,22 +61,6 @@ impl Lifecycle {
         steps.sort_by_key(|s| s.0);
         Ok(Lifecycle { steps })
     }
-}
-
-fn parse_time(s: &str) -> Result<Duration, LifecycleError> {
-    let bad = || LifecycleError::BadTime(s.to_string());
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        return Err(bad());
-    };
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    if !v.is_finite() || !(0.0..=1e6).contains(&v) {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(v * scale))
 }
 
 /// Runs the script on its own thread against `app`, stopping early when the app ends.
@@ -127,5 +119,25 @@ mod tests {
         for bad in ["", "bg", "bg@", "sleep@2s", "bg@2", "bg@-1s", "bg@fast"] {
             assert!(Lifecycle::parse(bad).is_err(), "{bad}");
         }
+        let e = Lifecycle::parse("bg@1s,fg@2").unwrap_err();
+        assert!(
+            matches!(&e, LifecycleError::BadTime { step, .. } if step == "fg@2"),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(text.contains("'fg@2'") && text.contains("2ms"), "{text}");
+    }
+
+    #[test]
+    fn times_use_the_one_duration_syntax() {
+        let l = Lifecycle::parse("gc@0,bg@0.5s,fg@1m").unwrap();
+        assert_eq!(
+            l.steps,
+            vec![
+                (Duration::ZERO, Command::Gc),
+                (Duration::from_millis(500), Command::Background),
+                (Duration::from_secs(60), Command::Foreground),
+            ]
+        );
     }
 }

@@ -4,8 +4,9 @@
 //! ([`heap`]), the one access barrier ([`barrier`]), object monitors ([`monitor`]) and
 //! fast-tracked lock holders ([`fasttrack`]), safepoints ([`safepoint`]), the reclaim
 //! table shared with the reclaimer ([`reclaim_table`]), memory another process can
-//! reclaim ([`memfd`]), thread CPU clocks ([`cpuclock`]),
-//! CPU accounting of the runtime's own work ([`cpuaccount`]) and trace events ([`trace`]).
+//! reclaim ([`memfd`]), thread CPU clocks ([`cpuclock`]), CPU accounting of the runtime's
+//! own work ([`cpuaccount`]), trace events ([`trace`]) and the one duration syntax of
+//! flags, policy files and lifecycle scripts ([`duration`]).
 //! Nothing here knows about the collector, the swap file or MASM: where it needs them it
 //! defines a trait that a higher layer implements. The message queue and looper are a
 //! crate of their own, `marvin-deliqueue`.
@@ -17,6 +18,7 @@
 pub mod barrier;
 pub mod cpuaccount;
 pub mod cpuclock;
+pub mod duration;
 pub mod fasttrack;
 pub mod header;
 pub mod heap;

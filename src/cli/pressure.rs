@@ -11,8 +11,9 @@ use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
 use marvin_swap::policy::PolicyConfig;
 
-use super::size::{parse_duration, parse_size};
+use super::size::parse_size;
 use crate::system::{self, summary, Pressure, SystemConfig};
+use marvin_runtime::duration::parse as parse_duration;
 
 /// Workload constants the small model sets unless `-D` says otherwise.
 const MODEL_DEFINES: &[(&str, i64)] = &[("ARRAYS", 256), ("STRIDE", 256)];
@@ -25,15 +26,16 @@ pub struct PressureArgs {
     /// Resident app memory all apps share.
     #[arg(long, value_parser = parse_size, default_value = "240m")]
     pub budget: usize,
-    /// A new app is launched this often (it comes to the foreground).
-    #[arg(long, value_parser = parse_duration, default_value = "1400ms")]
+    /// A new app is launched this often (it comes to the foreground). Durations are a
+    /// number with a unit: ns, us, ms, s, m or h (see docs/experiments.md#durations).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1400ms")]
     pub launch_every: Duration,
     /// How long each policy runs.
-    #[arg(long, value_parser = parse_duration, default_value = "50s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "50s")]
     pub duration: Duration,
     /// After every app is launched, switch the foreground round robin this often
     /// (killed apps restart cold). Off by default.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub switch_every: Option<Duration>,
     /// The workload program each app runs.
     #[arg(long, default_value = "examples/workloads/buckets.masm")]
@@ -58,7 +60,7 @@ pub struct PressureArgs {
     #[arg(long, value_parser = parse_size, default_value = "1m")]
     pub gc_max_free: usize,
     /// How often the time series is sampled.
-    #[arg(long, value_parser = parse_duration, default_value = "250ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "250ms")]
     pub sample_every: Duration,
     /// Where swap files go (default: a temporary directory removed at the end).
     #[arg(long)]

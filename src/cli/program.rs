@@ -45,7 +45,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_barrier: bool,
     /// Script memory transitions, e.g. `bg@2s,save@2500ms,reclaim@3s,fg@6s` (actions
-    /// bg, save, reclaim, fg, gc; times from the start). Turns swapping on.
+    /// bg, save, reclaim, fg, gc; times from the start, each a number with a unit: ns, us,
+    /// ms, s, m or h). Turns swapping on.
     #[arg(long, value_name = "SPEC")]
     pub lifecycle: Option<String>,
     /// Where the swap file and reclaim table go (default: a temporary directory removed

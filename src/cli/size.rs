@@ -1,4 +1,5 @@
-//! Parsing of sizes (`64k`, `16m`, `1g`, `512MiB`) and durations (`2s`, `2500ms`).
+//! Parsing of sizes (`64k`, `16m`, `1g`, `512MiB`). Durations are parsed by
+//! [`marvin_runtime::duration::parse`].
 
 /// Parses a byte size: a number with an optional k/m/g suffix (binary units; `b`,
 /// `ib` and `ib`-less forms accepted: `16m`, `16M`, `16MiB`, `16mb`).
@@ -24,32 +25,6 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     Ok((n * mult as f64) as usize)
 }
 
-/// Parses a duration: a number with a unit `ms`, `s`, `m` or `h` (`s` if none).
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix("min") {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t.as_str(), 1.0)
-    };
-    let n: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid duration '{s}' (expected e.g. 500ms, 2s, 10m)"))?;
-    if !n.is_finite() || n < 0.0 || n * mult > 1e9 {
-        return Err(format!("invalid duration '{s}'"));
-    }
-    Ok(std::time::Duration::from_secs_f64(n * mult))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,14 +39,5 @@ mod tests {
         assert_eq!(parse_size("1.5k"), Ok(1536));
         assert!(parse_size("lots").is_err());
         assert!(parse_size("-1m").is_err());
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("2500ms").unwrap().as_millis(), 2500);
-        assert_eq!(parse_duration("2s").unwrap().as_secs(), 2);
-        assert_eq!(parse_duration("3").unwrap().as_secs(), 3);
-        assert_eq!(parse_duration("10m").unwrap().as_secs(), 600);
-        assert!(parse_duration("soon").is_err());
     }
 }

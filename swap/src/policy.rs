@@ -502,11 +502,11 @@ impl PolicyConfig {
             ReclaimBatch::AsAsked => "\"as-asked\"".to_string(),
             ReclaimBatch::Bytes(n) => n.to_string(),
         };
-        let d = |v: Duration| format!("\"{}\"", duration_text::format(v));
+        let d = |v: Duration| format!("\"{}\"", marvin_runtime::duration::format(v));
         format!(
-            r#"# marvin swap policy. Durations are strings with a unit ("5s", "1500ms", "250us",
-# "40ns", "2min") or integers of milliseconds. Keys left out keep the values shown here for
-# the published Marvin setting; unknown keys are errors.
+            r#"# marvin swap policy. Durations are strings with a unit: ns, us, ms, s, m or h ("5s",
+# "1500ms", "0.5s"; see "Durations" in docs/experiments.md). Keys left out keep the values
+# shown here for the published Marvin setting; unknown keys are errors.
 
 [candidates]
 # Smallest object (header included, in bytes) that may be stubbed and swapped. Marvin: 2048.

@@ -195,13 +195,11 @@ fn every_key_in_the_document_has_a_comment_above_it() {
 
 #[test]
 fn a_partial_document_keeps_the_other_defaults() {
-    let p = PolicyConfig::from_toml_str("[saver]\nbudget = 200\n[restore]\nmode = \"on-demand\"\n")
-        .unwrap();
-    assert_eq!(
-        p.saver.budget,
-        Duration::from_millis(200),
-        "integers are milliseconds"
-    );
+    let p = PolicyConfig::from_toml_str(
+        "[saver]\nbudget = \"0.2s\"\n[restore]\nmode = \"on-demand\"\n",
+    )
+    .unwrap();
+    assert_eq!(p.saver.budget, Duration::from_millis(200));
     assert_eq!(p.restore.mode, RestoreMode::OnDemand);
     assert_eq!(p.saver.foreground_period, Duration::from_secs(5));
     assert_eq!(p.candidates, CandidateConfig::default());
@@ -230,6 +228,15 @@ fn wrong_types_are_named_with_their_table() {
         e.contains("working_set.background_period") && e.contains("unit"),
         "{e}"
     );
+    let e = error_of("[saver]\nbudget = 200\n");
+    assert!(
+        e.contains("saver.budget") && e.contains("\"200ms\"") && e.contains("no unit"),
+        "a bare number is no duration: {e}"
+    );
+    let e = error_of("[saver]\nbudget = \"200\"\n");
+    assert!(e.contains("saver.budget") && e.contains("200ms"), "{e}");
+    let e = error_of("[saver]\nbudget = -1\n");
+    assert!(e.contains("saver.budget") && e.contains("negative"), "{e}");
     let e = error_of("[candidates]\nmin_size_bytes = -5\n");
     assert!(e.contains("candidates.min_size_bytes"), "{e}");
 }
