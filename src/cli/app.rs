@@ -12,8 +12,9 @@ use marvin_interpreter::exec::Loaded;
 use marvin_swap::policy::PolicyConfig;
 
 use super::program::{load_verified, LoadArgs};
-use super::size::{parse_duration, parse_size};
+use super::size::parse_size;
 use crate::system::processes::app_process::{self, AppMode, AppProcessConfig};
+use marvin_runtime::duration::parse as parse_duration;
 
 #[derive(Debug, Args)]
 pub struct AppArgs {
@@ -32,7 +33,7 @@ pub struct AppArgs {
     #[arg(long, value_parser = parse_size, default_value = "1m")]
     pub gc_max_free: usize,
     /// How often marks are reported.
-    #[arg(long, value_parser = parse_duration, default_value = "100ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
     pub report_every: Duration,
     /// A cgroup's `cgroup.procs` file to join before anything is allocated.
     #[arg(long, value_name = "FILE")]
