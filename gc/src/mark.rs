@@ -39,10 +39,11 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
             if let Some(space) = heap.stub_space().filter(|s| !s.bookmarking) {
                 // Without bookmarking the collector reads the object itself, faulting it
                 // in when it is out (counted as a GC fault).
-                if !space.table.entry(stub.entry).is_resident() {
-                    heap.before_growth(stub.bytes);
-                }
+                let growth = (!space.table.entry(stub.entry).is_resident())
+                    .then(|| heap.before_growth(space.hooks.fault_bytes(stub)))
+                    .flatten();
                 let _ = space.fault(stub);
+                drop(growth);
             }
             for r in stub.refs.iter() {
                 let r = r.load(Ordering::Relaxed);

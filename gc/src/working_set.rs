@@ -48,10 +48,11 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
             return;
         };
         if !space.bookmarking {
-            if !space.table.entry(stub.entry).is_resident() {
-                heap.before_growth(stub.bytes);
-            }
+            let growth = (!space.table.entry(stub.entry).is_resident())
+                .then(|| heap.before_growth(space.hooks.fault_bytes(stub)))
+                .flatten();
             let _ = space.fault(stub);
+            drop(growth);
         }
         let entry = space.table.entry(stub.entry);
         let _g = entry.lock_shared();

@@ -325,13 +325,15 @@ impl<'h> StubAccess<'h> {
         // registry; stubs are only freed by a collection, with mutators stopped.
         let stub: &'h Stub = unsafe { &*((e & !ENTRY_STUB) as *const Stub) };
         let entry = space.table.entry(stub.entry);
-        if !entry.is_resident() {
-            // Reading the object back takes memory, as a swap-in does: ask the budget
-            // first, before holding anything.
-            heap.before_growth(space.hooks.fault_bytes(stub));
-        }
+        // Reading the object back takes memory, as a swap-in does: ask the budget first,
+        // before holding anything, and keep the room reserved until the object (and what
+        // was read ahead with it) is counted as resident again.
+        let growth = (!entry.is_resident())
+            .then(|| heap.before_growth(space.hooks.fault_bytes(stub)))
+            .flatten();
         let guard = entry.lock_shared();
         space.ensure_resident(stub, true)?;
+        drop(growth);
         // SAFETY: resident, and the shared lock keeps the reclaimer away.
         let obj = unsafe { stub.object() };
         let write = kind == AccessKind::Write;
@@ -459,7 +461,7 @@ impl Heap {
             return 0;
         };
         let mut runs = Vec::new();
-        let mut bytes = 0u64;
+        let (mut bytes, mut out_freed) = (0u64, 0u64);
         for &h in dead {
             let Some(stub) = space.get(h) else {
                 continue;
@@ -472,10 +474,7 @@ impl Heap {
                 st.dead = true;
                 space.hooks.freed(&stub, &mut st);
                 if !entry.is_resident() {
-                    space.out_bytes.fetch_sub(
-                        crate::heap::large_space::page_round(stub.bytes) as u64,
-                        Ordering::Relaxed,
-                    );
+                    out_freed += crate::heap::large_space::page_round(stub.bytes) as u64;
                 }
                 entry.lock().remove_flags(EntryFlags::RESIDENT);
             }
@@ -492,6 +491,9 @@ impl Heap {
         self.large_space().free(&mut runs);
         self.table().release(dead.iter().copied());
         self.account_freed(dead.len() as u64, bytes as usize);
+        // Only now that the heap no longer counts them: resident bytes (in use less
+        // out) never read higher than they are while the stubs go.
+        space.out_bytes.fetch_sub(out_freed, Ordering::Relaxed);
         bytes
     }
 }

@@ -105,14 +105,15 @@ impl World {
         } else {
             u64::MAX / 4
         };
+        let policy: Arc<dyn SwapPolicy> = Arc::new(PolicyConfig::default());
         let budget = Arc::new(Budget::new(
             limit,
             pressure.unwrap_or(Pressure::Marvin),
+            policy.clone(),
             Box::new(move |_| {
                 k.fetch_add(1, Ordering::Relaxed);
             }),
         ));
-        let policy: Arc<dyn SwapPolicy> = Arc::new(PolicyConfig::default());
         let arrays = bytes / ARRAY_BYTES;
         let mut apps = Vec::new();
         let mut members = Vec::new();
@@ -200,9 +201,8 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
             let world = World::build(pressure, bytes)?;
             times.push(world.time_alloc(arrays)?);
             kills += world.kills.load(Ordering::Relaxed);
-            let st = world.budget.stats.lock();
-            over += st.over_budget_events;
-            reclaimed = st.reclaimed_bytes;
+            over += world.budget.over_budget().0;
+            reclaimed = world.budget.stats.lock().reclaimed_bytes;
         }
         let ns = median(&mut times);
         samples.push(

@@ -1,14 +1,22 @@
 //! The shared memory budget and the three ways of handling pressure.
 //!
-//! Every app's heap asks [`Budget::before_alloc`] before each allocation, on the
-//! allocating thread. When the resident app memory plus the allocation would pass the
-//! budget, the pressure policy makes room there and then, as the kernel would:
+//! Every app's heap reserves room with the budget before each allocation or swap-in, on
+//! the allocating thread, and gives the reservation back once its own figures count the
+//! new bytes ([`BudgetHook`]). A reservation that would take accounted memory (resident
+//! app memory plus what others hold reserved) past the budget first makes room, there and
+//! then, as the kernel would:
 //! - `kill` kills the least recently used background app (Android's low-memory killer);
-//! - `page-swap` writes the least recently used page runs (cold first, the foreground
-//!   app's too) to their app's swap file synchronously and drops them (a Linux swap file);
-//! - `marvin` asks the reclaimer for saved, clean, cold objects of background apps, least
-//!   recently used first; if that is not enough it falls back to a kill, as Android's
-//!   killer still stands behind Marvin.
+//! - `page-swap` writes the least recently used page runs (unreferenced first, the
+//!   foreground app's too) to their app's swap file synchronously and drops them (a Linux
+//!   swap file);
+//! - `marvin` asks the reclaimer for saved, clean, cold objects of background apps, in the
+//!   policy's victim order and batch size; if that is not enough it falls back to a kill,
+//!   as Android's killer still stands behind Marvin.
+//!
+//! Concurrent allocators make room side by side, as a kernel's direct reclaim does: no
+//! lock is held while memory is taken back (kills alone are serialised, as there is one
+//! killer). Each allocation that had to wait is one latency sample, from its request until
+//! it could go on, whatever the policy did meanwhile.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -16,13 +24,16 @@ use std::time::Instant;
 
 use marvin_app::App;
 use marvin_runtime::heap::{AllocPressure, Heap};
+use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
+use marvin_swap::reclaimer;
 use parking_lot::Mutex;
 
 use super::Pressure;
 
-/// The least a swap policy takes back per make-room call, as a kernel reclaims towards a
-/// watermark rather than page by page (4 MiB: 1,024 pages), so that a run of small
-/// allocations under pressure does not stop for each page.
+/// What one make-room call asks for at least, as a kernel reclaims towards a watermark
+/// rather than page by page (4 MiB: 1,024 pages), so that a run of small allocations
+/// under pressure does not stop for each page. Marvin's policy caps what one victim
+/// gives per request ([`SwapPolicy::reclaim_batch_bytes`]).
 pub const RECLAIM_BATCH: u64 = 4 << 20;
 
 /// One app as the budget sees it.
@@ -38,10 +49,13 @@ pub struct Member {
 /// Latency samples and counters of the pressure path.
 #[derive(Default)]
 pub struct PressureStats {
-    pub reclaim_latency_ns: Vec<u64>,
+    /// One sample per allocation (or swap-in) that found no room: ns from its request
+    /// until its room was reserved.
+    pub stall_ns: Vec<u64>,
+    /// Bytes reclaimed or paged out to make room.
     pub reclaimed_bytes: u64,
-    pub over_budget_events: u64,
-    pub max_over_budget: u64,
+    /// Calls to the reclaimer or the page-out, one per victim asked.
+    pub reclaim_calls: u64,
 }
 
 /// The budget shared by every app of a run.
@@ -49,8 +63,18 @@ pub struct Budget {
     pub limit: u64,
     pub pressure: Pressure,
     pub members: Mutex<Vec<Arc<Member>>>,
-    /// Serialises make-room work, as a kernel's reclaim path is.
-    room: Mutex<()>,
+    /// Marvin's policy: victim order and batch size of the reclaimer.
+    policy: Arc<dyn SwapPolicy>,
+    /// Bytes reserved by allocations and swap-ins under way, not yet in their heaps.
+    reserved: AtomicU64,
+    /// The most accounted memory (resident plus reserved) any reservation committed to.
+    peak_committed: AtomicU64,
+    /// Reservations that went past the budget because nothing was left to take, and
+    /// by how much at most.
+    over_budget_events: AtomicU64,
+    max_over_budget: AtomicU64,
+    /// One killer: concurrent allocators do not kill an app each for one shortfall.
+    killer: Mutex<()>,
     pub stats: Mutex<PressureStats>,
     /// Asks the System to kill an app (it does the bookkeeping and the reaping).
     pub kill: Box<dyn Fn(usize) + Send + Sync>,
@@ -58,12 +82,22 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn new(limit: u64, pressure: Pressure, kill: Box<dyn Fn(usize) + Send + Sync>) -> Budget {
+    pub fn new(
+        limit: u64,
+        pressure: Pressure,
+        policy: Arc<dyn SwapPolicy>,
+        kill: Box<dyn Fn(usize) + Send + Sync>,
+    ) -> Budget {
         Budget {
             limit,
             pressure,
             members: Mutex::new(Vec::new()),
-            room: Mutex::new(()),
+            policy,
+            reserved: AtomicU64::new(0),
+            peak_committed: AtomicU64::new(0),
+            over_budget_events: AtomicU64::new(0),
+            max_over_budget: AtomicU64::new(0),
+            killer: Mutex::new(()),
             stats: Mutex::new(PressureStats::default()),
             kill,
             start: Instant::now(),
@@ -82,7 +116,86 @@ impl Budget {
 
     /// Resident app memory as accounted: each alive app's heap, less what is out.
     pub fn resident(&self) -> u64 {
-        self.alive().iter().map(|(_, a)| a.resident_bytes()).sum()
+        self.members
+            .lock()
+            .iter()
+            .filter(|m| m.alive.load(Ordering::Relaxed))
+            .filter_map(|m| m.app.upgrade())
+            .map(|a| a.resident_bytes())
+            .sum()
+    }
+
+    /// The most accounted memory any reservation committed to (resident plus reserved).
+    pub fn peak_committed(&self) -> u64 {
+        self.peak_committed.load(Ordering::SeqCst)
+    }
+
+    /// Reservations that passed the budget, and the largest excess (bytes).
+    pub fn over_budget(&self) -> (u64, u64) {
+        (
+            self.over_budget_events.load(Ordering::SeqCst),
+            self.max_over_budget.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Reserves `bytes` if they fit: `Ok(accounted memory with them)`, else
+    /// `Err(bytes short)`.
+    ///
+    /// Every growth of a heap is reserved first and released only once the heap counts
+    /// it, so reading the reservations before the heaps never misses a growth: two
+    /// allocators racing for the last room cannot both see it free (the later of the
+    /// two adds sees the earlier's reservation).
+    fn try_reserve(&self, bytes: u64) -> Result<u64, u64> {
+        let reserved = self.reserved.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        let used = reserved + self.resident();
+        if used <= self.limit {
+            Ok(used)
+        } else {
+            self.reserved.fetch_sub(bytes, Ordering::SeqCst);
+            Err(used - self.limit)
+        }
+    }
+
+    /// How far `bytes` more would pass the budget now.
+    fn shortfall(&self, bytes: u64) -> u64 {
+        (self.reserved.load(Ordering::SeqCst) + self.resident() + bytes).saturating_sub(self.limit)
+    }
+
+    /// Reserves room for `bytes`, making room first when they do not fit; times the
+    /// wait when there was one.
+    fn reserve(&self, heap: &Heap, bytes: u64) {
+        let t0 = Instant::now();
+        let mut stalled = false;
+        let committed = loop {
+            match self.try_reserve(bytes) {
+                Ok(used) => break used,
+                Err(short) => {
+                    stalled = true;
+                    if !self.make_room(heap, bytes, short) {
+                        // Nothing left to take: the allocation goes ahead over the
+                        // budget, and that is counted.
+                        let reserved = self.reserved.fetch_add(bytes, Ordering::SeqCst) + bytes;
+                        break reserved + self.resident();
+                    }
+                }
+            }
+        };
+        self.peak_committed.fetch_max(committed, Ordering::SeqCst);
+        if committed > self.limit {
+            self.over_budget_events.fetch_add(1, Ordering::SeqCst);
+            self.max_over_budget
+                .fetch_max(committed - self.limit, Ordering::SeqCst);
+        }
+        if stalled {
+            self.stats
+                .lock()
+                .stall_ns
+                .push(t0.elapsed().as_nanos() as u64);
+        }
+    }
+
+    fn release(&self, bytes: u64) {
+        self.reserved.fetch_sub(bytes, Ordering::SeqCst);
     }
 
     /// Background members, least recently in the foreground first (never `except`).
@@ -96,6 +209,35 @@ impl Budget {
         v
     }
 
+    /// Marvin's victims in the policy's order (never the requester, never the
+    /// foreground).
+    fn marvin_victims(&self, requester: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
+        let apps: Vec<_> = self
+            .alive()
+            .into_iter()
+            .filter(|(m, _)| Some(m.id) != requester)
+            .collect();
+        let by_size = self.policy.victim_order() == VictimOrder::LargestFirst;
+        let standings: Vec<AppStanding> = apps
+            .iter()
+            .map(|(m, a)| AppStanding {
+                app: m.id as u32,
+                foreground: m.foreground.load(Ordering::Relaxed),
+                last_foreground: m.last_foreground_ns.load(Ordering::Relaxed),
+                reclaimable_bytes: if by_size {
+                    reclaimer::reclaimable_bytes(a.heap())
+                } else {
+                    0
+                },
+            })
+            .collect();
+        self.policy
+            .victims(&standings)
+            .iter()
+            .filter_map(|s| apps.iter().find(|(m, _)| m.id == s.app as usize).cloned())
+            .collect()
+    }
+
     fn member_of(&self, heap: &Heap) -> Option<usize> {
         self.alive()
             .iter()
@@ -103,7 +245,13 @@ impl Budget {
             .map(|(m, _)| m.id)
     }
 
-    fn kill_one(&self, requester: Option<usize>) -> bool {
+    /// Kills the least recently used background app if `bytes` still do not fit once
+    /// the killer is free; true when there is room after (a kill, or another's).
+    fn kill_for(&self, requester: Option<usize>, bytes: u64) -> bool {
+        let _one_killer = self.killer.lock();
+        if self.shortfall(bytes) == 0 {
+            return true;
+        }
         match self.lru_background(requester).first() {
             Some((m, _)) => {
                 m.alive.store(false, Ordering::SeqCst);
@@ -114,73 +262,59 @@ impl Budget {
         }
     }
 
-    fn make_room(&self, heap: &Heap, bytes: u64) {
-        let _room = self.room.lock();
-        let need = |s: &Self| (s.resident() + bytes).saturating_sub(s.limit);
-        let mut short = need(self);
-        if short == 0 {
-            return;
+    /// Takes memory from `victims` in order until `short` (at least a batch) is back.
+    fn take(
+        &self,
+        victims: Vec<(Arc<Member>, Arc<App>)>,
+        short: u64,
+        take: &dyn Fn(&App, u64) -> u64,
+    ) -> u64 {
+        let want = short.max(RECLAIM_BATCH);
+        let (mut got, mut calls) = (0, 0);
+        for (_, a) in victims {
+            if got >= want {
+                break;
+            }
+            got += take(&a, want - got);
+            calls += 1;
         }
+        let mut st = self.stats.lock();
+        st.reclaimed_bytes += got;
+        st.reclaim_calls += calls;
+        got
+    }
+
+    /// Makes room for an allocation of `bytes` that is `short` bytes over the budget;
+    /// false when nothing could be taken.
+    fn make_room(&self, heap: &Heap, bytes: u64, short: u64) -> bool {
         let requester = self.member_of(heap);
-        // Take memory back until the allocation fits: other apps keep allocating while
-        // we work, so one pass over the victims may not be enough; stop when a pass finds
-        // nothing. Each take is at least a batch.
-        let mut take_until_fits =
-            |victims: &dyn Fn() -> Vec<(Arc<Member>, Arc<App>)>,
-             take: &dyn Fn(&App, u64) -> u64| {
-                let t0 = Instant::now();
-                let mut total = 0;
-                while short > 0 {
-                    let mut got = 0;
-                    for (_, a) in victims() {
-                        if got >= short {
-                            break;
-                        }
-                        got += take(&a, (short - got).max(RECLAIM_BATCH));
-                    }
-                    total += got;
-                    short = need(self);
-                    if got == 0 {
-                        break;
-                    }
-                }
-                let mut st = self.stats.lock();
-                st.reclaim_latency_ns.push(t0.elapsed().as_nanos() as u64);
-                st.reclaimed_bytes += total;
-            };
         match self.pressure {
-            Pressure::Kill => {}
-            // Saved, clean, cold objects of background apps, least recently used first.
-            Pressure::Marvin => take_until_fits(&|| self.lru_background(requester), &|a, want| {
-                a.reclaim(want).map_or(0, |r| r.bytes)
-            }),
+            Pressure::Kill => self.kill_for(requester, bytes),
+            // Saved, clean, cold objects of background apps, in the policy's order,
+            // at most the policy's batch from each; then the killer.
+            Pressure::Marvin => {
+                let victims = self.marvin_victims(requester);
+                let got = self.take(victims, short, &|a, want| {
+                    a.reclaim(self.policy.reclaim_batch_bytes(want))
+                        .map_or(0, |r| r.bytes)
+                });
+                got > 0 || self.kill_for(requester, bytes)
+            }
             // Any page run, background apps first, then the foreground ones with the
             // requester last: a kernel's LRU spans every process.
-            Pressure::PageSwap => take_until_fits(
-                &|| {
-                    let mut order = self.lru_background(requester);
-                    let alive = self.alive();
-                    let (fg, rest): (Vec<_>, Vec<_>) = alive
-                        .into_iter()
-                        .filter(|(m, _)| {
-                            m.foreground.load(Ordering::Relaxed) || Some(m.id) == requester
-                        })
-                        .partition(|(m, _)| Some(m.id) != requester);
-                    order.extend(fg);
-                    order.extend(rest);
-                    order
-                },
-                &|a, want| a.page_out(want).bytes,
-            ),
-        }
-        // Kill (the policy itself, or the fallback) until it fits or nobody is left.
-        while short > 0 && self.pressure != Pressure::PageSwap && self.kill_one(requester) {
-            short = need(self);
-        }
-        if short > 0 {
-            let mut st = self.stats.lock();
-            st.over_budget_events += 1;
-            st.max_over_budget = st.max_over_budget.max(short);
+            Pressure::PageSwap => {
+                let mut order = self.lru_background(requester);
+                let (fg, rest): (Vec<_>, Vec<_>) = self
+                    .alive()
+                    .into_iter()
+                    .filter(|(m, _)| {
+                        m.foreground.load(Ordering::Relaxed) || Some(m.id) == requester
+                    })
+                    .partition(|(m, _)| Some(m.id) != requester);
+                order.extend(fg);
+                order.extend(rest);
+                self.take(order, short, &|a, want| a.page_out(want).bytes) > 0
+            }
         }
     }
 }
@@ -189,11 +323,15 @@ impl Budget {
 pub struct BudgetHook(pub Weak<Budget>);
 
 impl AllocPressure for BudgetHook {
-    fn before_alloc(&self, heap: &Heap, bytes: usize) {
+    fn reserve(&self, heap: &Heap, bytes: usize) {
         if let Some(b) = self.0.upgrade() {
-            if b.resident() + bytes as u64 > b.limit {
-                b.make_room(heap, bytes as u64);
-            }
+            b.reserve(heap, bytes as u64);
+        }
+    }
+
+    fn release(&self, _heap: &Heap, bytes: usize) {
+        if let Some(b) = self.0.upgrade() {
+            b.release(bytes as u64);
         }
     }
 }

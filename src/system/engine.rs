@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use marvin_app::{App, RunConfig, Running, TraceTarget};
-use marvin_interpreter::exec::Loaded;
+use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use super::activity::{Activity, Thresholds};
 use super::budget::{Budget, BudgetHook, Member};
 use super::series::{PolicySeries, SeriesPoint};
-use super::summary::Summary;
+use super::summary::{Crash, Summary};
 use super::{Pressure, SystemConfig};
 
 /// An app instance slot: the app while it lives, and what is known of it after.
@@ -36,7 +36,9 @@ struct Retired {
     gc_faults: u64,
     object_faults: u64,
     failed_verifications: u64,
-    reclaim_latency_ns: Vec<u64>,
+    verified_arrays: u64,
+    /// Apps that ended with an error of their own (not a kill, not the run's end).
+    crashes: Vec<Crash>,
 }
 
 /// Everything one policy run shares between the activity manager, the budget's kill
@@ -57,6 +59,10 @@ struct Run {
     /// The run's swap directory, removed when the run ends.
     dir: tempfile::TempDir,
 }
+
+/// How often apps' round counts are read for their activity (the series is sampled less
+/// often).
+const ACTIVITY_TICK: Duration = Duration::from_millis(10);
 
 /// Progress callback: (elapsed, alive, active, kills, accounted bytes).
 pub type Progress<'a> = &'a (dyn Fn(Duration, u32, u32, u64, u64) + Sync);
@@ -91,9 +97,14 @@ pub fn run_policy(
             cfg: cfg.clone(),
             pressure,
             loaded,
-            policy,
+            policy: policy.clone(),
             slots: Mutex::new(Vec::new()),
-            budget: Arc::new(Budget::new(cfg.budget as u64, pressure, kill)),
+            budget: Arc::new(Budget::new(
+                cfg.budget as u64,
+                pressure,
+                policy.clone() as Arc<dyn SwapPolicy>,
+                kill,
+            )),
             kills: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
             retired: Mutex::new(Retired::default()),
@@ -127,13 +138,25 @@ pub fn run_policy(
                 next_switch = Some(now + every);
             }
         }
+        run.collect_ended();
         run.reap();
         let p = run.sample(th);
         summary.observe(&p);
         progress(now, p.alive, p.active, p.kills, p.accounted_bytes);
         series.points.push(p);
-        std::thread::sleep(cfg.sample_every);
+        // Rounds are watched more often than the series is sampled, so that the gap
+        // between two rounds is known to within a tick, not a sampling period.
+        let next_sample = Instant::now() + cfg.sample_every;
+        loop {
+            let left = next_sample.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(ACTIVITY_TICK));
+            run.observe_activity(th);
+        }
     }
+    run.collect_ended();
     let final_point = run.sample(th);
     summary.observe(&final_point);
     summary.final_alive = final_point.alive;
@@ -192,7 +215,7 @@ impl Run {
         Ok(Slot {
             member,
             app: Some(running),
-            activity: Activity::default(),
+            activity: Activity::launched(Instant::now()),
         })
     }
 
@@ -290,16 +313,69 @@ impl Run {
     fn retire(&self, app: &App) {
         let mut r = self.retired.lock();
         r.failed_verifications += app.mark_count("verify_failed");
+        r.verified_arrays += app.mark_count("verified");
         let io = app.swap_io();
         r.swap_written += io.bytes_written;
         r.swap_read += io.bytes_read;
         r.gc_faults += io.gc_faults;
         r.object_faults += io.object_faults;
-        r.reclaim_latency_ns.extend(app.reclaim_latencies());
+    }
+
+    /// Takes out apps that ended by themselves (their looper returned while they were
+    /// alive and not killed): an error, or a halt with a non-zero status, is a crash,
+    /// recorded with its message; their memory goes back as a killed app's does.
+    fn collect_ended(&self) {
+        let ended: Vec<(usize, Running)> = {
+            let mut slots = self.slots.lock();
+            slots
+                .iter_mut()
+                .filter(|s| {
+                    s.member.alive.load(Ordering::SeqCst)
+                        && s.app.as_ref().is_some_and(|r| r.looper_finished())
+                })
+                .filter_map(|s| {
+                    s.member.alive.store(false, Ordering::SeqCst);
+                    Some((s.member.id, s.app.take()?))
+                })
+                .collect()
+        };
+        for (id, running) in ended {
+            let app = running.app();
+            let error = match app.outcome() {
+                None | Some(Trap::Halt(0)) | Some(Trap::Terminated) => None,
+                Some(Trap::Halt(status)) => Some(format!("halted with status {status}")),
+                Some(t) => Some(
+                    t.render(&self.loaded.vp.program)
+                        .unwrap_or_else(|| format!("{t:?}")),
+                ),
+            };
+            if let Some(error) = error {
+                self.retired.lock().crashes.push(Crash {
+                    app: id,
+                    t_s: self.start.elapsed().as_secs_f64(),
+                    error,
+                });
+            }
+            // Its other threads wind down; the reaper books it and frees it.
+            app.end();
+            self.dying.lock().push(running);
+        }
+    }
+
+    /// Reads every alive app's round count into its activity state.
+    fn observe_activity(&self, th: Thresholds) {
+        let now = Instant::now();
+        for s in self.slots.lock().iter_mut() {
+            let Some(running) = &s.app else { continue };
+            if s.member.alive.load(Ordering::Relaxed) {
+                s.activity
+                    .observe(running.app().mark_count("round"), now, th);
+            }
+        }
     }
 
     fn sample(&self, th: Thresholds) -> SeriesPoint {
-        let now = Instant::now();
+        self.observe_activity(th);
         let mut slots = self.slots.lock();
         let (mut alive, mut active, mut written, mut read) = (0u32, 0u32, 0u64, 0u64);
         for s in slots.iter_mut() {
@@ -309,11 +385,10 @@ impl Run {
             }
             let app = running.app();
             if running.looper_finished() {
-                // The app ended by itself (a failed verification, or a finite workload).
+                // The app ended by itself: `collect_ended` books it next.
                 continue;
             }
             alive += 1;
-            s.activity.observe(app.mark_count("round"), now, th);
             if s.activity.is_active() {
                 active += 1;
             }
@@ -338,6 +413,7 @@ impl Run {
 
     /// Ends every app and waits for all threads.
     fn shutdown(&self) {
+        self.collect_ended();
         let slots: Vec<Running> = self
             .slots
             .lock()
@@ -367,16 +443,22 @@ impl Run {
         summary.kills = self.kills.load(Ordering::SeqCst);
         summary.restarts = self.restarts.load(Ordering::SeqCst);
         summary.failed_verifications = r.failed_verifications;
+        summary.verified_arrays = r.verified_arrays;
+        summary.crashed_apps = r.crashes.len() as u64;
+        summary.crashes = r.crashes.clone();
         summary.swap_bytes_written = r.swap_written;
         summary.swap_bytes_read = r.swap_read;
         summary.gc_faults = r.gc_faults;
         summary.object_faults = r.object_faults;
         let st = self.budget.stats.lock();
-        let mut lat: Vec<u64> = st.reclaim_latency_ns.clone();
-        lat.extend(r.reclaim_latency_ns.iter().copied());
+        let mut lat: Vec<u64> = st.stall_ns.clone();
         summary.set_latencies(&mut lat);
-        summary.over_budget_events = st.over_budget_events;
-        summary.max_over_budget_bytes = st.max_over_budget;
+        summary.reclaimed_bytes = st.reclaimed_bytes;
+        summary.reclaim_calls = st.reclaim_calls;
+        let (events, max_over) = self.budget.over_budget();
+        summary.over_budget_events = events;
+        summary.max_over_budget_bytes = max_over;
+        summary.peak_committed_bytes = self.budget.peak_committed();
         summary.budget_bytes = self.cfg.budget as u64;
     }
 }

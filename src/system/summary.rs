@@ -5,6 +5,17 @@ use serde::Serialize;
 
 use super::series::SeriesPoint;
 
+/// An app that ended with an error of its own (not a kill, not the end of the run).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Crash {
+    /// The app's number in the run.
+    pub app: usize,
+    /// When its end was seen, in seconds since the run began.
+    pub t_s: f64,
+    /// The error it ended with.
+    pub error: String,
+}
+
 /// One policy's results.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
@@ -15,18 +26,37 @@ pub struct Summary {
     pub final_active: u32,
     pub kills: u64,
     pub restarts: u64,
+    /// Arrays whose pattern was wrong when their app checked them (must be 0).
     pub failed_verifications: u64,
+    /// Arrays whose pattern was checked and right.
+    pub verified_arrays: u64,
+    /// Apps that ended with an error of their own (must be 0); `crashes` names each.
+    pub crashed_apps: u64,
+    pub crashes: Vec<Crash>,
     pub swap_bytes_written: u64,
     pub swap_bytes_read: u64,
+    /// Reclaim latency, the same for every policy: one sample per allocation (or
+    /// swap-in) that found no room under the budget, the time from its request until it
+    /// could go on, whatever the policy did meanwhile (a kill, page-outs, a reclaim).
     pub reclaim_requests: u64,
     pub reclaim_p50_ns: u64,
     pub reclaim_p99_ns: u64,
+    pub reclaim_max_ns: u64,
+    /// Bytes reclaimed (marvin) or paged out (page-swap) to make room.
+    pub reclaimed_bytes: u64,
+    /// Calls to the reclaimer or the page-out, one per victim app asked.
+    pub reclaim_calls: u64,
     pub gc_faults: u64,
     pub object_faults: u64,
     pub budget_bytes: u64,
     pub peak_accounted_bytes: u64,
     pub peak_rss_bytes: u64,
-    /// Allocations that could not be fitted under the budget (nothing left to take).
+    /// The most accounted memory any allocation committed to (resident plus what
+    /// allocations under way held reserved): the exact peak, where the sampled
+    /// `peak_accounted_bytes` may miss one between samples.
+    pub peak_committed_bytes: u64,
+    /// Allocations that could not be fitted under the budget (nothing left to take),
+    /// and by how much the worst passed it (`peak_committed_bytes` less the budget).
     pub over_budget_events: u64,
     pub max_over_budget_bytes: u64,
 }
@@ -60,6 +90,7 @@ impl Summary {
         };
         self.reclaim_p50_ns = pct(50.0);
         self.reclaim_p99_ns = pct(99.0);
+        self.reclaim_max_ns = lat.last().copied().unwrap_or(0);
     }
 }
 
@@ -84,6 +115,11 @@ pub fn table(summaries: &[Summary]) -> String {
         ),
         ("kills", Box::new(|s| s.kills.to_string())),
         ("restarts", Box::new(|s| s.restarts.to_string())),
+        ("crashed apps", Box::new(|s| s.crashed_apps.to_string())),
+        (
+            "arrays verified",
+            Box::new(|s| s.verified_arrays.to_string()),
+        ),
         (
             "failed verifications",
             Box::new(|s| s.failed_verifications.to_string()),
@@ -102,6 +138,11 @@ pub fn table(summaries: &[Summary]) -> String {
             "reclaim latency p99",
             Box::new(move |s| ms(s.reclaim_p99_ns)),
         ),
+        (
+            "reclaim latency max",
+            Box::new(move |s| ms(s.reclaim_max_ns)),
+        ),
+        ("reclaimed", Box::new(move |s| mib(s.reclaimed_bytes))),
         ("GC faults", Box::new(|s| s.gc_faults.to_string())),
         ("object faults", Box::new(|s| s.object_faults.to_string())),
         (
@@ -112,6 +153,10 @@ pub fn table(summaries: &[Summary]) -> String {
         (
             "over-budget allocations",
             Box::new(|s| s.over_budget_events.to_string()),
+        ),
+        (
+            "over budget by (max)",
+            Box::new(move |s| mib(s.max_over_budget_bytes)),
         ),
     ];
     let mut out = format!("{:<26}", "");
@@ -125,6 +170,14 @@ pub fn table(summaries: &[Summary]) -> String {
             out.push_str(&format!("{:>16}", f(s)));
         }
         out.push('\n');
+    }
+    for s in summaries {
+        for c in &s.crashes {
+            out.push_str(&format!(
+                "{} app{} crashed at {:.1} s: {}\n",
+                s.policy, c.app, c.t_s, c.error
+            ));
+        }
     }
     out
 }

@@ -157,23 +157,46 @@ impl AppSwap {
 }
 
 impl AppSwap {
-    /// The stubs of `space` whose checkpoints start within the aligned
-    /// [`READ_AHEAD_BYTES`] window of the file around `slot`, other than `slot`'s own,
-    /// in file order: the candidates to read along with a fault.
+    /// The aligned window of the file a fault reads around: Marvin's
+    /// [`READ_AHEAD_BYTES`], or the page-swap baseline's cluster
+    /// ([`PAGE_CLUSTER_BYTES`]).
+    fn read_ahead_window(&self) -> u64 {
+        if self.bookmarking {
+            READ_AHEAD_BYTES
+        } else {
+            PAGE_CLUSTER_BYTES
+        }
+    }
+
+    /// The most bytes of neighbours one fault of `own` bytes brings along: Marvin's
+    /// [`READ_AHEAD_BYTES`]; the page-swap baseline's cluster less the faulting run, as
+    /// the kernel reads `2^page-cluster` pages, the faulting one among them.
+    fn read_ahead_budget(&self, own: usize) -> usize {
+        if self.bookmarking {
+            READ_AHEAD_BYTES as usize
+        } else {
+            (PAGE_CLUSTER_BYTES as usize).saturating_sub(own)
+        }
+    }
+
+    /// The stubs of `space` whose checkpoints start within the aligned read-ahead
+    /// window of the file around `slot`, other than `slot`'s own, in file order: the
+    /// candidates to read along with a fault.
     fn read_ahead_candidates(
         &self,
         file: &SwapFile,
         space: &StubSpace,
         slot: SlotId,
     ) -> Vec<(Arc<Stub>, SlotId)> {
-        if !self.bookmarking || space.collecting.load(Ordering::Relaxed) {
-            // The page-swap baseline faults page runs one at a time; and a collection
-            // never brings an object in, read ahead or not.
+        if self.bookmarking && space.collecting.load(Ordering::Relaxed) {
+            // Marvin's collection never brings an object in, read ahead or not. (The
+            // page-swap baseline's collector faults like any access, cluster and all.)
             return Vec::new();
         }
-        let from = slot.offset() / READ_AHEAD_BYTES * READ_AHEAD_BYTES;
+        let window = self.read_ahead_window();
+        let from = slot.offset() / window * window;
         let slots = file
-            .live_slots_in(from, from + READ_AHEAD_BYTES)
+            .live_slots_in(from, from + window)
             .filter(|&(s, _)| s != slot)
             .filter_map(|(s, key)| Some((Handle::from_value(key)?, s)));
         space.get_many(slots)
@@ -234,6 +257,11 @@ pub(crate) fn counting_eager_read_ahead<R>(f: impl FnOnce() -> R) -> (R, u64, u6
 /// (up to this many bytes of them), as a kernel's swap-in reads a cluster.
 pub const READ_AHEAD_BYTES: u64 = 128 * 1024;
 
+/// The page-swap baseline's swap read-ahead: the aligned cluster of 8 pages of the swap
+/// file around a faulting slot (Linux's `vm.page-cluster` = 3), the faulting run
+/// included. A slot carries a 48-byte header, so a cluster holds 7 or 8 one-page runs.
+pub const PAGE_CLUSTER_BYTES: u64 = 8 * 4096;
+
 impl StubHooks for AppSwap {
     fn fault_in(
         &self,
@@ -254,7 +282,7 @@ impl StubHooks for AppSwap {
         // reclaimer, a saver or a compaction may be waiting for), skipped on contention.
         let candidates = self.read_ahead_candidates(&file, space, slot);
         let mut held = Vec::new();
-        let mut budget = READ_AHEAD_BYTES as usize;
+        let mut budget = self.read_ahead_budget(page_round(stub.bytes));
         for (n, s) in &candidates {
             let entry = space.table.entry(n.entry);
             let size = page_round(n.bytes);
@@ -331,11 +359,7 @@ impl StubHooks for AppSwap {
 
     fn fault_bytes(&self, stub: &Stub) -> usize {
         let own = page_round(stub.bytes);
-        if self.bookmarking {
-            own + READ_AHEAD_BYTES as usize
-        } else {
-            own
-        }
+        own + self.read_ahead_budget(own)
     }
 
     fn freed(&self, _stub: &Stub, state: &mut StubState) {
@@ -345,7 +369,15 @@ impl StubHooks for AppSwap {
     }
 
     fn is_cold(&self, read_history: u8, write_history: u8) -> bool {
-        self.policy.is_cold(read_history, write_history)
+        if self.bookmarking {
+            self.policy.is_cold(read_history, write_history)
+        } else {
+            // A kernel's referenced bit is set by reads as by writes: the page-swap
+            // baseline's run is cold only when the policy's window saw neither, which
+            // is the policy's test with the two histories either way round.
+            self.policy.is_cold(read_history, write_history)
+                && self.policy.is_cold(write_history, read_history)
+        }
     }
 
     fn stub_at_allocation(&self, kind: ObjKind, size_bytes: usize) -> bool {

@@ -2,11 +2,25 @@
 //! the budget would be exceeded, the least recently used pages are written to the swap
 //! file synchronously, on the allocating thread's path, and dropped. Nothing is saved
 //! ahead of time, every large object's page run is a candidate (the foreground app's
-//! too), and a later access, the collector's included, reads it back synchronously.
+//! too), and a later access, the collector's included, reads it back synchronously,
+//! with its neighbours in the swap file ([`crate::app_swap::PAGE_CLUSTER_BYTES`], the
+//! kernel's `page-cluster` read-ahead).
+//!
+//! What a kernel gives a swapped page and this model gives a page run:
+//! - **Referenced bits.** Reads count as references as writes do: a run is cold only
+//!   when neither read nor written in the policy's window of working-set rounds
+//!   ([`crate::app_swap::AppSwap`]'s `is_cold` without bookmarking), and a run accessed
+//!   since the last round (its READ or WRITE bit set, as a page's accessed bit) gets a
+//!   second chance: the first pass skips it.
+//! - **Swap cache.** A run read back and not written since keeps its slot, so paging it
+//!   out again writes nothing (a clean swap-cache page is dropped without I/O).
+//! - **No global lock.** Each allocator pages out on its own thread, as direct reclaim
+//!   does on each CPU; entries are taken with try-locks and a contended one is skipped.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use marvin_runtime::header::HeaderBits;
 use marvin_runtime::heap::{Handle, Heap};
 use marvin_runtime::reclaim_table::EntryFlags;
 
@@ -18,11 +32,14 @@ pub struct PageOutReport {
     pub objects: u64,
     pub bytes: u64,
     pub bytes_written: u64,
+    /// Runs dropped without a write: their slot still held what they hold.
+    pub clean_drops: u64,
     pub latency: Duration,
 }
 
-/// Writes out and drops up to `want` bytes of `heap`'s resident page runs: runs not
-/// accessed in the last rounds first (the Clock approximation of LRU), then any.
+/// Writes out and drops up to `want` bytes of `heap`'s resident page runs: first the
+/// runs that are cold and not referenced since the last working-set round (the Clock
+/// approximation of LRU, with second chances), then any.
 pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
     let t0 = Instant::now();
     let mut r = PageOutReport::default();
@@ -53,15 +70,28 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             }
             // SAFETY: resident, and the reclaimer lock keeps every app thread out.
             let obj = unsafe { stub.object() };
-            if let Err(e) = swap.write_checkpoint(&stub, &mut st, obj, &mut buf) {
-                swap.record_error(&e);
+            let bits = obj.header().bits();
+            if pass == 0 && bits.intersects(HeaderBits::READ | HeaderBits::WRITE) {
+                // Referenced since the last round: a second chance.
                 continue;
             }
-            r.bytes_written += buf.len() as u64;
+            if bits.contains(HeaderBits::SAVED)
+                && !bits.contains(HeaderBits::DIRTY)
+                && st.slot.is_some()
+            {
+                // Read back and not written since: its slot holds it already.
+                r.clean_drops += 1;
+            } else {
+                if let Err(e) = swap.write_checkpoint(&stub, &mut st, obj, &mut buf) {
+                    swap.record_error(&e);
+                    continue;
+                }
+                r.bytes_written += buf.len() as u64;
+            }
             let size = entry.size();
             let mut run = [(entry.addr() as usize, size as usize)];
             // SAFETY: the entry is locked for the reclaimer and marked reclaimed before
-            // the lock is released; its checkpoint was just written.
+            // the lock is released; its slot holds what the object holds.
             let _ = unsafe { heap.large_space().discard(&mut run) };
             entry.lock().insert_flags(EntryFlags::SAVED);
             guard.mark_reclaimed();
@@ -70,7 +100,7 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             r.bytes += size;
         }
     }
-    if r.objects > 0 {
+    if r.bytes_written > 0 {
         swap.file.lock().release_all();
     }
     swap.counters

@@ -127,6 +127,23 @@ where
     taken
 }
 
+/// Bytes the reclaimer could take from one app now (a snapshot: nothing if it is in the
+/// foreground), for a policy that chooses victims by size. Scans the app's table.
+pub fn reclaimable_bytes(heap: &Heap) -> u64 {
+    let Some(space) = heap.stub_space() else {
+        return 0;
+    };
+    if space.table.is_foreground() {
+        return 0;
+    }
+    space
+        .table
+        .iter_occupied()
+        .filter(|(_, e)| e.looks_reclaimable())
+        .map(|(_, e)| e.size())
+        .sum()
+}
+
 /// Reclaims up to `want` bytes from one app (nothing if it is in the foreground).
 pub fn reclaim_from(heap: &Heap, want: u64) -> ReclaimReport {
     reclaim_runs(heap, want, true)

@@ -36,9 +36,9 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
     let (batch, ahead, ahead_bytes) = counting_eager_read_ahead(|| {
         swap.batch(|| {
             for stub in &stubs {
-                if !space.table.entry(stub.entry).is_resident() {
-                    heap.before_growth(swap.fault_bytes(stub));
-                }
+                let _growth = (!space.table.entry(stub.entry).is_resident())
+                    .then(|| heap.before_growth(swap.fault_bytes(stub)))
+                    .flatten();
                 match space.restore(stub) {
                     Ok(true) => {
                         r.objects += 1;

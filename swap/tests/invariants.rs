@@ -223,19 +223,6 @@ fn read_ahead_skips_a_neighbour_the_reclaimer_holds_and_never_waits_for_it() {
     assert_eq!(f.reclaim_all().objects, 6);
 }
 
-#[test]
-fn the_page_swap_baseline_faults_one_object_at_a_time() {
-    let f = Fixture::with(PolicyConfig::default(), false);
-    let objs: Vec<_> = (0..4).map(|i| (f.stubbed(300 + i), 300 + i)).collect();
-    assert_eq!(f.save_all().saved_objects, 4);
-    assert_eq!(f.reclaim_all().objects, 4);
-    for (i, ((h, _), seed)) in objs.iter().enumerate() {
-        assert_eq!(f.words(*h), expected(*seed));
-        assert_eq!(f.faults(), i as u64 + 1);
-    }
-    assert_eq!(f.swap.counters.read_ahead_objects.load(Relaxed), 0);
-}
-
 // ---------------------------------------------------------------------------------------
 // Reclaim table and reclaimer
 // ---------------------------------------------------------------------------------------

@@ -104,10 +104,34 @@ pub struct Heap {
 
 /// A memory budget shared by several heaps: asked to make room before each allocation,
 /// on the allocating thread (where a low-memory killer or a swap-out would run).
+///
+/// The heap reserves before it grows and releases the reservation once the growth is
+/// counted in its own figures (or did not happen), so that concurrent allocators never
+/// see the same room twice.
 pub trait AllocPressure: Send + Sync {
     /// Makes room for `bytes` more (by killing, swapping or reclaiming) if the budget
-    /// would be exceeded. Must not allocate from `heap`.
-    fn before_alloc(&self, heap: &Heap, bytes: usize);
+    /// would be exceeded, and holds them reserved until [`AllocPressure::release`].
+    /// Must not allocate from `heap`.
+    fn reserve(&self, heap: &Heap, bytes: usize);
+    /// Gives back a reservation of `bytes`: the heap now counts them itself, or the
+    /// growth did not happen.
+    fn release(&self, heap: &Heap, bytes: usize);
+}
+
+/// Budget reserved for a growth of the heap ([`Heap::before_growth`]), given back when
+/// dropped: keep it until the heap counts the new bytes as resident.
+#[must_use = "the reservation ends when this is dropped"]
+pub struct Growth<'h> {
+    heap: &'h Heap,
+    bytes: usize,
+}
+
+impl Drop for Growth<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.heap.pressure.get() {
+            p.release(self.heap, self.bytes);
+        }
+    }
 }
 
 /// Bytes an object of this shape occupies (header included, large objects in pages).
@@ -141,11 +165,12 @@ impl Heap {
             .map_err(|_| "stubs are already enabled")
     }
 
-    /// Asks the shared budget, if any, to make room for `bytes` more resident bytes.
-    pub fn before_growth(&self, bytes: usize) {
-        if let Some(p) = self.pressure.get() {
-            p.before_alloc(self, bytes);
-        }
+    /// Asks the shared budget, if any, to make room for `bytes` more resident bytes and
+    /// reserves them until the returned [`Growth`] is dropped.
+    pub fn before_growth(&self, bytes: usize) -> Option<Growth<'_>> {
+        let p = self.pressure.get()?;
+        p.reserve(self, bytes);
+        Some(Growth { heap: self, bytes })
     }
 
     /// Installs the shared budget's hook (once).
@@ -212,7 +237,8 @@ impl Heap {
         nrefs: u16,
     ) -> Result<Handle, AllocError> {
         let raw = HEADER_BYTES + kind.payload_bytes(len);
-        self.before_growth(footprint(kind, len));
+        // Held until `in_use` counts the object, at the end.
+        let _growth = self.before_growth(footprint(kind, len));
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
         } else {
