@@ -1,21 +1,68 @@
-//! The process's resident memory, read from `/proc/self/statm`.
+//! The process's resident memory, read from `/proc/self`: the total (`statm`) and its
+//! breakdown by kind (`status`: anonymous, file-backed and shared-memory pages).
 
 /// Resident bytes of this process now (resident pages times the page size).
 pub fn resident_bytes() -> std::io::Result<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm")?;
     parse_statm_resident(&statm)
         .map(|pages| pages * page_size())
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "malformed /proc/self/statm",
-            )
-        })
+        .ok_or_else(|| malformed("/proc/self/statm"))
 }
 
 /// The resident page count (second field) of a `statm` line.
 pub fn parse_statm_resident(statm: &str) -> Option<u64> {
     statm.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The process's resident memory by kind, in bytes, from one read of
+/// `/proc/self/status`. The kernel computes `VmRSS` as the sum of the three kinds, so
+/// `anon + file + shmem == rss` holds exactly within one reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resident {
+    /// `VmRSS`: every resident page mapped by the process.
+    pub rss: u64,
+    /// `RssAnon`: private anonymous pages (heaps, stacks, anonymous maps).
+    pub anon: u64,
+    /// `RssFile`: pages of regular files mapped by the process (swap files, tables,
+    /// the executable and its libraries).
+    pub file: u64,
+    /// `RssShmem`: shared anonymous memory, tmpfs files and memfds.
+    pub shmem: u64,
+}
+
+/// This process's resident memory by kind now.
+pub fn resident() -> std::io::Result<Resident> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    parse_status(&status).ok_or_else(|| malformed("/proc/self/status"))
+}
+
+/// The `VmRSS`, `RssAnon`, `RssFile` and `RssShmem` lines (in kB) of a `status` text.
+pub fn parse_status(status: &str) -> Option<Resident> {
+    let (mut rss, mut anon, mut file, mut shmem) = (None, None, None, None);
+    for line in status.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let slot = match key {
+            "VmRSS" => &mut rss,
+            "RssAnon" => &mut anon,
+            "RssFile" => &mut file,
+            "RssShmem" => &mut shmem,
+            _ => continue,
+        };
+        let kb: u64 = value.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        *slot = Some(kb * 1024);
+    }
+    Some(Resident {
+        rss: rss?,
+        anon: anon?,
+        file: file?,
+        shmem: shmem?,
+    })
+}
+
+fn malformed(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("malformed {what}"))
 }
 
 fn page_size() -> u64 {
@@ -37,5 +84,32 @@ mod tests {
         assert_eq!(parse_statm_resident("1000 250 30 5 0 100 0\n"), Some(250));
         assert_eq!(parse_statm_resident("1000"), None);
         assert!(resident_bytes().unwrap() > 0);
+    }
+
+    #[test]
+    fn parses_status_kinds() {
+        let text = "Name:\tmarvin\nVmRSS:\t    1200 kB\nRssAnon:\t     1000 kB\n\
+                    RssFile:\t     150 kB\nRssShmem:\t      50 kB\nThreads:\t3\n";
+        assert_eq!(
+            parse_status(text),
+            Some(Resident {
+                rss: 1200 << 10,
+                anon: 1000 << 10,
+                file: 150 << 10,
+                shmem: 50 << 10,
+            })
+        );
+        assert_eq!(parse_status("VmRSS:\t 12 kB\n"), None, "kinds missing");
+        assert_eq!(
+            parse_status("VmRSS: x kB\nRssAnon: 1 kB\nRssFile: 1 kB\nRssShmem: 1 kB\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_kinds_add_up_to_the_total() {
+        let r = resident().unwrap();
+        assert!(r.anon > 0 && r.file > 0, "{r:?}");
+        assert_eq!(r.anon + r.file + r.shmem, r.rss, "{r:?}");
     }
 }

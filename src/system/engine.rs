@@ -398,6 +398,7 @@ impl Run {
         }
         drop(slots);
         let r = self.retired.lock();
+        let rss = marvin_runtime::procfs::resident().unwrap_or_default();
         SeriesPoint {
             t_s: self.start.elapsed().as_secs_f64(),
             alive,
@@ -405,7 +406,10 @@ impl Run {
             kills: self.kills.load(Ordering::Relaxed),
             restarts: self.restarts.load(Ordering::Relaxed),
             accounted_bytes: self.budget.resident(),
-            rss_bytes: marvin_runtime::procfs::resident_bytes().unwrap_or(0),
+            rss_bytes: rss.rss,
+            rss_anon_bytes: rss.anon,
+            rss_file_bytes: rss.file,
+            rss_shmem_bytes: rss.shmem,
             swap_written: written + r.swap_written,
             swap_read: read + r.swap_read,
         }

@@ -393,6 +393,7 @@ mod tests {
                         rss_bytes: u64::from(i.min(30)) * ((mib + 2) << 20) + (32 << 20),
                         swap_written: u64::from(i) * 4096,
                         swap_read: u64::from(i) * 1024,
+                        ..SeriesPoint::default()
                     })
                     .collect(),
             };

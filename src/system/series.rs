@@ -1,6 +1,6 @@
 //! Time series of a memory-pressure run: one sample per tick (apps alive and active,
-//! kills, restarts, resident memory, swap traffic) for each policy, and the CSV file
-//! that holds them all.
+//! kills, restarts, accounted and resident memory, the resident memory by kind, swap
+//! traffic) for each policy, and the CSV file that holds them all.
 //!
 //! The CSV has one header line ([`CSV_HEADER`]) and one row per sample; rows of one
 //! policy follow each other in time order, policies in the order given.
@@ -10,8 +10,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// Columns of the CSV written by [`write_csv`], in order.
-pub const CSV_HEADER: &str =
-    "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,swap_written,swap_read";
+pub const CSV_HEADER: &str = "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,\
+rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,swap_written,swap_read";
 
 /// One sample of a policy's run.
 #[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
@@ -28,8 +28,15 @@ pub struct SeriesPoint {
     pub restarts: u64,
     /// Resident app memory as the System accounts it.
     pub accounted_bytes: u64,
-    /// The process's resident memory from /proc.
+    /// The process's resident memory from /proc (`VmRSS`).
     pub rss_bytes: u64,
+    /// Of which private anonymous pages (`RssAnon`: heaps, stacks, tables).
+    pub rss_anon_bytes: u64,
+    /// Of which mapped pages of regular files (`RssFile`: swap files, reclaim tables,
+    /// the executable).
+    pub rss_file_bytes: u64,
+    /// Of which shared memory (`RssShmem`: tmpfs files, memfds).
+    pub rss_shmem_bytes: u64,
     /// Bytes written to swap files so far.
     pub swap_written: u64,
     /// Bytes read back from swap files so far.
@@ -61,7 +68,7 @@ fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Resul
         for p in &policy_series.points {
             writeln!(
                 out,
-                "{policy},{},{},{},{},{},{},{},{},{}",
+                "{policy},{},{},{},{},{},{},{},{},{},{},{},{}",
                 p.t_s,
                 p.alive,
                 p.active,
@@ -69,6 +76,9 @@ fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Resul
                 p.restarts,
                 p.accounted_bytes,
                 p.rss_bytes,
+                p.rss_anon_bytes,
+                p.rss_file_bytes,
+                p.rss_shmem_bytes,
                 p.swap_written,
                 p.swap_read
             )?;
@@ -99,6 +109,9 @@ mod tests {
             restarts: u64::from(i),
             accounted_bytes: 1 << 30 | u64::from(i),
             rss_bytes: u64::MAX - u64::from(i),
+            rss_anon_bytes: 3 << 20 | u64::from(i),
+            rss_file_bytes: 2 << 20 | u64::from(i),
+            rss_shmem_bytes: 4096 * u64::from(i),
             swap_written: 4096 * u64::from(i),
             swap_read: 512 * u64::from(i),
         }
@@ -132,8 +145,11 @@ mod tests {
             restarts: fields[5].parse().unwrap(),
             accounted_bytes: fields[6].parse().unwrap(),
             rss_bytes: fields[7].parse().unwrap(),
-            swap_written: fields[8].parse().unwrap(),
-            swap_read: fields[9].parse().unwrap(),
+            rss_anon_bytes: fields[8].parse().unwrap(),
+            rss_file_bytes: fields[9].parse().unwrap(),
+            rss_shmem_bytes: fields[10].parse().unwrap(),
+            swap_written: fields[11].parse().unwrap(),
+            swap_read: fields[12].parse().unwrap(),
         }
     }
 
@@ -170,12 +186,15 @@ mod tests {
                 "restarts",
                 "accounted_bytes",
                 "rss_bytes",
+                "rss_anon_bytes",
+                "rss_file_bytes",
+                "rss_shmem_bytes",
                 "swap_written",
                 "swap_read"
             ]
         );
         let rows: Vec<Vec<String>> = lines.map(parse_line).collect();
-        assert!(rows.iter().all(|row| row.len() == 10));
+        assert!(rows.iter().all(|row| row.len() == 13));
         let expected: Vec<(String, SeriesPoint)> = series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| (s.policy.clone(), p.clone())))
@@ -197,7 +216,7 @@ mod tests {
         write_csv_to(&mut text, &series).unwrap();
         let text = String::from_utf8(text).unwrap();
         let row = parse_line(text.lines().nth(1).unwrap());
-        assert_eq!(row.len(), 10);
+        assert_eq!(row.len(), 13);
         assert_eq!(row[0], "odd, \"name\"");
         assert_eq!(parse_point(&row), point(1));
     }

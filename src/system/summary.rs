@@ -51,6 +51,14 @@ pub struct Summary {
     pub budget_bytes: u64,
     pub peak_accounted_bytes: u64,
     pub peak_rss_bytes: u64,
+    /// The peak of each kind of resident memory (`RssAnon`, `RssFile`, `RssShmem`), each
+    /// over the run (they need not peak at the same sample).
+    pub peak_rss_anon_bytes: u64,
+    pub peak_rss_file_bytes: u64,
+    pub peak_rss_shmem_bytes: u64,
+    /// Peak process RSS over peak accounted memory: what the runtime, the process and
+    /// the kernel's rounding add to the apps' own bytes (1.0 would be none).
+    pub peak_rss_per_accounted: f64,
     /// The most accounted memory any allocation committed to (resident plus what
     /// allocations under way held reserved): the exact peak, where the sampled
     /// `peak_accounted_bytes` may miss one between samples.
@@ -75,6 +83,13 @@ impl Summary {
         self.peak_active = self.peak_active.max(p.active);
         self.peak_accounted_bytes = self.peak_accounted_bytes.max(p.accounted_bytes);
         self.peak_rss_bytes = self.peak_rss_bytes.max(p.rss_bytes);
+        self.peak_rss_anon_bytes = self.peak_rss_anon_bytes.max(p.rss_anon_bytes);
+        self.peak_rss_file_bytes = self.peak_rss_file_bytes.max(p.rss_file_bytes);
+        self.peak_rss_shmem_bytes = self.peak_rss_shmem_bytes.max(p.rss_shmem_bytes);
+        if self.peak_accounted_bytes > 0 {
+            self.peak_rss_per_accounted =
+                self.peak_rss_bytes as f64 / self.peak_accounted_bytes as f64;
+        }
     }
 
     /// Sets the reclaim latency percentiles from the samples (ns).
@@ -150,6 +165,22 @@ pub fn table(summaries: &[Summary]) -> String {
             Box::new(move |s| mib(s.peak_accounted_bytes)),
         ),
         ("peak process RSS", Box::new(move |s| mib(s.peak_rss_bytes))),
+        (
+            "  anonymous (peak)",
+            Box::new(move |s| mib(s.peak_rss_anon_bytes)),
+        ),
+        (
+            "  file-backed (peak)",
+            Box::new(move |s| mib(s.peak_rss_file_bytes)),
+        ),
+        (
+            "  shared memory (peak)",
+            Box::new(move |s| mib(s.peak_rss_shmem_bytes)),
+        ),
+        (
+            "peak RSS / peak accounted",
+            Box::new(|s| format!("{:.2}x", s.peak_rss_per_accounted)),
+        ),
         (
             "over-budget allocations",
             Box::new(|s| s.over_budget_events.to_string()),
