@@ -20,7 +20,8 @@ use marvin_runtime::reclaim_table::EntryFlags;
 use crate::app_swap::AppSwap;
 use crate::swap_file::{SlotId, SwapError};
 
-/// Bytes the saver writes between two releases of the swap file's mapped pages.
+/// Bytes the saver writes between two releases of the swap file's pages from the page
+/// cache (written back without waiting, so a long run does not pile them up).
 const RELEASE_EVERY: usize = 1 << 20;
 
 /// What one saver run did.
@@ -76,8 +77,8 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         let written = swap.write_checkpoint(stub, &mut st, obj, &mut buf);
         written_since_release += buf.len();
         if written_since_release >= RELEASE_EVERY {
-            // Keep the swap file's mapped pages from piling up in the process's resident
-            // memory during a long run.
+            // Keep the swap file's written pages from piling up in the page cache (which
+            // a kernel charges to the app) during a long run.
             swap.file.lock().release_all();
             written_since_release = 0;
         }
@@ -121,7 +122,13 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             .saved_bytes
             .fetch_add(stub.bytes as u64, Ordering::Relaxed);
     }
-    swap.file.lock().release_all();
+    // The run's checkpoints are durable and out of the page cache: the runtime keeps no
+    // copy of them. A failed sync leaves them cached (and the error recorded).
+    if r.saved_objects + r.raced > 0 {
+        if let Err(e) = swap.file.lock().sync_and_release() {
+            swap.record_error(&e);
+        }
+    }
     r.elapsed = t0.elapsed();
     r
 }
@@ -149,7 +156,6 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, SwapError>
                 .map(|s| s.offset());
         }
     }
-    file.release_all();
     swap.counters.compactions.fetch_add(1, Ordering::Relaxed);
     Ok(true)
 }

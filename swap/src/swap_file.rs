@@ -1,21 +1,26 @@
-//! The app's swap file: checkpoints of objects in slots of one memory-mapped file.
+//! The app's swap file: checkpoints of objects in slots of one file.
 //!
 //! Each slot is a checked header (object key, payload length, generation, CRC-32 of the
 //! payload and of the header itself; see [`layout`]) followed by the payload. Saving the
 //! same object again rewrites its slot in place when the new checkpoint fits; otherwise it
 //! takes a free slot (best fit) or appends one, growing the file (`posix_fallocate`, so a
-//! full disk is an error, never a `SIGBUS` on a later store, then a fresh map). Freed slots
-//! merge with free neighbours, and a free tail shrinks the used region. When dead bytes
-//! (free slots and slack in live ones) exceed a fraction of the used region,
-//! [`SwapFile::compact_if_needed`] copies the live slots to a new file that atomically
-//! replaces the old one (rename) and reports where each slot went.
+//! full disk is an error when the file grows, not on a later write). Freed slots merge
+//! with free neighbours, and a free tail shrinks the used region. When dead bytes (free
+//! slots and slack in live ones) exceed a fraction of the used region,
+//! [`SwapFile::compact_if_needed`] copies the live slots to a new file, in bounded
+//! chunks, that atomically replaces the old one (rename) and reports where each slot went.
+//!
+//! The file is never mapped: checkpoints are written and read with positioned writes and
+//! reads (`pwrite`, `pread`, `preadv`), so nothing of the file counts as the process's
+//! resident memory, and what was written leaves the page cache once it is on disk
+//! ([`SwapFile::sync_and_release`], [`SwapFile::release_all`]): the runtime holds no
+//! copy of a checkpoint that the kernel would charge to the app.
 //!
 //! Reads check everything before trusting it: that the file still exists and has not been
-//! truncated (an access past the end of a shared map would be a `SIGBUS`), that the header
-//! lies inside the map, its magic and checksum, the key, the length, and the payload's
-//! checksum. A corrupt file is an error naming the object, never a panic. Faults read
-//! with [`SwapFile::read_many`]: one `preadv` brings several neighbouring checkpoints
-//! straight into their objects, without touching the map.
+//! truncated, that the header lies inside the file, its magic and checksum, the key, the
+//! length, and the payload's checksum. A corrupt file is an error naming the object, never
+//! a panic. Faults read with [`SwapFile::read_many`]: one `preadv` brings several
+//! neighbouring checkpoints straight into their objects.
 //!
 //! The in-memory index (which slots exist, which are live and whose) is the source of truth
 //! for allocation; the on-disk headers make each checkpoint self-checking.
@@ -27,11 +32,9 @@ mod vectored;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-
-use memmap2::MmapMut;
 
 pub use crc32::crc32;
 pub use error::{CorruptKind, SwapError};
@@ -47,8 +50,9 @@ const GROWTH_GRANULE: u64 = 64 * 1024;
 /// A free slot is reused only when it wastes at most this factor of the space needed.
 const BEST_FIT_SLACK: u64 = 2;
 
-/// The page size the mapping is dropped by.
-const PAGE: u64 = 4096;
+/// Compaction writes the new file in chunks of about this many bytes (a slot larger than
+/// this is written alone), so it holds at most one chunk in memory, never both files.
+const COMPACT_CHUNK: usize = 1 << 20;
 
 /// Where a checkpoint lives: the byte offset of its slot in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,7 +132,9 @@ impl SlotInfo {
 pub struct SwapFile {
     path: PathBuf,
     file: File,
-    map: MmapMut,
+    /// The file's size as this process made it (reserved on disk): reads and writes stay
+    /// below it, and a file found shorter was truncated behind our back.
+    len: u64,
     limit: Option<u64>,
     /// Every slot, by offset; together they tile `[FILE_HEADER_BYTES, end)`.
     slots: BTreeMap<u64, SlotInfo>,
@@ -184,11 +190,11 @@ impl SwapFile {
             }
             size = size.min(limit);
         }
-        let (file, map) = new_mapped_file(&path, size)?;
+        let file = new_file(&path, size)?;
         Ok(SwapFile {
             path,
             file,
-            map,
+            len: size,
             limit,
             slots: BTreeMap::new(),
             free: BTreeSet::new(),
@@ -242,14 +248,18 @@ impl SwapFile {
             }
             generation = live.generation.wrapping_add(1);
             if bytes.len() as u64 <= info.capacity as u64 {
-                self.put(slot.0, info.capacity, key, bytes, generation);
+                self.put(slot.0, info.capacity, key, bytes, generation)?;
                 self.live_payload = self.live_payload - live.len as u64 + bytes.len() as u64;
                 return Ok(slot);
             }
         }
         let offset = self.allocate(capacity_for(bytes.len()))?;
         let capacity = self.slots[&offset].capacity;
-        self.put(offset, capacity, key, bytes, generation);
+        if let Err(e) = self.put(offset, capacity, key, bytes, generation) {
+            // The slot stays free (the index, not its header, says so).
+            self.free.insert((capacity, offset));
+            return Err(e);
+        }
         self.live_payload += bytes.len() as u64;
         self.live_slots += 1;
         if let Some(old) = existing {
@@ -272,34 +282,27 @@ impl SwapFile {
     }
 
     /// As [`SwapFile::read`], for a batch whose file was [`check`](SwapFile::check)ed
-    /// first: every slot check (header, key, length, checksum) still runs.
+    /// first: every slot check (header, key, length, checksum) still runs. On error,
+    /// `out` may hold garbage.
     pub fn read_checked(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
         let info = self.live_info(slot)?;
-        let header = self
-            .header_at(slot.0)
-            .map_err(|kind| self.corrupt(key, slot, kind))?;
+        let header = self.header_at(key, slot)?;
         let start = slot.0 + SLOT_HEADER_BYTES;
-        let payload = self
-            .map
-            .get(start as usize..start as usize + out.len())
-            .ok_or_else(|| {
-                let file_len = self.map.len() as u64;
-                let kind = CorruptKind::OutOfBounds {
-                    offset: slot.0,
-                    file_len,
-                };
-                self.corrupt(key, slot, kind)
-            })?;
-        self.check_slot(key, info.capacity, &header, payload)
-            .map_err(|kind| self.corrupt(key, slot, kind))?;
-        out.copy_from_slice(payload);
-        Ok(())
+        if start + out.len() as u64 > self.len {
+            let kind = CorruptKind::OutOfBounds {
+                offset: slot.0,
+                file_len: self.len,
+            };
+            return Err(self.corrupt(key, slot, kind));
+        }
+        self.read_exact_at(out, start)?;
+        self.check_slot(key, info.capacity, &header, out)
+            .map_err(|kind| self.corrupt(key, slot, kind))
     }
 
     /// Reads several checkpoints with one vectored positioned read (`preadv`), each
     /// payload straight into its `out` buffer: slot headers and the bytes between slots go
-    /// to scratch buffers, and the file's mapping is not touched (nothing to release
-    /// afterwards, nothing counted as this process's resident memory). Every slot is
+    /// to scratch buffers. Every slot is
     /// checked as [`SwapFile::read_checked`] checks it; returns one result per read, in
     /// the order given. A read whose result is an error may have left garbage in its
     /// `out`. Like [`SwapFile::read_checked`], it assumes the file itself was
@@ -390,7 +393,7 @@ impl SwapFile {
                 Err(SwapError::Truncated {
                     path: self.path.clone(),
                     actual: self.file.metadata().map_or(start + got, |m| m.len()),
-                    expected: end.max(self.map.len() as u64),
+                    expected: end.max(self.len),
                 })
             } else {
                 SlotHeader::decode(header)
@@ -455,34 +458,28 @@ impl SwapFile {
             .filter_map(|(&offset, info)| info.live.map(|l| (SlotId(offset), l.key)))
     }
 
-    /// Drops this process's mapping of every page of the file (after a batch of writes or
-    /// reads): the data stays in the file and the page cache, so the swap file does not
-    /// count as the process's resident memory. One call, however many checkpoints.
+    /// Starts writing the file's dirty pages back and drops its clean pages from the page
+    /// cache, without waiting for the disk (after a batch of writes on a path that must
+    /// not wait, such as a page-out). Pages still being written stay cached until a
+    /// later release or [`SwapFile::sync_and_release`].
     pub fn release_all(&self) {
-        self.unmap_pages(0, self.map.len() as u64);
+        let fd = self.file.as_raw_fd();
+        // SAFETY: plain calls on a descriptor `self.file` owns for their length; they
+        // read no memory of ours. Errors only leave pages cached, so they are ignored.
+        unsafe {
+            libc::sync_file_range(fd, 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
     }
 
-    /// Drops this process's mapping of the pages under `[offset, offset + len)`: the data
-    /// stays in the file (and the page cache), so the swap file's pages do not count as
-    /// the process's resident memory once a checkpoint is written (or read through the
-    /// map). Whole pages are dropped.
-    fn unmap_pages(&self, offset: u64, len: u64) {
-        let start = offset / PAGE * PAGE;
-        let end = (offset + len).div_ceil(PAGE) * PAGE;
-        let end = end.min(self.map.len() as u64);
-        if end > start {
-            // SAFETY: the range lies inside this shared file mapping. For a MAP_SHARED file
-            // mapping MADV_DONTNEED only drops this process's page-table entries: the
-            // contents, dirty or not, stay in the page cache and the file, and the next
-            // access maps them again. Nothing holds a reference into the range here.
-            let _ = unsafe {
-                self.map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    start as usize,
-                    (end - start) as usize,
-                )
-            };
-        }
+    /// Waits until everything written is on disk (`fdatasync`), then drops the file's
+    /// pages from the page cache: checkpoints are durable and the kernel holds no copy
+    /// of them for this process (at the end of a saver run, after a compaction).
+    pub fn sync_and_release(&self) -> Result<(), SwapError> {
+        self.flush()?;
+        // SAFETY: as in `release_all`.
+        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        Ok(())
     }
 
     /// The length of the checkpoint in `slot`, per the in-memory index.
@@ -525,7 +522,7 @@ impl SwapFile {
 
     /// The file's size (the used region plus room to grow into).
     pub fn file_bytes(&self) -> u64 {
-        self.map.len() as u64
+        self.len
     }
 
     /// Dead bytes as a fraction of the used region (0 when it is empty).
@@ -585,7 +582,7 @@ impl SwapFile {
                 .unwrap_or_default()
         ));
         let result = self.copy_live_slots(&tmp, size, &remap, &new_slots);
-        let (file, map) = match result {
+        let file = match result {
             Ok(done) => done,
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
@@ -602,7 +599,7 @@ impl SwapFile {
         }
         let (bytes_before, dead_before) = (self.file_bytes(), self.dead_bytes());
         self.file = file;
-        self.map = map;
+        self.len = size;
         self.slots = new_slots;
         self.free.clear();
         self.end = new_end;
@@ -615,62 +612,109 @@ impl SwapFile {
         Ok(report)
     }
 
-    /// Writes the map back to the file (`msync`).
+    /// Waits until everything written to the file is on disk (`fdatasync`).
     pub fn flush(&self) -> Result<(), SwapError> {
         self.check_file()?;
-        self.map.flush().map_err(|source| SwapError::Io {
+        self.file.sync_data().map_err(|source| SwapError::Io {
             op: "flush",
             path: self.path.clone(),
             source,
         })
     }
 
-    /// Creates `tmp`, sized `size`, and copies every live slot to its new place.
+    /// Creates `tmp`, sized `size`, and copies every live slot to its new place: the new
+    /// slots are contiguous, so they are gathered into chunks of about [`COMPACT_CHUNK`]
+    /// bytes, each written with one `pwrite`. The copy is on disk and out of the page
+    /// cache when this returns.
     fn copy_live_slots(
         &self,
         tmp: &Path,
         size: u64,
         remap: &[(SlotId, SlotId)],
         new_slots: &BTreeMap<u64, SlotInfo>,
-    ) -> Result<(File, MmapMut), SwapError> {
-        let (file, mut map) = new_mapped_file(tmp, size)?;
+    ) -> Result<File, SwapError> {
+        let file = new_file(tmp, size)?;
+        let write_err = |source| SwapError::Io {
+            op: "write the compacted copy",
+            path: tmp.to_owned(),
+            source,
+        };
+        // The chunk being gathered: the bytes of the new file from `chunk_at` on.
+        let mut chunk: Vec<u8> = Vec::new();
+        let mut chunk_at = FILE_HEADER_BYTES;
         for &(old, new) in remap {
             let info = new_slots[&new.0];
             let live = info.live.expect("only live slots are remapped");
-            let corrupt = |kind| SwapError::Corrupt {
-                path: self.path.clone(),
-                key: live.key,
-                slot: old,
-                kind,
-            };
-            let header = self.header_at(old.0).map_err(corrupt)?;
+            let header = self.header_at(live.key, old)?;
             if header.state != SlotState::Live || header.key != live.key || header.len != live.len {
-                return Err(corrupt(CorruptKind::KeyMismatch { found: header.key }));
+                let kind = CorruptKind::KeyMismatch { found: header.key };
+                return Err(self.corrupt(live.key, old, kind));
             }
             let len = live.len as usize;
-            let from = (old.0 + SLOT_HEADER_BYTES) as usize;
-            let to = (new.0 + SLOT_HEADER_BYTES) as usize;
-            let payload = self.map.get(from..from + len).ok_or_else(|| {
-                corrupt(CorruptKind::OutOfBounds {
-                    offset: old.0,
-                    file_len: self.map.len() as u64,
-                })
-            })?;
-            map[to..to + len].copy_from_slice(payload);
+            let slot_bytes = SLOT_HEADER_BYTES as usize + info.capacity as usize;
+            if !chunk.is_empty() && chunk.len() + slot_bytes > COMPACT_CHUNK {
+                file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
+                chunk.clear();
+            }
+            if chunk.is_empty() {
+                chunk_at = new.0;
+            }
+            debug_assert_eq!(
+                chunk_at + chunk.len() as u64,
+                new.0,
+                "new slots are contiguous"
+            );
+            let at = chunk.len();
+            chunk.resize(at + slot_bytes, 0);
             // The payload's checksum is carried over, not recomputed: a payload corrupted
             // before compaction stays detectable after it.
             let moved = SlotHeader {
                 capacity: info.capacity,
                 ..header
             };
-            moved.encode(&mut map[new.0 as usize..]);
+            moved.encode(&mut chunk[at..]);
+            let from = old.0 + SLOT_HEADER_BYTES;
+            if from + len as u64 > self.len {
+                let kind = CorruptKind::OutOfBounds {
+                    offset: old.0,
+                    file_len: self.len,
+                };
+                return Err(self.corrupt(live.key, old, kind));
+            }
+            let payload = at + SLOT_HEADER_BYTES as usize;
+            self.read_exact_at(&mut chunk[payload..payload + len], from)?;
         }
-        map.flush().map_err(|source| SwapError::Io {
+        if !chunk.is_empty() {
+            file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
+        }
+        file.sync_data().map_err(|source| SwapError::Io {
             op: "flush the compacted copy",
             path: tmp.to_owned(),
             source,
         })?;
-        Ok((file, map))
+        // SAFETY: a plain advice call on a descriptor `file` owns; it reads no memory.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        Ok(file)
+    }
+
+    /// Reads `out.len()` bytes at `offset` of the file. A file that ends before them was
+    /// truncated behind our back.
+    fn read_exact_at(&self, out: &mut [u8], offset: u64) -> Result<(), SwapError> {
+        self.file.read_exact_at(out, offset).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::UnexpectedEof {
+                SwapError::Truncated {
+                    path: self.path.clone(),
+                    actual: self.file.metadata().map_or(offset, |m| m.len()),
+                    expected: self.len,
+                }
+            } else {
+                SwapError::Io {
+                    op: "read",
+                    path: self.path.clone(),
+                    source,
+                }
+            }
+        })
     }
 
     /// The in-memory record of a live slot, or `NoSuchSlot`.
@@ -684,25 +728,49 @@ impl SwapFile {
         }
     }
 
-    /// Decodes the header at `offset`, bounds-checked against the map.
-    fn header_at(&self, offset: u64) -> Result<SlotHeader, CorruptKind> {
-        let file_len = self.map.len() as u64;
-        let bytes = offset
+    /// Reads and decodes the header of `slot` (object `key`'s, as far as the caller
+    /// knows), bounds-checked against the file.
+    fn header_at(&self, key: u64, slot: SlotId) -> Result<SlotHeader, SwapError> {
+        let (offset, file_len) = (slot.0, self.len);
+        let out_of_bounds = CorruptKind::OutOfBounds { offset, file_len };
+        if offset
             .checked_add(SLOT_HEADER_BYTES)
-            .filter(|&end| end <= file_len)
-            .and_then(|end| self.map.get(offset as usize..end as usize))
-            .ok_or(CorruptKind::OutOfBounds { offset, file_len })?;
-        let header = SlotHeader::decode(bytes).map_err(header_corruption)?;
+            .is_none_or(|end| end > file_len)
+        {
+            return Err(self.corrupt(key, slot, out_of_bounds));
+        }
+        let mut bytes = [0u8; SLOT_HEADER_BYTES as usize];
+        self.read_exact_at(&mut bytes, offset)?;
+        let header = SlotHeader::decode(&bytes)
+            .map_err(|e| self.corrupt(key, slot, header_corruption(e)))?;
         if offset + SLOT_HEADER_BYTES + header.capacity as u64 > file_len {
-            return Err(CorruptKind::OutOfBounds { offset, file_len });
+            return Err(self.corrupt(key, slot, out_of_bounds));
         }
         Ok(header)
     }
 
-    /// Writes a live slot: payload first, then the header that vouches for it.
-    fn put(&mut self, offset: u64, capacity: u32, key: u64, bytes: &[u8], generation: u32) {
-        let start = (offset + SLOT_HEADER_BYTES) as usize;
-        self.map[start..start + bytes.len()].copy_from_slice(bytes);
+    /// Writes `bytes` at `offset` of the file.
+    fn write_at(&self, bytes: &[u8], offset: u64) -> Result<(), SwapError> {
+        self.file
+            .write_all_at(bytes, offset)
+            .map_err(|source| SwapError::Io {
+                op: "write",
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Writes a live slot: payload first, then the header that vouches for it. The index
+    /// records it only once both are written.
+    fn put(
+        &mut self,
+        offset: u64,
+        capacity: u32,
+        key: u64,
+        bytes: &[u8],
+        generation: u32,
+    ) -> Result<(), SwapError> {
+        self.write_at(bytes, offset + SLOT_HEADER_BYTES)?;
         let len = bytes.len() as u32;
         let header = SlotHeader {
             state: SlotState::Live,
@@ -712,7 +780,9 @@ impl SwapFile {
             generation,
             payload_crc: crc32(bytes),
         };
-        header.encode(&mut self.map[offset as usize..]);
+        let mut encoded = [0u8; SLOT_HEADER_BYTES as usize];
+        header.encode(&mut encoded);
+        self.write_at(&encoded, offset)?;
         self.slots.insert(
             offset,
             SlotInfo {
@@ -724,9 +794,12 @@ impl SwapFile {
                 }),
             },
         );
+        Ok(())
     }
 
-    /// Writes a free slot's header and records it as free.
+    /// Writes a free slot's header and records it as free. The header only describes the
+    /// file to a reader; the index is what allocation trusts, so a failed write of it is
+    /// not an error.
     fn put_free(&mut self, offset: u64, capacity: u32) {
         let header = SlotHeader {
             state: SlotState::Free,
@@ -736,7 +809,9 @@ impl SwapFile {
             generation: 0,
             payload_crc: 0,
         };
-        header.encode(&mut self.map[offset as usize..]);
+        let mut encoded = [0u8; SLOT_HEADER_BYTES as usize];
+        header.encode(&mut encoded);
+        let _ = self.write_at(&encoded, offset);
         self.slots.insert(
             offset,
             SlotInfo {
@@ -810,7 +885,7 @@ impl SwapFile {
 
     /// Grows the file to hold at least `needed` bytes, within the limit.
     fn ensure_len(&mut self, needed: u64) -> Result<(), SwapError> {
-        let current = self.map.len() as u64;
+        let current = self.len;
         if needed <= current {
             return Ok(());
         }
@@ -829,7 +904,7 @@ impl SwapFile {
         }
         self.check_file()?;
         reserve(&self.file, &self.path, current, wanted)?;
-        self.map = map_file(&self.file, &self.path)?;
+        self.len = wanted;
         Ok(())
     }
 
@@ -845,7 +920,7 @@ impl SwapFile {
                 path: self.path.clone(),
             });
         }
-        let expected = self.map.len() as u64;
+        let expected = self.len;
         if meta.len() < expected {
             return Err(SwapError::Truncated {
                 path: self.path.clone(),
@@ -868,9 +943,9 @@ fn header_corruption(e: HeaderError) -> CorruptKind {
     }
 }
 
-/// Creates (or truncates) `path` with `size` bytes reserved on disk, writes the file header
-/// and maps it.
-fn new_mapped_file(path: &Path, size: u64) -> Result<(File, MmapMut), SwapError> {
+/// Creates (or truncates) `path` with `size` bytes reserved on disk and writes the file
+/// header.
+fn new_file(path: &Path, size: u64) -> Result<File, SwapError> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -883,9 +958,15 @@ fn new_mapped_file(path: &Path, size: u64) -> Result<(File, MmapMut), SwapError>
             source,
         })?;
     reserve(&file, path, 0, size)?;
-    let mut map = map_file(&file, path)?;
-    write_file_header(&mut map);
-    Ok((file, map))
+    let mut header = [0u8; FILE_HEADER_BYTES as usize];
+    write_file_header(&mut header);
+    file.write_all_at(&header, 0)
+        .map_err(|source| SwapError::Io {
+            op: "write the file header",
+            path: path.to_owned(),
+            source,
+        })?;
+    Ok(file)
 }
 
 /// Allocates disk blocks for `[from, to)`, extending the file: a full disk fails here, as
@@ -913,19 +994,6 @@ fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), SwapError
             source: std::io::Error::from_raw_os_error(errno),
         }),
     }
-}
-
-fn map_file(file: &File, path: &Path) -> Result<MmapMut, SwapError> {
-    // SAFETY: a shared mapping of this app's own swap file, which this process created in
-    // the runtime's swap directory and sized with `reserve`. No other process is meant to
-    // write or shrink it. One that writes is caught as corruption (checksums on every read);
-    // one that shrinks it is caught by the size check before every access, short of a
-    // truncation racing with one access, which nothing in marvin does.
-    unsafe { MmapMut::map_mut(file) }.map_err(|source| SwapError::Io {
-        op: "map",
-        path: path.to_owned(),
-        source,
-    })
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub enum CorruptKind {
     OutOfBounds {
         /// Where the slot starts.
         offset: u64,
-        /// The mapped length.
+        /// The file's length.
         file_len: u64,
     },
     /// The slot header does not start with the slot magic.

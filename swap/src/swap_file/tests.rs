@@ -1,5 +1,5 @@
 //! Tests of the swap file through its public API, plus byte-level damage done with plain
-//! file writes (the map is shared, so they are visible at once).
+//! file writes (the swap file reads the file itself, so they are visible at once).
 
 use std::io::{Seek, SeekFrom, Write};
 
@@ -398,4 +398,100 @@ fn the_size_limit_is_an_error_and_space_can_be_reused_after() {
     let again = f.write(key, &object(key, 4000), None).unwrap();
     assert_eq!(again, slot);
     assert!(SwapFile::with_limit(dir.path(), "tiny.swap", 10).is_err());
+}
+
+/// Whether this process maps any file whose path starts with `path`.
+fn mapped(path: &Path) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let path = path.to_str().unwrap();
+    maps.lines().any(|l| l.contains(path))
+}
+
+/// Whether the first byte of every 4 KiB page in `[from, to)` of `path` is in the page
+/// cache: a read that must not wait for the disk (`RWF_NOWAIT`) finds it or fails.
+fn cached_pages(path: &Path, from: u64, to: u64) -> usize {
+    let file = File::open(path).unwrap();
+    let mut byte = [0u8; 1];
+    (from..to)
+        .step_by(4096)
+        .filter(|&at| {
+            let iov = libc::iovec {
+                iov_base: byte.as_mut_ptr().cast(),
+                iov_len: 1,
+            };
+            // SAFETY: one iovec naming `byte`, writable and alive for the call; the
+            // descriptor is owned by `file`.
+            let n =
+                unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at as i64, libc::RWF_NOWAIT) };
+            n == 1
+        })
+        .count()
+}
+
+/// Whether `dir` is on a file system whose page cache is its storage (tmpfs), where
+/// dropping cached pages does nothing.
+fn on_tmpfs(dir: &Path) -> bool {
+    let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statfs for the call.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    rc == 0 && st.f_type == libc::TMPFS_MAGIC
+}
+
+#[test]
+fn the_file_is_never_mapped_and_leaves_the_page_cache_once_synced() {
+    let (dir, mut f) = new_file();
+    let mut slots = Vec::new();
+    for key in 0..300u64 {
+        slots.push((key, f.write(key, &object(key, 4076), None).unwrap()));
+    }
+    for &(_, slot) in slots.iter().step_by(2) {
+        f.free(slot).unwrap();
+    }
+    let report = f.compact_if_needed(0.25).unwrap().expect("half is dead");
+    // Neither the file nor its compacted copy was ever mapped: nothing of them counts
+    // as this process's resident memory.
+    assert!(!mapped(dir.path()), "the swap directory is mapped");
+    f.write(1000, &object(1000, 4076), None).unwrap();
+    let (_, new) = report.remap[0];
+    assert_eq!(read_back(&f, new, 1).unwrap(), object(1, 4076));
+    assert!(!mapped(dir.path()));
+
+    f.sync_and_release().unwrap();
+    if on_tmpfs(dir.path()) {
+        eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
+        return;
+    }
+    // The used region (room reserved past it was never written: reading it needs no
+    // disk, cached or not).
+    let end = FILE_HEADER_BYTES + f.used_bytes();
+    assert_eq!(
+        cached_pages(f.path(), 0, end),
+        0,
+        "synced checkpoints left the page cache"
+    );
+    // And they are all still there.
+    for (key, old) in slots.iter().skip(1).step_by(2) {
+        let slot = report.new_slot(*old).unwrap();
+        assert_eq!(read_back(&f, slot, *key).unwrap(), object(*key, 4076));
+    }
+}
+
+#[test]
+fn compaction_copies_slots_larger_than_a_chunk() {
+    let (_dir, mut f) = new_file();
+    let big = COMPACT_CHUNK + 12_345;
+    let keys = [(1u64, 100usize), (2, big), (3, 4076), (4, big), (5, 17)];
+    let mut slots = Vec::new();
+    for &(key, len) in &keys {
+        let dead = f.write(key + 100, &object(key + 100, len), None).unwrap();
+        slots.push((key, len, f.write(key, &object(key, len), None).unwrap()));
+        f.free(dead).unwrap();
+    }
+    let report = f.compact_if_needed(0.25).unwrap().expect("half is dead");
+    for (key, len, old) in slots {
+        let new = report.new_slot(old).unwrap();
+        assert_eq!(read_back(&f, new, key).unwrap(), object(key, len), "{key}");
+    }
 }
