@@ -36,6 +36,8 @@ const VERSION: u32 = 1;
 const HEADER_BYTES: usize = 64;
 const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
 const APP_FOREGROUND: u32 = 1;
+/// The page size the table's resident bytes are rounded to.
+const PAGE_BYTES: usize = 4096;
 
 /// The largest capacity a table accepts (16 M entries, 512 MiB of table).
 pub const MAX_CAPACITY: u32 = 1 << 24;
@@ -260,13 +262,23 @@ fn open_rw(path: &Path, create: bool) -> std::io::Result<File> {
         .open(path)
 }
 
+/// The free indices of a table: those freed since they were handed out (a stack, the top
+/// handed out first), then the never used ones from `fresh` up. It holds at most as many
+/// indices as were ever in use at once, not the capacity.
+#[derive(Default)]
+struct FreeList {
+    freed: Vec<u32>,
+    /// The lowest index never handed out.
+    fresh: u32,
+}
+
 /// The runtime's reclaim table for one app: it inserts and removes entries; reclaimers lock
 /// and read them, in this process through `&ReclaimTable`, or in another through a
 /// [`ReclaimTableView`] of the same file.
 pub struct ReclaimTable {
     mapping: Mapping,
-    /// Free entry indices; the top of the stack is handed out first.
-    free: Mutex<Vec<u32>>,
+    /// Which indices are free.
+    free: Mutex<FreeList>,
     /// One past the highest index ever handed out: scans stop here, so a large table
     /// with few entries costs only the pages it uses.
     high: std::sync::atomic::AtomicU32,
@@ -323,10 +335,9 @@ impl ReclaimTable {
     }
 
     fn with_mapping(mapping: Mapping) -> ReclaimTable {
-        let free = (0..mapping.capacity).rev().collect();
         ReclaimTable {
             mapping,
-            free: Mutex::new(free),
+            free: Mutex::new(FreeList::default()),
             high: std::sync::atomic::AtomicU32::new(0),
         }
     }
@@ -343,7 +354,17 @@ impl ReclaimTable {
 
     /// The number of occupied entries.
     pub fn len(&self) -> usize {
-        self.mapping.capacity as usize - self.free.lock().len()
+        let free = self.free.lock();
+        (free.fresh as usize) - free.freed.len()
+    }
+
+    /// Bytes of the table's map the table has touched: its header and every entry up to
+    /// the highest index ever handed out, in whole pages (what the process holds
+    /// resident for it at most), plus its free list.
+    pub fn resident_bytes(&self) -> usize {
+        let free = self.free.lock();
+        let mapped = Mapping::bytes_for(free.fresh).div_ceil(PAGE_BYTES) * PAGE_BYTES;
+        mapped + free.freed.capacity() * std::mem::size_of::<u32>()
     }
 
     /// Whether no entry is occupied.
@@ -354,9 +375,21 @@ impl ReclaimTable {
     /// Records an object at `addr` of `size` bytes, owned by handle `owner`. The entry starts
     /// OCCUPIED and RESIDENT, not saved, clean or cold.
     pub fn insert(&self, addr: u64, size: u64, owner: u64) -> Result<EntryId, TableFull> {
-        let index = self.free.lock().pop().ok_or(TableFull {
-            capacity: self.capacity(),
-        })?;
+        let index = {
+            let mut free = self.free.lock();
+            match free.freed.pop() {
+                Some(index) => index,
+                None if free.fresh < self.capacity() => {
+                    free.fresh += 1;
+                    free.fresh - 1
+                }
+                None => {
+                    return Err(TableFull {
+                        capacity: self.capacity(),
+                    })
+                }
+            }
+        };
         let id = EntryId::from_index(index);
         self.mapping.entries()[index as usize].occupy(addr, size, owner);
         // Release: a scan that sees the new bound sees the occupied entry.
@@ -378,7 +411,7 @@ impl ReclaimTable {
             return Err(ReclaimTableError::NotOccupied { id });
         }
         entry.vacate();
-        free.push(id.index());
+        free.freed.push(id.index());
         Ok(())
     }
 
