@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use marvin_deliqueue::{DeliQueue, MessageQueue};
 use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
-use marvin_runtime::cpuclock::thread_cpu_time_ns;
 use marvin_runtime::fasttrack::FastTracker;
 use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::Monitors;
@@ -208,18 +207,19 @@ impl App {
     /// A full collection. The calling mutator must already be in the safe state with
     /// its roots published.
     pub(crate) fn collect_stopped(&self) {
-        let (start_ns, cpu0) = (Tracer::now_ns(), thread_cpu_time_ns());
-        let w = self.safepoints.stop_the_world();
-        let stopped_ns = Tracer::now_ns();
-        let mut roots = w.roots.clone();
-        self.monitors.roots(&mut roots);
-        roots.extend(self.pinned.lock().keys().copied());
-        // SAFETY: the world is stopped (`w`), and the roots are every published frame
-        // root plus every monitor in use.
-        let r = unsafe { marvin_gc::collect(&self.heap, &roots) };
-        drop(w);
-        self.cpu
-            .add(Activity::Gc, thread_cpu_time_ns().saturating_sub(cpu0));
+        let start_ns = Tracer::now_ns();
+        let (stopped_ns, r) = self.cpu.measure(Activity::Gc, || {
+            let w = self.safepoints.stop_the_world();
+            let stopped_ns = Tracer::now_ns();
+            let mut roots = w.roots.clone();
+            self.monitors.roots(&mut roots);
+            roots.extend(self.pinned.lock().keys().copied());
+            // SAFETY: the world is stopped (`w`), and the roots are every published frame
+            // root plus every monitor in use.
+            let r = unsafe { marvin_gc::collect(&self.heap, &roots) };
+            drop(w);
+            (stopped_ns, r)
+        });
         self.trace
             .gc_cycle(start_ns, stopped_ns, r.mark_time, r.sweep_time);
         self.trace_memory(&r.working_set);

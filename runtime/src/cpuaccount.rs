@@ -62,12 +62,8 @@ impl CpuAccount {
 
     /// Runs `f` on the calling thread and adds the thread CPU time it took to `activity`.
     pub fn measure<R>(&self, activity: Activity, f: impl FnOnce() -> R) -> R {
-        let start = cpuclock::thread_cpu_time_ns();
-        let r = f();
-        self.add(
-            activity,
-            cpuclock::thread_cpu_time_ns().saturating_sub(start),
-        );
+        let (r, ns) = cpuclock::measure_thread_cpu(f);
+        self.add(activity, ns);
         r
     }
 

@@ -8,7 +8,8 @@
 //! ([`CURRENT_THREAD_USER_CLOCK`]) and reading it is one `clock_gettime` call with no lookup.
 //!
 //! This module owns:
-//! - [`thread_cpu_time_ns`]: the current thread's user+system time (`CLOCK_THREAD_CPUTIME_ID`);
+//! - [`thread_cpu_time_ns`]: the current thread's user+system time (`CLOCK_THREAD_CPUTIME_ID`),
+//!   and [`measure_thread_cpu`], the CPU time a piece of work takes on it;
 //! - [`thread_user_time_ns`]: the current thread's user time through the constant clock id;
 //! - [`thread_user_time_of`] (and its safe forms [`thread_user_time_of_handle`],
 //!   [`thread_user_time_of_tid`], [`thread_user_time_via_pthread_self`]): a thread's user
@@ -99,6 +100,17 @@ pub fn thread_cpu_time_ns() -> u64 {
         Ok(ns) => ns,
         Err(_) => read_proc_fallback(|user, system| user.saturating_add(system)),
     }
+}
+
+/// Runs `f` on the calling thread and returns its result with the thread CPU time (user +
+/// system, [`thread_cpu_time_ns`]) it took: the one measurement behind
+/// [`CpuAccount::measure`](crate::cpuaccount::CpuAccount::measure) and the fast-track
+/// detector's overhead.
+#[inline]
+pub fn measure_thread_cpu<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let start = thread_cpu_time_ns();
+    let r = f();
+    (r, thread_cpu_time_ns().saturating_sub(start))
 }
 
 /// The calling thread's user CPU time in nanoseconds: one `clock_gettime` on the constant
