@@ -512,3 +512,51 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
         .any(|s| s.path == swap_path));
     assert!(!swap_path.exists(), "the swap file is gone");
 }
+
+#[test]
+fn with_swap_the_killer_acts_when_swap_runs_low() {
+    let Some(h) = hierarchy() else { return };
+    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let swap = SwapDevice::enable_file(dir.path(), 32 * MIB, None).unwrap();
+    let limit = 32 * MIB;
+    let group = h
+        .create(&Limits {
+            max_bytes: limit,
+            high_bytes: None,
+            swappiness: Some(100),
+        })
+        .unwrap();
+    // Kill once more than 8 MiB of the 32 MiB swap are used; the app's 48 MiB fit in
+    // memory plus swap, so the kernel never has to act.
+    let mut killer = Killer::new(&group, Trigger::pressure(24 * MIB))
+        .unwrap()
+        .with_swap(&swap);
+    let mut app = group.spawn_inside(&mut child_command("alloc:48")).unwrap();
+    killer
+        .track(app.id(), AppState::Cached { lru_rank: 3 })
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    let kill = loop {
+        if let Some(k) = killer.watch(Duration::from_millis(10)).unwrap() {
+            break k;
+        }
+        assert!(Instant::now() < end, "no kill within 30 s");
+    };
+    assert_eq!(kill.pid, app.id());
+    assert!(
+        matches!(kill.reason, Reason::SwapLow { .. } | Reason::Critical),
+        "{:?}",
+        kill.reason
+    );
+    let status = wait_with_timeout(&mut app, Duration::from_secs(10));
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    assert_eq!(
+        group.oom_kills().unwrap(),
+        0,
+        "the kernel's OOM killer did nothing"
+    );
+    drop(killer);
+    group.remove().unwrap();
+    swap.remove().unwrap();
+}

@@ -11,12 +11,14 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cgroup::Group;
 use super::error::{HostError, Result};
 use super::lmk_policy::{self, AppState, Candidate, Reason, Sample, Trigger};
 use super::pressure::{self, Level, PressureEvents};
+use super::swapdev::{self, SwapDevice};
 use super::{procstat, sys};
 
 /// A kill the killer made.
@@ -44,6 +46,8 @@ pub struct Killer<'g> {
     events: Vec<PressureEvents>,
     /// Which of `events` is the critical pressure registration.
     critical_at: Option<usize>,
+    /// The run's swap device, whose free space the trigger may watch.
+    swap: Option<PathBuf>,
     apps: BTreeMap<u32, Tracked>,
     /// The last victim, until it has exited.
     dying: Option<OwnedFd>,
@@ -70,10 +74,18 @@ impl<'g> Killer<'g> {
             trigger,
             events,
             critical_at,
+            swap: None,
             apps: BTreeMap::new(),
             dying: None,
             kills: Vec::new(),
         })
+    }
+
+    /// Watches the free space of the run's swap device (for
+    /// [`Trigger::swap_free_low_bytes`]).
+    pub fn with_swap(mut self, swap: &SwapDevice) -> Killer<'g> {
+        self.swap = Some(swap.path().to_path_buf());
+        self
     }
 
     /// Starts tracking the app process `pid` in `state`.
@@ -142,10 +154,18 @@ impl<'g> Killer<'g> {
             }
             self.dying = None;
         }
+        let swap_free = match &self.swap {
+            Some(path) => swapdev::active_swaps()?
+                .into_iter()
+                .find(|s| &s.path == path)
+                .map(|s| s.size_bytes.saturating_sub(s.used_bytes)),
+            None => None,
+        };
         let sample = Sample {
             usage: self.group.usage()?,
             limit: self.group.limit()?,
             critical,
+            swap_free,
         };
         let Some(reason) = lmk_policy::kill_reason(&sample, &self.trigger) else {
             return Ok(None);

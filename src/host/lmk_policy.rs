@@ -69,6 +69,10 @@ pub struct Trigger {
     /// Kill on a critical pressure event (v1 `memory.pressure_level` critical, v2 a
     /// PSI `full` stall), the signal lmkd acts on when the device has swap.
     pub on_critical: bool,
+    /// With swap: kill when the run's swap device has less than this free (lmkd's
+    /// `swap_free_low_percentage`), since a group that cannot swap any more meets the
+    /// kernel's OOM killer at its limit.
+    pub swap_free_low_bytes: Option<u64>,
     /// Apps with a lower adj are never killed.
     pub min_adj: i32,
 }
@@ -79,15 +83,18 @@ impl Trigger {
         Trigger {
             headroom_bytes: Some(headroom_bytes),
             on_critical: false,
+            swap_free_low_bytes: None,
             min_adj: FOREGROUND_APP_ADJ,
         }
     }
 
-    /// With swap: usage sits at the limit by design; kill on critical pressure.
-    pub fn pressure() -> Trigger {
+    /// With swap: usage sits at the limit by design; kill on critical pressure, or
+    /// when the swap device has less than `swap_free_low_bytes` left.
+    pub fn pressure(swap_free_low_bytes: u64) -> Trigger {
         Trigger {
             headroom_bytes: None,
             on_critical: true,
+            swap_free_low_bytes: Some(swap_free_low_bytes),
             min_adj: FOREGROUND_APP_ADJ,
         }
     }
@@ -100,6 +107,8 @@ pub struct Sample {
     pub limit: u64,
     /// A critical pressure event arrived since the last sample.
     pub critical: bool,
+    /// Free bytes on the run's swap device, where it has one.
+    pub swap_free: Option<u64>,
 }
 
 /// Why the killer acts.
@@ -109,6 +118,8 @@ pub enum Reason {
     Headroom { usage: u64, threshold: u64 },
     /// A critical pressure event.
     Critical,
+    /// The swap device is nearly full.
+    SwapLow { free: u64, threshold: u64 },
 }
 
 /// Whether `sample` calls for a kill under `trigger`, and why.
@@ -124,6 +135,11 @@ pub fn kill_reason(sample: &Sample, trigger: &Trigger) -> Option<Reason> {
     }
     if trigger.on_critical && sample.critical {
         return Some(Reason::Critical);
+    }
+    if let (Some(threshold), Some(free)) = (trigger.swap_free_low_bytes, sample.swap_free) {
+        if free < threshold {
+            return Some(Reason::SwapLow { free, threshold });
+        }
     }
     None
 }
@@ -204,6 +220,7 @@ mod tests {
             usage,
             limit: 64 << 20,
             critical: false,
+            swap_free: Some(0),
         };
         assert_eq!(
             kill_reason(&at(48 << 20), &t),
@@ -217,7 +234,7 @@ mod tests {
                 threshold: 48 << 20
             })
         );
-        // Critical events alone do not fire a usage trigger.
+        // Critical events and a full swap device alone do not fire a usage trigger.
         assert_eq!(
             kill_reason(
                 &Sample {
@@ -231,27 +248,44 @@ mod tests {
     }
 
     #[test]
-    fn pressure_trigger_fires_on_critical_only() {
-        let t = Trigger::pressure();
+    fn pressure_trigger_fires_on_critical_or_a_nearly_full_swap() {
+        let t = Trigger::pressure(8 << 20);
         let full = Sample {
             usage: 64 << 20,
             limit: 64 << 20,
             critical: false,
+            swap_free: Some(100 << 20),
         };
         assert_eq!(
             kill_reason(&full, &t),
             None,
             "a swapping group sits at its limit"
         );
+        let critical = Sample {
+            critical: true,
+            ..full
+        };
+        assert_eq!(kill_reason(&critical, &t), Some(Reason::Critical));
+        let low = Sample {
+            swap_free: Some((8 << 20) - 1),
+            ..full
+        };
         assert_eq!(
-            kill_reason(
-                &Sample {
-                    critical: true,
-                    ..full
-                },
-                &t
-            ),
-            Some(Reason::Critical)
+            kill_reason(&low, &t),
+            Some(Reason::SwapLow {
+                free: (8 << 20) - 1,
+                threshold: 8 << 20
+            })
         );
+        let exactly = Sample {
+            swap_free: Some(8 << 20),
+            ..full
+        };
+        assert_eq!(kill_reason(&exactly, &t), None, "exactly at the threshold");
+        let unknown = Sample {
+            swap_free: None,
+            ..full
+        };
+        assert_eq!(kill_reason(&unknown, &t), None, "no swap device known");
     }
 }
