@@ -335,3 +335,157 @@ impl AllocPressure for BudgetHook {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The policy file's `[reclaimer]` settings decide what marvin's make-room takes:
+    //! three background apps of different sizes, saved ahead of time, and a foreground
+    //! app whose allocation finds the budget full.
+
+    use super::*;
+    use crate::bench::reclaim::{ARRAY_BYTES, ARRAY_WORDS};
+    use marvin_app::{RunConfig, SwapMode};
+    use marvin_interpreter::exec::Loaded;
+    use marvin_interpreter::{asm, verify};
+    use marvin_runtime::header::ObjKind;
+    use marvin_runtime::heap::HeapConfig;
+    use marvin_swap::policy::{PolicyConfig, ReclaimBatch};
+
+    const MIB: u64 = 1 << 20;
+    /// Background apps' sizes, in the order they left the foreground (app0 longest ago).
+    const SIZES: [u64; 3] = [2 * MIB, 6 * MIB, 3 * MIB];
+
+    struct World {
+        budget: Arc<Budget>,
+        apps: Vec<Arc<App>>,
+        _members: Vec<Arc<Member>>,
+        _dir: tempfile::TempDir,
+    }
+
+    fn world(policy: PolicyConfig) -> World {
+        let p = asm::assemble(
+            "idle.masm",
+            ".method main args=0 locals=0\n  push 0\n  ret\n.end\n",
+        )
+        .unwrap();
+        let loaded = Arc::new(Loaded::new(verify::verify(p).unwrap()));
+        let dir = tempfile::tempdir().unwrap();
+        let policy: Arc<dyn SwapPolicy> = Arc::new(policy);
+        let total: u64 = SIZES.iter().sum();
+        // Full: the foreground app's next array does not fit.
+        let budget = Arc::new(Budget::new(
+            total,
+            Pressure::Marvin,
+            policy.clone(),
+            Box::new(|_| {}),
+        ));
+        let (mut apps, mut members) = (Vec::new(), Vec::new());
+        // The background apps with their sizes, then the foreground app (`None`).
+        let sizes = SIZES.iter().copied().map(Some).chain([None]);
+        for (id, size) in sizes.enumerate() {
+            let app = Arc::new(
+                App::new(
+                    loaded.clone(),
+                    RunConfig {
+                        heap: HeapConfig {
+                            handle_capacity: 1 << 13,
+                            ..HeapConfig::default()
+                        },
+                        out: Box::new(std::io::sink()),
+                        ..RunConfig::default()
+                    },
+                )
+                .unwrap(),
+            );
+            app.enable_swap(
+                dir.path(),
+                &format!("app{id}"),
+                policy.clone(),
+                SwapMode::Objects,
+            )
+            .unwrap();
+            let foreground = size.is_none();
+            if let Some(size) = size {
+                // Kept alive by the app's handle table (nothing collects here).
+                for _ in 0..size / ARRAY_BYTES {
+                    app.heap()
+                        .alloc(ObjKind::IntArray, 0, ARRAY_WORDS, 0)
+                        .unwrap();
+                }
+                app.enter_background().unwrap();
+                app.save_now(true).unwrap();
+                for _ in 0..5 {
+                    app.working_set_round();
+                }
+                assert_eq!(app.resident_bytes(), size);
+            }
+            let member = Arc::new(Member {
+                id,
+                app: Arc::downgrade(&app),
+                foreground: AtomicBool::new(foreground),
+                last_foreground_ns: AtomicU64::new(id as u64),
+                alive: AtomicBool::new(true),
+            });
+            budget.members.lock().push(member.clone());
+            members.push(member);
+            apps.push(app);
+        }
+        World {
+            budget,
+            apps,
+            _members: members,
+            _dir: dir,
+        }
+    }
+
+    /// The foreground app asks for one array's room; returns what each background app
+    /// gave.
+    fn make_room(policy: PolicyConfig) -> Vec<u64> {
+        let w = world(policy);
+        let fg = w.apps.last().unwrap();
+        w.budget.reserve(fg.heap(), ARRAY_BYTES);
+        w.budget.release(ARRAY_BYTES);
+        assert_eq!(
+            w.budget.stats.lock().stall_ns.len(),
+            1,
+            "one allocation waited"
+        );
+        assert_eq!(w.budget.over_budget(), (0, 0));
+        SIZES
+            .iter()
+            .zip(&w.apps)
+            .map(|(size, a)| size - a.resident_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn lru_takes_from_the_app_longest_in_the_background_first() {
+        let given = make_room(PolicyConfig::default());
+        // At least a batch (4 MiB): all of app0, then the rest from app1.
+        assert_eq!(given[0], SIZES[0], "{given:?}");
+        assert!(given[1] >= RECLAIM_BATCH - SIZES[0], "{given:?}");
+        assert_eq!(given[2], 0, "{given:?}");
+    }
+
+    #[test]
+    fn largest_first_takes_from_the_largest_app_first() {
+        let mut p = PolicyConfig::default();
+        p.reclaimer.victim_order = VictimOrder::LargestFirst;
+        let given = make_room(p);
+        assert_eq!(given[0], 0, "{given:?}");
+        assert!(given[1] >= RECLAIM_BATCH, "{given:?}");
+        assert_eq!(given[2], 0, "{given:?}");
+    }
+
+    #[test]
+    fn a_batch_caps_what_each_victim_gives_per_request() {
+        let mut p = PolicyConfig::default();
+        p.reclaimer.batch_bytes = ReclaimBatch::Bytes(MIB);
+        let given = make_room(p);
+        assert_eq!(
+            given,
+            [MIB, MIB, MIB],
+            "a mebibyte from each, in one request"
+        );
+    }
+}
