@@ -3,6 +3,7 @@
 pub mod app;
 pub mod pressure;
 pub mod program;
+pub mod reclaim;
 pub mod size;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,8 @@ pub enum Cmd {
     /// protocol on its standard streams).
     #[command(hide = true)]
     App(app::AppArgs),
+    /// Reclaim a running app's saved, clean, cold objects from outside its process.
+    Reclaim(reclaim::ReclaimArgs),
     /// Side-by-side benchmarks.
     #[command(subcommand)]
     Bench(crate::bench::BenchCmd),
@@ -58,6 +61,7 @@ pub fn main() -> i32 {
         Cmd::Pressure(a) => pressure::pressure(a),
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
+        Cmd::Reclaim(a) => reclaim::reclaim(a),
         Cmd::Bench(b) => crate::bench::run(b).map(|_| 0),
     };
     match res {
