@@ -529,7 +529,7 @@ fn with_swap_the_killer_acts_when_swap_runs_low() {
         .unwrap();
     // Kill once more than 8 MiB of the 32 MiB swap are used; the app's 48 MiB fit in
     // memory plus swap, so the kernel never has to act.
-    let mut killer = Killer::new(&group, Trigger::pressure(24 * MIB))
+    let mut killer = Killer::new(&group, Trigger::pressure().with_swap_free_low(24 * MIB))
         .unwrap()
         .with_swap(&swap);
     let mut app = group.spawn_inside(&mut child_command("alloc:48")).unwrap();

@@ -88,14 +88,22 @@ impl Trigger {
         }
     }
 
-    /// With swap: usage sits at the limit by design; kill on critical pressure, or
-    /// when the swap device has less than `swap_free_low_bytes` left.
-    pub fn pressure(swap_free_low_bytes: u64) -> Trigger {
+    /// With swap: usage sits at the limit by design; kill on critical pressure (and,
+    /// with [`Trigger::with_swap_free_low`], when the swap device runs low).
+    pub fn pressure() -> Trigger {
         Trigger {
             headroom_bytes: None,
             on_critical: true,
-            swap_free_low_bytes: Some(swap_free_low_bytes),
+            swap_free_low_bytes: None,
             min_adj: FOREGROUND_APP_ADJ,
+        }
+    }
+
+    /// Also kill when the run's swap device has less than `bytes` free.
+    pub fn with_swap_free_low(self, bytes: u64) -> Trigger {
+        Trigger {
+            swap_free_low_bytes: Some(bytes),
+            ..self
         }
     }
 }
@@ -249,7 +257,7 @@ mod tests {
 
     #[test]
     fn pressure_trigger_fires_on_critical_or_a_nearly_full_swap() {
-        let t = Trigger::pressure(8 << 20);
+        let t = Trigger::pressure().with_swap_free_low(8 << 20);
         let full = Sample {
             usage: 64 << 20,
             limit: 64 << 20,
