@@ -66,10 +66,7 @@ fn selected(i: u64, pct: u64) -> bool {
 fn reclaim_fraction(saved: &SavedHeap, pct: u64) -> anyhow::Result<u64> {
     for (i, &h) in saved.handles.iter().enumerate() {
         if !selected(i as u64, pct) {
-            let a = saved
-                .heap
-                .access::<Barriers>(h, AccessKind::Write)
-                .map_err(anyhow::Error::msg)?;
+            let a = saved.heap.access::<Barriers>(h, AccessKind::Write)?;
             let w = &a.obj().words()[1];
             w.store(w.load(Ordering::Relaxed), Ordering::Relaxed);
         }
@@ -82,10 +79,7 @@ fn walk(saved: &SavedHeap) -> anyhow::Result<u64> {
     let mut first = 0u64;
     let mut all = 0u64;
     for &h in &saved.handles {
-        let a = saved
-            .heap
-            .access::<Barriers>(h, AccessKind::Read)
-            .map_err(anyhow::Error::msg)?;
+        let a = saved.heap.access::<Barriers>(h, AccessKind::Read)?;
         let words = a.obj().words();
         first = first.wrapping_add(words[0].load(Ordering::Relaxed));
         for w in words {

@@ -98,9 +98,7 @@ impl SavedHeap {
             let h = heap
                 .alloc(ObjKind::IntArray, ARRAY_CLASS, ARRAY_WORDS, 0)
                 .context("allocating an array")?;
-            let a = heap
-                .access::<Barriers>(h, AccessKind::Write)
-                .map_err(anyhow::Error::msg)?;
+            let a = heap.access::<Barriers>(h, AccessKind::Write)?;
             let words = a.obj().words();
             words[0].store(h.value(), std::sync::atomic::Ordering::Relaxed);
             words[words.len() - 1].store(!h.value(), std::sync::atomic::Ordering::Relaxed);
@@ -109,11 +107,9 @@ impl SavedHeap {
         }
         let dir = tempfile::tempdir().context("creating the swap directory")?;
         let policy = Arc::new(PolicyConfig::default());
-        let swap = AppSwap::attach(&heap, dir.path(), "bench", policy, n as u32 + 1024, true)
-            .map_err(anyhow::Error::msg)?;
+        let swap = AppSwap::attach(&heap, dir.path(), "bench", policy, n as u32 + 1024, true)?;
         // SAFETY: this thread is the heap's only user: no mutator runs.
-        let stubbed = unsafe { stubber::stub_candidates(&heap, &*swap.policy) }
-            .map_err(anyhow::Error::msg)?;
+        let stubbed = unsafe { stubber::stub_candidates(&heap, &*swap.policy) }?;
         ensure!(
             stubbed.objects == n as u64,
             "stubbed {} of {n}",
@@ -151,10 +147,7 @@ impl SavedHeap {
     pub fn walk_first_words(&self) -> anyhow::Result<()> {
         let mut sum = 0u64;
         for &h in &self.handles {
-            let a = self
-                .heap
-                .access::<Barriers>(h, AccessKind::Read)
-                .map_err(anyhow::Error::msg)?;
+            let a = self.heap.access::<Barriers>(h, AccessKind::Read)?;
             sum = sum.wrapping_add(a.obj().words()[0].load(std::sync::atomic::Ordering::Relaxed));
         }
         ensure!(
@@ -189,7 +182,7 @@ impl SavedHeap {
     /// to the disk.
     pub fn drop_swap_cache(&self) -> anyhow::Result<()> {
         let file = self.swap.file.lock();
-        file.flush().map_err(anyhow::Error::msg)?;
+        file.flush()?;
         drop_page_cache(file.path())
     }
 }
