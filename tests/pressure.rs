@@ -32,6 +32,8 @@ fn pressure(
     let mut cmd = marvin();
     cmd.args([
         "pressure",
+        "--mode",
+        "in-process",
         "--quiet",
         "--json",
         "--policy",

@@ -32,6 +32,10 @@ use crate::tracing::AppTrace;
 #[derive(Clone, Debug, Default)]
 pub struct GcTotals {
     pub collections: u64,
+    /// Major page faults the collecting thread took during collections: pages read
+    /// back from disk or swap just to be scanned (zero with Marvin's bookmarks, which
+    /// never touch a reclaimed object).
+    pub major_faults: u64,
     pub time: Duration,
     pub freed_objects: u64,
     pub freed_bytes: u64,
@@ -208,6 +212,9 @@ impl App {
     /// its roots published.
     pub(crate) fn collect_stopped(&self) {
         let start_ns = Tracer::now_ns();
+        // The other threads are stopped while it runs: the faults of this thread are
+        // the collection's.
+        let majflt0 = marvin_runtime::procfs::thread_major_faults().unwrap_or(0);
         let (stopped_ns, r) = self.cpu.measure(Activity::Gc, || {
             let w = self.safepoints.stop_the_world();
             let stopped_ns = Tracer::now_ns();
@@ -223,8 +230,12 @@ impl App {
         self.trace
             .gc_cycle(start_ns, stopped_ns, r.mark_time, r.sweep_time);
         self.trace_memory(&r.working_set);
+        let majflt = marvin_runtime::procfs::thread_major_faults()
+            .unwrap_or(majflt0)
+            .saturating_sub(majflt0);
         let mut g = self.gc.lock();
         g.collections += 1;
+        g.major_faults += majflt;
         g.time += r.mark_time + r.sweep_time;
         g.freed_objects += r.freed_objects;
         g.freed_bytes += r.freed_bytes;

@@ -1,5 +1,6 @@
 //! The process's resident memory, read from `/proc/self`: the total (`statm`) and its
-//! breakdown by kind (`status`: anonymous, file-backed and shared-memory pages).
+//! breakdown by kind (`status`: anonymous, file-backed and shared-memory pages); and
+//! the calling thread's major page faults (`/proc/thread-self/stat`).
 
 /// Resident bytes of this process now (resident pages times the page size).
 pub fn resident_bytes() -> std::io::Result<u64> {
@@ -28,6 +29,26 @@ pub struct Resident {
     pub file: u64,
     /// `RssShmem`: shared anonymous memory, tmpfs files and memfds.
     pub shmem: u64,
+}
+
+/// Major page faults of the calling thread so far (faults that had to read a page
+/// from disk or swap): field 12 of `/proc/thread-self/stat`.
+pub fn thread_major_faults() -> std::io::Result<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat")?;
+    parse_stat_major_faults(&stat).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "malformed /proc/thread-self/stat",
+        )
+    })
+}
+
+/// Field 12 (major faults) of a `stat` line; the command name (field 2) may hold
+/// spaces and parentheses, so fields are counted after its last `)`.
+pub fn parse_stat_major_faults(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the name: state is field 3, so major faults (12) is the 10th from here.
+    rest.split_whitespace().nth(9)?.parse().ok()
 }
 
 /// This process's resident memory by kind now.
@@ -78,6 +99,14 @@ fn page_size() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_major_faults_past_an_awkward_name() {
+        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 7 0 1 2 0 0 20 0 1 0 5 0 0";
+        assert_eq!(parse_stat_major_faults(line), Some(7));
+        assert_eq!(parse_stat_major_faults("42 (x) S 1"), None);
+        assert!(thread_major_faults().is_ok());
+    }
 
     #[test]
     fn parses_statm() {

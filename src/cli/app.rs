@@ -2,7 +2,6 @@
 //! `--help`: it speaks the control protocol on its standard streams, see
 //! `docs/experiments.md`).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,20 +34,9 @@ pub struct AppArgs {
     /// How often marks are reported.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
     pub report_every: Duration,
-    /// A cgroup's `cgroup.procs` file to join before anything is allocated.
-    #[arg(long, value_name = "FILE")]
-    pub join_cgroup: Option<PathBuf>,
 }
 
 pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
-    if let Some(procs) = &a.join_cgroup {
-        // Before the program is loaded: everything the app allocates is charged there.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(procs)
-            .and_then(|mut f| f.write_all(std::process::id().to_string().as_bytes()))
-            .map_err(|e| anyhow::anyhow!("joining the cgroup {}: {e}", procs.display()))?;
-    }
     let vp = match load_verified(&a.load) {
         Ok(vp) => vp,
         Err(code) => return Ok(code),

@@ -12,6 +12,8 @@ use marvin_interpreter::{link, load, verify};
 use marvin_swap::policy::PolicyConfig;
 
 use super::size::parse_size;
+use crate::host::{cgroup, swapdev};
+use crate::system::processes::{self, launcher, ProcessConfig};
 use crate::system::{self, summary, Pressure, SystemConfig};
 use marvin_runtime::duration::parse as parse_duration;
 
@@ -23,9 +25,23 @@ pub struct PressureArgs {
     /// Apps launched over the run.
     #[arg(long, default_value_t = 30)]
     pub apps: usize,
-    /// Resident app memory all apps share.
-    #[arg(long, value_parser = parse_size, default_value = "240m")]
-    pub budget: usize,
+    /// Memory all apps share: the cgroup's hard limit in the process mode, the
+    /// runtime's accounted budget in the in-process model. Default: 240m.
+    #[arg(long, value_parser = parse_size)]
+    pub budget: Option<usize>,
+    /// processes: every app its own process in one memory cgroup that the kernel
+    /// enforces (needs root and a memory controller); in-process: the model, all apps
+    /// in this process under a budget the runtime counts. Default: processes where it
+    /// can run, else in-process (the first line says which and why).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub mode: ModeArg,
+    /// The kernel-swap policy's swap device in the process mode: a swap file in the
+    /// run's directory, or zram (whose memory the cgroup is not charged for).
+    #[arg(long, value_enum, default_value = "file")]
+    pub swap_device: SwapDeviceArg,
+    /// Size of that swap device.
+    #[arg(long, value_parser = parse_size, default_value = "1g")]
+    pub swap_size: usize,
     /// A new app is launched this often (it comes to the foreground). Durations are a
     /// number with a unit: ns, us, ms, s, m or h (see docs/experiments.md#durations).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1400ms")]
@@ -43,8 +59,9 @@ pub struct PressureArgs {
     /// Override a workload constant (repeatable).
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = link::parse_define)]
     pub defines: Vec<(String, i64)>,
-    /// Policies to run, one after the other on identical settings.
-    #[arg(long, value_delimiter = ',', default_value = "kill,page-swap,marvin", value_parser = Pressure::parse)]
+    /// Policies to run, one after the other on identical settings. Default:
+    /// kill,kernel-swap,marvin in the process mode, kill,page-swap,marvin in the model.
+    #[arg(long, value_delimiter = ',', value_parser = Pressure::parse)]
     pub policy: Vec<Pressure>,
     /// Marvin's swap policy knobs (TOML; see `marvin policy show`). Without it, the
     /// published settings with the background write task at the foreground period (see
@@ -78,6 +95,24 @@ pub struct PressureArgs {
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// `--mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    Auto,
+    Processes,
+    InProcess,
+}
+
+/// `--swap-device`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SwapDeviceArg {
+    File,
+    Zram,
+}
+
+/// The default budget (both modes).
+pub const DEFAULT_BUDGET: usize = 240 << 20;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCmd {
@@ -174,9 +209,42 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         base.scaled(a.time_scale)
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
+    let budget = a.budget.unwrap_or(DEFAULT_BUDGET);
+    let mode = match choose_mode(a.mode) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
+    };
+    eprintln!("{}", mode.describe(budget));
+    let policies: Vec<Pressure> = if a.policy.is_empty() {
+        match mode {
+            Mode::Processes(_) => vec![Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
+            Mode::InProcess(_) => vec![Pressure::Kill, Pressure::PageSwap, Pressure::Marvin],
+        }
+    } else {
+        a.policy.clone()
+    };
+    let refused = match mode {
+        Mode::Processes(_) => Pressure::PageSwap,
+        Mode::InProcess(_) => Pressure::KernelSwap,
+    };
+    if policies.contains(&refused) {
+        eprintln!(
+            "error: {} does not run in the {} (the swap baseline there is {})",
+            refused.name(),
+            mode.name(),
+            match mode {
+                Mode::Processes(_) => "kernel-swap",
+                Mode::InProcess(_) => "page-swap",
+            }
+        );
+        return Ok(super::EXIT_USAGE);
+    }
     let cfg = SystemConfig {
         apps: a.apps,
-        budget: a.budget,
+        budget,
         launch_every: a.launch_every,
         duration: a.duration,
         switch_every: a.switch_every,
@@ -190,8 +258,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             .map(|_| marvin_runtime::trace::Tracer::new()),
     };
     let multi = MultiProgress::new();
-    let bars: Vec<(Pressure, ProgressBar)> = a
-        .policy
+    let bars: Vec<(Pressure, ProgressBar)> = policies
         .iter()
         .map(|&p| {
             let bar = if a.quiet {
@@ -217,13 +284,33 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             ));
         }
     };
-    let results = system::run(
-        &cfg,
-        &a.policy,
-        Arc::new(Loaded::new(vp)),
-        policy,
-        &progress,
-    )?;
+    let results = match &mode {
+        Mode::InProcess(_) => system::run(
+            &cfg,
+            &policies,
+            Arc::new(Loaded::new(vp)),
+            policy,
+            &progress,
+        )?,
+        Mode::Processes(_) => {
+            let workload = std::fs::canonicalize(&a.workload)
+                .with_context(|| format!("the workload {}", a.workload.display()))?;
+            let pcfg = ProcessConfig {
+                headroom: ProcessConfig::default_headroom(budget as u64),
+                system: cfg.clone(),
+                exe: launcher::app_exe()?,
+                workload,
+                defines: defs.clone(),
+                policy,
+                swap_device: match a.swap_device {
+                    SwapDeviceArg::File => swapdev::Kind::File,
+                    SwapDeviceArg::Zram => swapdev::Kind::Zram,
+                },
+                swap_bytes: a.swap_size as u64,
+            };
+            processes::run(&pcfg, &policies, &progress)?
+        }
+    };
     for (_, bar) in &bars {
         bar.finish();
     }
@@ -236,6 +323,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summaries)?);
     } else {
+        println!("{}", mode.title(budget));
         print!("{}", summary::table(&summaries));
     }
     if let Some(dir) = &a.out {
@@ -245,8 +333,72 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             serde_json::to_string_pretty(&summaries)?,
         )?;
         let series: Vec<_> = results.into_iter().map(|(_, s)| s).collect();
-        system::write_outputs(dir, &series, a.budget as u64)?;
+        system::write_outputs(dir, &series, budget as u64)?;
         eprintln!("wrote {}", dir.display());
     }
     Ok(0)
+}
+
+/// The mode a run takes, with why.
+enum Mode {
+    /// The kernel enforces the budget on a cgroup of this version.
+    Processes(cgroup::Version),
+    /// The model; the text says why (asked for, or why the process mode cannot run).
+    InProcess(String),
+}
+
+impl Mode {
+    fn name(&self) -> &'static str {
+        match self {
+            Mode::Processes(_) => "process mode",
+            Mode::InProcess(_) => "in-process model",
+        }
+    }
+
+    /// The first line of a run.
+    fn describe(&self, budget: usize) -> String {
+        match self {
+            Mode::Processes(v) => format!(
+                "mode: processes: every app its own process in one memory cgroup ({}), \
+                 hard limit {} MiB enforced by the kernel",
+                v.name(),
+                budget >> 20
+            ),
+            Mode::InProcess(why) => format!(
+                "mode: in-process model ({why}): all apps in this process under a {} MiB \
+                 budget the runtime counts itself; the kernel does not enforce it",
+                budget >> 20
+            ),
+        }
+    }
+
+    /// The table's title.
+    fn title(&self, budget: usize) -> String {
+        match self {
+            Mode::Processes(v) => format!(
+                "processes, kernel-enforced limit {} MiB ({})",
+                budget >> 20,
+                v.name()
+            ),
+            Mode::InProcess(_) => format!(
+                "in-process model, runtime-counted budget {} MiB (not kernel-enforced)",
+                budget >> 20
+            ),
+        }
+    }
+}
+
+/// The process mode where it can run (root and a memory controller), else the model.
+fn choose_mode(asked: ModeArg) -> anyhow::Result<Mode> {
+    match asked {
+        ModeArg::InProcess => Ok(Mode::InProcess("--mode in-process".into())),
+        ModeArg::Processes => match cgroup::Hierarchy::available() {
+            Ok(h) => Ok(Mode::Processes(h.version)),
+            Err(e) => anyhow::bail!("the process mode cannot run here: {e}"),
+        },
+        ModeArg::Auto => Ok(match cgroup::Hierarchy::available() {
+            Ok(h) => Mode::Processes(h.version),
+            Err(e) => Mode::InProcess(format!("the process mode cannot run here: {e}")),
+        }),
+    }
 }

@@ -401,6 +401,13 @@ impl Group {
         Ok(u)
     }
 
+    /// The group's working set: usage less its inactive page cache
+    /// ([`MemStat::working_set`]).
+    pub fn working_set(&self) -> Result<u64> {
+        let usage = self.usage()?;
+        Ok(self.stat()?.working_set(usage))
+    }
+
     /// The highest usage: v1 `memory.max_usage_in_bytes`, v2 `memory.peak` (Linux
     /// 5.19), else the highest [`Group::usage`] sampled.
     pub fn peak(&self) -> Result<u64> {

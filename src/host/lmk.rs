@@ -162,7 +162,8 @@ impl<'g> Killer<'g> {
             None => None,
         };
         let sample = Sample {
-            usage: self.group.usage()?,
+            // What the kernel cannot simply drop: inactive page cache is not pressure.
+            usage: self.group.working_set()?,
             limit: self.group.limit()?,
             critical,
             swap_free,

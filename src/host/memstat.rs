@@ -16,6 +16,14 @@ pub struct MemStat {
     pub file: u64,
     /// Shared memory, tmpfs and memfd pages (v1 `total_shmem`, v2 `shmem`).
     pub shmem: u64,
+    /// Page cache on the inactive file list (v1 `total_inactive_file`, v2
+    /// `inactive_file`): clean or cleanable file pages the kernel reclaims first, before
+    /// the group would have to swap or kill.
+    pub inactive_file: u64,
+    /// Page cache waiting to be written, or being written (v1 `total_dirty` +
+    /// `total_writeback`, v2 `file_dirty` + `file_writeback`): not reclaimable until the
+    /// write is done.
+    pub dirty: u64,
     /// Bytes of the group in swap now (v1 `total_swap`; v2 reads `memory.swap.current`
     /// into it). `None` where the kernel does not account swap.
     pub swap: Option<u64>,
@@ -44,6 +52,15 @@ pub fn parse_keyed(text: &str) -> BTreeMap<&str, u64> {
 }
 
 impl MemStat {
+    /// The group's working set: its usage less the clean inactive page cache the kernel
+    /// would reclaim first (dirty and writeback pages count: they cannot go yet). This is what the killer and Marvin's reclaimer watch, as
+    /// lmkd counts file cache as reclaimable (`other_file`) and container runtimes count
+    /// a group's working set: cache that an app's files left behind (a binary read once,
+    /// swap-file writes) is not memory pressure.
+    pub fn working_set(&self, usage: u64) -> u64 {
+        usage.saturating_sub(self.inactive_file.saturating_sub(self.dirty))
+    }
+
     /// Normalises the text of `memory.stat`.
     pub fn parse(version: Version, text: &str) -> MemStat {
         let kv = parse_keyed(text);
@@ -55,6 +72,11 @@ impl MemStat {
                 anon: get("total_rss").or(get("rss")).unwrap_or(0),
                 file: get("total_cache").or(get("cache")).unwrap_or(0),
                 shmem: get("total_shmem").or(get("shmem")).unwrap_or(0),
+                inactive_file: get("total_inactive_file")
+                    .or(get("inactive_file"))
+                    .unwrap_or(0),
+                dirty: get("total_dirty").or(get("dirty")).unwrap_or(0)
+                    + get("total_writeback").or(get("writeback")).unwrap_or(0),
                 swap: get("total_swap").or(get("swap")),
                 pgfault: get("total_pgfault").or(get("pgfault")).unwrap_or(0),
                 pgmajfault: get("total_pgmajfault").or(get("pgmajfault")).unwrap_or(0),
@@ -67,6 +89,8 @@ impl MemStat {
                 anon: get("anon").unwrap_or(0),
                 file: get("file").unwrap_or(0),
                 shmem: get("shmem").unwrap_or(0),
+                inactive_file: get("inactive_file").unwrap_or(0),
+                dirty: get("file_dirty").unwrap_or(0) + get("file_writeback").unwrap_or(0),
                 swap: None,
                 pgfault: get("pgfault").unwrap_or(0),
                 pgmajfault: get("pgmajfault").unwrap_or(0),
@@ -129,6 +153,28 @@ mod tests {
             (Some(4), Some(9), Some(3))
         );
         assert_eq!(s.swap, None, "v2 swap comes from memory.swap.current");
+    }
+
+    #[test]
+    fn the_working_set_leaves_out_inactive_page_cache() {
+        let v1 = MemStat::parse(
+            Version::V1,
+            "inactive_file 5\ntotal_inactive_file 4096\ntotal_cache 8192\n",
+        );
+        assert_eq!(v1.inactive_file, 4096, "the hierarchical total");
+        assert_eq!(v1.working_set(10_000), 10_000 - 4096);
+        let v2 = MemStat::parse(Version::V2, "inactive_file 300\nfile 900\n");
+        assert_eq!(v2.working_set(1000), 700);
+        let dirty = MemStat::parse(
+            Version::V2,
+            "inactive_file 300\nfile_dirty 100\nfile_writeback 50\n",
+        );
+        assert_eq!(
+            dirty.working_set(1000),
+            850,
+            "dirty pages cannot be dropped yet"
+        );
+        assert_eq!(v2.working_set(100), 0, "never below zero");
     }
 
     #[test]

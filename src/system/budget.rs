@@ -289,7 +289,8 @@ impl Budget {
     fn make_room(&self, heap: &Heap, bytes: u64, short: u64) -> bool {
         let requester = self.member_of(heap);
         match self.pressure {
-            Pressure::Kill => self.kill_for(requester, bytes),
+            // Kernel swap never runs in this model (`system::run` refuses it).
+            Pressure::Kill | Pressure::KernelSwap => self.kill_for(requester, bytes),
             // Saved, clean, cold objects of background apps, in the policy's order,
             // at most the policy's batch from each; then the killer.
             Pressure::Marvin => {

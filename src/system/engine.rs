@@ -173,6 +173,7 @@ impl Run {
             Pressure::Kill => 1,
             Pressure::PageSwap => 2,
             Pressure::Marvin => 3,
+            Pressure::KernelSwap => 4,
         };
         RunConfig {
             trace: self.cfg.tracer.as_ref().map(|tracer| TraceTarget {

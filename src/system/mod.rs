@@ -30,8 +30,11 @@ pub use summary::Summary;
 pub enum Pressure {
     /// Android's low-memory killer.
     Kill,
-    /// A Linux swap file: page-granular, synchronous, on demand.
+    /// A model of a Linux swap file inside the runtime: page-granular, synchronous, on
+    /// demand (the in-process mode's swap baseline).
     PageSwap,
+    /// Real Linux swap for the apps' cgroup (the process mode's swap baseline).
+    KernelSwap,
     /// Marvin's ahead-of-time object swap.
     Marvin,
 }
@@ -41,6 +44,7 @@ impl Pressure {
         match self {
             Pressure::Kill => "kill",
             Pressure::PageSwap => "page-swap",
+            Pressure::KernelSwap => "kernel-swap",
             Pressure::Marvin => "marvin",
         }
     }
@@ -48,7 +52,8 @@ impl Pressure {
     /// How an app swaps under this policy (not at all when killed).
     pub fn swap_mode(self) -> Option<marvin_app::SwapMode> {
         match self {
-            Pressure::Kill => None,
+            // Kernel swap is the kernel's business: the app runs a plain heap.
+            Pressure::Kill | Pressure::KernelSwap => None,
             Pressure::PageSwap => Some(marvin_app::SwapMode::PageSwap),
             Pressure::Marvin => Some(marvin_app::SwapMode::Objects),
         }
@@ -57,10 +62,11 @@ impl Pressure {
     pub fn parse(s: &str) -> Result<Pressure, String> {
         match s.trim() {
             "kill" => Ok(Pressure::Kill),
-            "page-swap" | "pageswap" | "swap" => Ok(Pressure::PageSwap),
+            "page-swap" | "pageswap" => Ok(Pressure::PageSwap),
+            "kernel-swap" => Ok(Pressure::KernelSwap),
             "marvin" => Ok(Pressure::Marvin),
             other => Err(format!(
-                "unknown policy '{other}' (expected kill, page-swap or marvin)"
+                "unknown policy '{other}' (expected kill, page-swap, kernel-swap or marvin)"
             )),
         }
     }
@@ -95,6 +101,13 @@ pub fn run(
     policy: Arc<PolicyConfig>,
     progress: &(dyn Fn(Pressure, Duration, u32, u32, u64, u64) + Sync),
 ) -> anyhow::Result<Vec<(Summary, PolicySeries)>> {
+    if let Some(p) = policies.iter().find(|p| **p == Pressure::KernelSwap) {
+        anyhow::bail!(
+            "{} is real Linux swap and runs only in the process mode (--mode processes); \
+             the in-process model's swap baseline is page-swap",
+            p.name()
+        );
+    }
     let mut out = Vec::new();
     for &p in policies {
         let cb = |t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {

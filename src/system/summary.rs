@@ -67,12 +67,32 @@ pub struct Summary {
     /// and by how much the worst passed it (`peak_committed_bytes` less the budget).
     pub over_budget_events: u64,
     pub max_over_budget_bytes: u64,
+    /// `processes` (the kernel enforced the limit) or `in-process` (the model).
+    pub mode: String,
+    /// Process mode: the cgroup's hard limit (the budget), and the most it ever
+    /// charged (`memory.max_usage_in_bytes` on v1, `memory.peak` on v2).
+    pub limit_bytes: u64,
+    pub peak_cgroup_bytes: u64,
+    /// Process mode: apps the kernel's OOM killer killed (the goal is zero) and apps
+    /// the low-memory killer killed.
+    pub kernel_oom_kills: u64,
+    pub lmk_kills: u64,
+    /// Process mode: major faults of the apps' processes, and those that happened
+    /// during their collections (the GC pathology of page swap).
+    pub major_faults: u64,
+    pub gc_major_faults: u64,
+    /// Process mode: bytes the kernel swapped in and out during the run.
+    pub swap_in_bytes: u64,
+    pub swap_out_bytes: u64,
+    /// Process mode (marvin): bytes the System's reclaimer took from outside the apps.
+    pub external_reclaimed_bytes: u64,
 }
 
 impl Summary {
     pub fn new(policy: &str) -> Summary {
         Summary {
             policy: policy.to_string(),
+            mode: "in-process".into(),
             ..Summary::default()
         }
     }
@@ -114,7 +134,7 @@ pub fn table(summaries: &[Summary]) -> String {
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
     let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
     type Cell = Box<dyn Fn(&Summary) -> String>;
-    let rows: Vec<(&str, Cell)> = vec![
+    let mut rows: Vec<(&str, Cell)> = vec![
         ("apps alive (peak)", Box::new(|s| s.peak_alive.to_string())),
         (
             "apps alive (final)",
@@ -190,6 +210,32 @@ pub fn table(summaries: &[Summary]) -> String {
             Box::new(move |s| mib(s.max_over_budget_bytes)),
         ),
     ];
+    if summaries.iter().any(|s| s.mode == "processes") {
+        let kernel: Vec<(&str, Cell)> = vec![
+            ("cgroup limit", Box::new(move |s| mib(s.limit_bytes))),
+            (
+                "peak cgroup usage",
+                Box::new(move |s| mib(s.peak_cgroup_bytes)),
+            ),
+            ("lmk kills", Box::new(|s| s.lmk_kills.to_string())),
+            (
+                "kernel OOM kills",
+                Box::new(|s| s.kernel_oom_kills.to_string()),
+            ),
+            ("major faults", Box::new(|s| s.major_faults.to_string())),
+            (
+                "major faults in GC",
+                Box::new(|s| s.gc_major_faults.to_string()),
+            ),
+            ("kernel swap out", Box::new(move |s| mib(s.swap_out_bytes))),
+            ("kernel swap in", Box::new(move |s| mib(s.swap_in_bytes))),
+            (
+                "reclaimed from outside",
+                Box::new(move |s| mib(s.external_reclaimed_bytes)),
+            ),
+        ];
+        rows.extend(kernel);
+    }
     let mut out = format!("{:<26}", "");
     for s in summaries {
         out.push_str(&format!("{:>16}", s.policy));

@@ -9,6 +9,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,7 +118,14 @@ fn park_until_finished(running: &Running, d: Duration) {
 
 fn report_marks(app: &App, out: &Mutex<impl Write>) {
     let marks = app.mark_counts();
-    let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks });
+    let mut counters = std::collections::BTreeMap::new();
+    counters.insert("gc_major_faults".into(), app.gc_totals().major_faults);
+    if let Some(space) = app.heap().stub_space() {
+        let c = &space.counters;
+        counters.insert("object_faults".into(), c.faults.load(Ordering::Relaxed));
+        counters.insert("gc_faults".into(), c.gc_faults.load(Ordering::Relaxed));
+    }
+    let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks, counters });
 }
 
 /// The command thread: applies each command to the app until `stop`, the end of the

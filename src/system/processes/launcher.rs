@@ -27,6 +27,8 @@ pub struct Seen {
     pub ready: bool,
     /// Cumulative mark counts, as last reported.
     pub marks: BTreeMap<String, u64>,
+    /// Runtime counters, as last reported.
+    pub counters: BTreeMap<String, u64>,
     /// Transitions it reported: (action, duration).
     pub transitions: Vec<(String, Duration)>,
     /// Its last report: exit status and runtime error.
@@ -41,6 +43,11 @@ impl Seen {
     /// The count of mark `name` so far.
     pub fn mark(&self, name: &str) -> u64 {
         self.marks.get(name).copied().unwrap_or(0)
+    }
+
+    /// The runtime counter `name` so far.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
     }
 }
 
@@ -57,13 +64,23 @@ pub struct AppProcess {
 impl AppProcess {
     /// Starts `exe app ARGS...`.
     pub fn spawn(exe: &std::path::Path, args: &[String]) -> std::io::Result<AppProcess> {
-        let mut child = Process::new(exe)
-            .arg("app")
+        AppProcess::spawn_with(exe, args, |cmd| cmd.spawn())
+    }
+
+    /// Starts `exe app ARGS...` through `spawn` (which may, for example, start the
+    /// child inside a cgroup).
+    pub fn spawn_with(
+        exe: &std::path::Path,
+        args: &[String],
+        spawn: impl FnOnce(&mut Process) -> std::io::Result<Child>,
+    ) -> std::io::Result<AppProcess> {
+        let mut cmd = Process::new(exe);
+        cmd.arg("app")
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
+            .stderr(Stdio::piped());
+        let mut child = spawn(&mut cmd)?;
         let seen = Arc::new(Mutex::new(Seen::default()));
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
         let stdout = child.stdout.take().expect("piped stdout");
@@ -201,7 +218,10 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                 s.last_report = Some(Instant::now());
                 match rep {
                     Report::Ready { .. } => s.ready = true,
-                    Report::Marks { marks } => s.marks = marks,
+                    Report::Marks { marks, counters } => {
+                        s.marks = marks;
+                        s.counters = counters;
+                    }
                     Report::Transition {
                         action,
                         duration_ns,

@@ -12,12 +12,15 @@
 //! System -> app (stdin)            app -> System (stdout)
 //!   {"to":"background"}              {"ev":"ready","pid":4242}
 //!   {"to":"foreground"}              {"ev":"marks","marks":{"round":3,"frame":1}}
-//!   {"to":"stop"}                    {"ev":"transition","action":"background",...}
+//!   {"to":"stop"}                    {"ev":"marks","marks":{...},"counters":{...}}
+//!                                    {"ev":"transition","action":"background",...}
 //!                                    {"ev":"exit","status":0,"error":null}
 //! ```
 //!
-//! `marks` carries the app's cumulative `mark` counts, sent every report period and
-//! after each transition; `exit` is the last line an app writes. An app whose standard
+//! `marks` carries the app's cumulative `mark` counts and runtime counters
+//! (`gc_major_faults`: major page faults taken while the app collected;
+//! `object_faults`: objects faulted back in), sent every report period and after each
+//! transition; `exit` is the last line an app writes. An app whose standard
 //! input closes stops as if told `stop`. A line that does not parse is a protocol error
 //! on either side: the app reports it and stops; the System counts the app as crashed.
 
@@ -47,10 +50,13 @@ pub enum Report {
         /// The app's process id.
         pid: u32,
     },
-    /// Cumulative `mark` counts by name.
+    /// Cumulative `mark` counts by name, and the runtime's own counters.
     Marks {
         /// Every mark the program made so far, by its string.
         marks: BTreeMap<String, u64>,
+        /// Runtime counters so far (`gc_major_faults`, `object_faults`, ...).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        counters: BTreeMap<String, u64>,
     },
     /// A memory transition the app made on a command.
     Transition {
@@ -149,7 +155,10 @@ mod tests {
         let marks: BTreeMap<_, _> = [("round".to_string(), 3), ("frame".to_string(), 1)].into();
         for r in [
             Report::Ready { pid: 42 },
-            Report::Marks { marks },
+            Report::Marks {
+                marks,
+                counters: [("gc_major_faults".to_string(), 2)].into(),
+            },
             Report::Transition {
                 action: "background".into(),
                 duration_ns: 5,

@@ -1,0 +1,541 @@
+//! One policy of the process mode: N app processes in one memory cgroup whose hard
+//! limit is the budget, an activity manager that launches a new app every interval and
+//! moves the others down the LRU, the low-memory killer, Marvin's reclaimer acting
+//! from this process on the apps' memory, and a sampler that reads what the kernel
+//! counts.
+//!
+//! Per policy:
+//! - **kill**: plain heaps; the killer acts when the group's usage comes within the
+//!   headroom of the limit (lmkd without swap).
+//! - **kernel-swap**: plain heaps and real Linux swap for the run (a swap file, or
+//!   zram); the killer stays as the backstop and acts on critical memory pressure, as
+//!   lmkd does on a phone with swap.
+//! - **marvin**: Marvin's runtime in every app; when usage comes within twice the
+//!   headroom, the System's reclaimer punches the pages of saved, clean, cold objects
+//!   out of background apps' memory files (least recently used first); the killer,
+//!   the same as kill's, acts only when that was not enough.
+//!
+//! "Usage" is the group's working set: what it is charged less the clean inactive
+//! page cache the kernel drops first ([`crate::host::memstat::MemStat::working_set`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use marvin_swap::external::ExternalApp;
+use marvin_swap::policy::PolicyConfig;
+
+use super::launcher::{AppProcess, Seen};
+use super::protocol::Command;
+use crate::host::lmk_policy::{AppState, Trigger};
+use crate::host::machine::{Machine, MachineConfig, SwapChoice};
+use crate::host::{cgroup, lmk, procstat, signals, swapdev};
+use crate::system::activity::{Activity, Thresholds};
+use crate::system::series::{PolicySeries, SeriesPoint};
+use crate::system::summary::{Crash, Summary};
+use crate::system::{Pressure, SystemConfig};
+
+/// The name of an app's swap file and reclaim table in its directory.
+const SWAP_NAME: &str = "swap";
+
+/// What the process mode adds to the shared settings.
+#[derive(Clone, Debug)]
+pub struct ProcessConfig {
+    pub system: SystemConfig,
+    /// The program apps are started with (`marvin`).
+    pub exe: PathBuf,
+    /// The workload and its resolved defines.
+    pub workload: PathBuf,
+    pub defines: Vec<(String, i64)>,
+    /// Marvin's swap policy, already scaled.
+    pub policy: Arc<PolicyConfig>,
+    /// The kernel-swap policy's swap device.
+    pub swap_device: swapdev::Kind,
+    /// Its size.
+    pub swap_bytes: u64,
+    /// The killer's headroom below the limit.
+    pub headroom: u64,
+}
+
+impl ProcessConfig {
+    /// The default headroom: 1/16 of the limit, at least 4 MiB.
+    pub fn default_headroom(limit: u64) -> u64 {
+        (limit / 16).max(4 << 20)
+    }
+}
+
+/// One app slot: the process while it runs, and what is known of it.
+struct Slot {
+    id: usize,
+    proc: Option<AppProcess>,
+    pid: u32,
+    dir: PathBuf,
+    activity: Activity,
+    /// When it last left the foreground (LRU order of cached apps).
+    left_foreground: Instant,
+    /// Marvin: the System's view of its reclaim table and memory, once it is ready.
+    external: Option<ExternalApp>,
+    /// Major faults seen so far (the last sample before it ended).
+    major_faults: u64,
+}
+
+/// Totals of apps that ended (every app has ended once the run stops them all).
+#[derive(Default)]
+struct Ended {
+    crashed: Vec<Crash>,
+    failed_verifications: u64,
+    verified_arrays: u64,
+    major_faults: u64,
+    gc_major_faults: u64,
+    object_faults: u64,
+    gc_faults: u64,
+}
+
+/// Runs one policy in the process mode.
+pub fn run_policy(
+    cfg: &ProcessConfig,
+    pressure: Pressure,
+    progress: crate::system::engine::Progress<'_>,
+) -> anyhow::Result<(Summary, PolicySeries)> {
+    let sys = &cfg.system;
+    let run_dir = match &sys.swap_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::Builder::new()
+                .prefix(pressure.name())
+                .tempdir_in(d)?
+        }
+        None => tempfile::Builder::new()
+            .prefix("marvin-processes-")
+            .tempdir()?,
+    };
+    let swap = match (pressure, cfg.swap_device) {
+        (Pressure::KernelSwap, swapdev::Kind::File) => SwapChoice::File {
+            dir: run_dir.path().to_path_buf(),
+            bytes: cfg.swap_bytes,
+        },
+        (Pressure::KernelSwap, swapdev::Kind::Zram) => SwapChoice::Zram {
+            bytes: cfg.swap_bytes,
+        },
+        _ => SwapChoice::None,
+    };
+    let machine = Machine::set_up(&MachineConfig {
+        limits: cgroup::Limits::hard(sys.budget as u64),
+        swap,
+        state_dir: swapdev::default_state_dir(),
+    })
+    .context("setting up the run's cgroup and swap")?;
+    for stale in machine.swept() {
+        eprintln!("marvin: removed {} left by an earlier run", stale.display());
+    }
+    let group = machine.group();
+    // The same killer for kill and marvin (for marvin it is the backstop: its
+    // reclaimer starts at twice the headroom); with swap, lmkd waits for pressure.
+    let trigger = match pressure {
+        Pressure::KernelSwap => Trigger::pressure(),
+        _ => Trigger::usage(cfg.headroom),
+    };
+    let killer = lmk::Killer::new(group, trigger)?;
+    let policy_file = run_dir.path().join("policy.toml");
+    std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
+    let mut run = Run {
+        cfg,
+        pressure,
+        group,
+        machine: &machine,
+        killer,
+        slots: Vec::new(),
+        ended: Ended::default(),
+        start: Instant::now(),
+        run_dir: run_dir.path().to_path_buf(),
+        policy_file,
+        restarts: 0,
+        reclaim_ns: Vec::new(),
+        reclaimed_bytes: 0,
+        fg: None,
+    };
+    let result = run.drive(progress);
+    run.stop_all();
+    let ended = std::mem::take(&mut run.ended);
+    let oom_kills = group.oom_kills().unwrap_or(0);
+    let peak = group.peak().unwrap_or(0);
+    drop(run);
+    // Taken down here rather than on drop, so a failure to remove is reported.
+    machine.tear_down()?;
+    let (mut summary, series) = result?;
+    summary.kernel_oom_kills = oom_kills;
+    summary.peak_cgroup_bytes = peak;
+    summary.failed_verifications = ended.failed_verifications;
+    summary.verified_arrays = ended.verified_arrays;
+    summary.major_faults = ended.major_faults;
+    summary.gc_major_faults = ended.gc_major_faults;
+    summary.object_faults = ended.object_faults;
+    summary.gc_faults = ended.gc_faults;
+    summary.crashed_apps = ended.crashed.len() as u64;
+    summary.crashes = ended.crashed;
+    if let Some(sig) = signals::stop_requested() {
+        anyhow::bail!("stopped by signal {sig}; the cgroup and swap were removed");
+    }
+    Ok((summary, series))
+}
+
+struct Run<'a> {
+    cfg: &'a ProcessConfig,
+    pressure: Pressure,
+    group: &'a cgroup::Group,
+    machine: &'a Machine,
+    killer: lmk::Killer<'a>,
+    slots: Vec<Slot>,
+    ended: Ended,
+    start: Instant,
+    run_dir: PathBuf,
+    policy_file: PathBuf,
+    restarts: u64,
+    reclaim_ns: Vec<u64>,
+    reclaimed_bytes: u64,
+    fg: Option<usize>,
+}
+
+impl Run<'_> {
+    fn drive(
+        &mut self,
+        progress: crate::system::engine::Progress<'_>,
+    ) -> anyhow::Result<(Summary, PolicySeries)> {
+        let sys = &self.cfg.system;
+        let th = Thresholds::scaled(sys.time_scale);
+        let mut series = PolicySeries {
+            policy: self.pressure.name().to_string(),
+            points: Vec::new(),
+        };
+        let mut summary = Summary::new(self.pressure.name());
+        summary.mode = "processes".into();
+        summary.limit_bytes = sys.budget as u64;
+        let mut next_launch = Duration::ZERO;
+        let mut next_switch = sys.switch_every;
+        let mut next_sample = Duration::ZERO;
+        let tick = Duration::from_millis(20).min(sys.sample_every);
+        loop {
+            if signals::stop_requested().is_some() {
+                break;
+            }
+            let now = self.start.elapsed();
+            if now >= sys.duration {
+                break;
+            }
+            if self.slots.len() < sys.apps && now >= next_launch {
+                self.launch_new()?;
+                next_launch += sys.launch_every;
+            } else if let Some(every) = sys.switch_every {
+                if self.slots.len() == sys.apps && now >= next_switch.unwrap_or(Duration::MAX) {
+                    self.switch_next()?;
+                    next_switch = Some(now + every);
+                }
+            }
+            if self.pressure == Pressure::Marvin {
+                self.reclaim_if_needed();
+            }
+            self.killer.watch(tick)?;
+            self.reap();
+            if now >= next_sample {
+                let p = self.sample(th);
+                summary.observe(&p);
+                progress(now, p.alive, p.active, p.kills, p.accounted_bytes);
+                series.points.push(p);
+                next_sample += sys.sample_every;
+            }
+        }
+        let p = self.sample(th);
+        summary.observe(&p);
+        summary.final_alive = p.alive;
+        summary.final_active = p.active;
+        series.points.push(p);
+        summary.kills = self.killer.kills().len() as u64;
+        summary.lmk_kills = summary.kills;
+        summary.restarts = self.restarts;
+        summary.reclaim_requests = self.reclaim_ns.len() as u64;
+        summary.set_latencies(&mut self.reclaim_ns.clone());
+        summary.external_reclaimed_bytes = self.reclaimed_bytes;
+        let (swap_in, swap_out) = self.swap_bytes();
+        summary.swap_in_bytes = swap_in;
+        summary.swap_out_bytes = swap_out;
+        summary.swap_bytes_written = summary.swap_out_bytes;
+        summary.swap_bytes_read = summary.swap_in_bytes;
+        Ok((summary, series))
+    }
+
+    fn app_args(&self, dir: &Path) -> Vec<String> {
+        let sys = &self.cfg.system;
+        let mut a = vec![self.cfg.workload.display().to_string()];
+        for (k, v) in &self.cfg.defines {
+            a.push("-D".into());
+            a.push(format!("{k}={v}"));
+        }
+        let mode = if self.pressure == Pressure::Marvin {
+            "marvin"
+        } else {
+            "plain"
+        };
+        a.extend([
+            "--mode".into(),
+            mode.into(),
+            "--swap-dir".into(),
+            dir.display().to_string(),
+            "--policy-file".into(),
+            self.policy_file.display().to_string(),
+            "--gc-max-free".into(),
+            sys.gc_max_free.to_string(),
+            "--report-every".into(),
+            format!("{}ms", sys.sample_every.as_millis().clamp(10, 250)),
+        ]);
+        a
+    }
+
+    /// Starts app `id` in the foreground (a launch or a cold restart).
+    fn start_app(&mut self, id: usize) -> anyhow::Result<Slot> {
+        let dir = self.run_dir.join(format!("app{id}"));
+        std::fs::create_dir_all(&dir)?;
+        let group = self.group;
+        let proc = AppProcess::spawn_with(&self.cfg.exe, &self.app_args(&dir), |cmd| {
+            group.spawn_inside(cmd).map_err(std::io::Error::other)
+        })?;
+        let pid = proc.pid();
+        self.killer.track(pid, AppState::Foreground)?;
+        Ok(Slot {
+            id,
+            proc: Some(proc),
+            pid,
+            dir,
+            activity: Activity::default(),
+            left_foreground: Instant::now(),
+            external: None,
+            major_faults: 0,
+        })
+    }
+
+    fn launch_new(&mut self) -> anyhow::Result<()> {
+        let id = self.slots.len();
+        if let Some(prev) = self.fg.take() {
+            self.send_to_background(prev);
+        }
+        let slot = self.start_app(id)?;
+        self.slots.push(slot);
+        self.fg = Some(id);
+        self.update_states();
+        Ok(())
+    }
+
+    /// Brings the next app (round robin) to the foreground; a killed one starts cold.
+    fn switch_next(&mut self) -> anyhow::Result<()> {
+        let n = self.slots.len();
+        let next = self.fg.map_or(0, |f| (f + 1) % n);
+        if let Some(prev) = self.fg.take() {
+            self.send_to_background(prev);
+        }
+        if self.slots[next].proc.is_some() {
+            if let Some(p) = self.slots[next].proc.as_mut() {
+                p.tell(&Command::Foreground);
+            }
+        } else {
+            self.slots[next] = self.start_app(next)?;
+            self.restarts += 1;
+        }
+        self.fg = Some(next);
+        self.update_states();
+        Ok(())
+    }
+
+    fn send_to_background(&mut self, id: usize) {
+        let s = &mut self.slots[id];
+        s.left_foreground = Instant::now();
+        if let Some(p) = s.proc.as_mut() {
+            p.tell(&Command::Background);
+        }
+    }
+
+    /// Gives every live app its state: the foreground, the previous app, and the cached
+    /// ones in LRU order (the most recently used first).
+    fn update_states(&mut self) {
+        let mut cached: Vec<(Instant, usize)> = self
+            .slots
+            .iter()
+            .filter(|s| s.proc.is_some() && Some(s.id) != self.fg)
+            .map(|s| (s.left_foreground, s.id))
+            .collect();
+        cached.sort_by_key(|&(left, _)| std::cmp::Reverse(left));
+        if let Some(fg) = self.fg {
+            let _ = self
+                .killer
+                .set_state(self.slots[fg].pid, AppState::Foreground);
+        }
+        for (rank, (_, id)) in cached.iter().enumerate() {
+            let state = if rank == 0 {
+                AppState::Previous
+            } else {
+                AppState::Cached {
+                    lru_rank: rank as u32 - 1,
+                }
+            };
+            // An app that just died is no longer tracked: nothing to update.
+            let _ = self.killer.set_state(self.slots[*id].pid, state);
+        }
+    }
+
+    /// Marvin: when usage comes within twice the headroom of the limit, reclaims from
+    /// background apps, least recently used first, until it is below again.
+    fn reclaim_if_needed(&mut self) {
+        // The same measure the killer watches: usage less inactive page cache.
+        let Ok(usage) = self.group.working_set() else {
+            return;
+        };
+        let limit = self.cfg.system.budget as u64;
+        let threshold = limit.saturating_sub(2 * self.cfg.headroom);
+        if usage <= threshold {
+            return;
+        }
+        let mut want = usage - threshold + self.cfg.headroom;
+        let t0 = Instant::now();
+        let mut order: Vec<(Instant, usize)> = self
+            .slots
+            .iter()
+            .filter(|s| s.proc.is_some() && Some(s.id) != self.fg)
+            .map(|s| (s.left_foreground, s.id))
+            .collect();
+        order.sort();
+        let mut got = 0;
+        for (_, id) in order {
+            if want == 0 {
+                break;
+            }
+            let slot = &mut self.slots[id];
+            if slot.external.is_none() {
+                let ready = slot.proc.as_ref().is_some_and(|p| p.seen().ready);
+                if !ready {
+                    continue;
+                }
+                match ExternalApp::open(slot.pid, &slot.dir, SWAP_NAME) {
+                    Ok(x) => slot.external = Some(x),
+                    Err(_) => continue,
+                }
+            }
+            if let Some(x) = slot.external.as_mut() {
+                let r = x.reclaim(want);
+                got += r.bytes;
+                want = want.saturating_sub(r.bytes);
+            }
+        }
+        self.reclaim_ns.push(t0.elapsed().as_nanos() as u64);
+        self.reclaimed_bytes += got;
+    }
+
+    /// Notices apps that ended (killed, crashed, or done) and books them.
+    fn reap(&mut self) {
+        let mut changed = false;
+        for i in 0..self.slots.len() {
+            let Some(p) = self.slots[i].proc.as_mut() else {
+                continue;
+            };
+            if p.is_running() {
+                continue;
+            }
+            p.drain();
+            let crash = p.crash();
+            let seen = p.seen();
+            let pid = self.slots[i].pid;
+            let t_s = self.start.elapsed().as_secs_f64();
+            self.ended.book(&self.slots[i], &seen, crash, t_s);
+            self.killer.forget(pid);
+            self.slots[i].proc = None;
+            self.slots[i].external = None;
+            if self.fg == Some(i) {
+                self.fg = None;
+            }
+            changed = true;
+        }
+        if changed {
+            self.update_states();
+        }
+    }
+
+    fn sample(&mut self, th: Thresholds) -> SeriesPoint {
+        let now = Instant::now();
+        let (mut alive, mut active) = (0u32, 0u32);
+        let mut rss = procstat::ProcMem::default();
+        for s in self.slots.iter_mut() {
+            let Some(p) = s.proc.as_ref() else { continue };
+            alive += 1;
+            s.activity.observe(p.mark("round"), now, th);
+            if s.activity.is_active() {
+                active += 1;
+            }
+            if let Ok(m) = procstat::mem(s.pid) {
+                rss.anon += m.anon;
+                rss.file += m.file;
+                rss.shmem += m.shmem;
+                rss.swap += m.swap;
+            }
+            if let Ok(f) = procstat::major_faults(s.pid) {
+                s.major_faults = f;
+            }
+        }
+        let usage = self.group.usage().unwrap_or(0);
+        let (swap_in, swap_out) = self.swap_bytes();
+        SeriesPoint {
+            t_s: self.start.elapsed().as_secs_f64(),
+            alive,
+            active,
+            kills: self.killer.kills().len() as u64,
+            restarts: self.restarts,
+            // What the kernel charges the group: the figure the limit applies to.
+            accounted_bytes: usage,
+            rss_bytes: rss.rss(),
+            swap_written: swap_out,
+            swap_read: swap_in,
+        }
+    }
+
+    /// Bytes swapped in and out since the run began (the group's own counts where the
+    /// kernel keeps them, else the machine's: see [`Machine::swap_traffic`]).
+    fn swap_bytes(&self) -> (u64, u64) {
+        self.machine
+            .swap_traffic()
+            .map_or((0, 0), |t| (t.swap_in_bytes, t.swap_out_bytes))
+    }
+
+    /// Stops every app that still runs (told first, so all wind down together).
+    fn stop_all(&mut self) {
+        for s in self.slots.iter_mut() {
+            if let Some(p) = s.proc.as_mut() {
+                p.tell(&Command::Stop);
+            }
+        }
+        for s in self.slots.iter_mut() {
+            if let Some(mut p) = s.proc.take() {
+                let _ = p.stop(Duration::from_secs(10));
+                p.drain();
+                let crash = p.crash();
+                let t_s = self.start.elapsed().as_secs_f64();
+                self.ended.book(s, &p.seen(), crash, t_s);
+            }
+        }
+    }
+}
+
+impl Ended {
+    /// Books an app that ended: its verifications, faults and any crash.
+    fn book(&mut self, slot: &Slot, seen: &Seen, crash: Option<String>, t_s: f64) {
+        self.failed_verifications += seen.mark("verify_failed");
+        self.verified_arrays += seen.mark("verified");
+        self.major_faults += slot.major_faults;
+        self.gc_major_faults += seen.counter("gc_major_faults");
+        self.object_faults += seen.counter("object_faults");
+        self.gc_faults += seen.counter("gc_faults");
+        if let Some(error) = crash {
+            self.crashed.push(Crash {
+                app: slot.id,
+                t_s,
+                error,
+            });
+        }
+    }
+}

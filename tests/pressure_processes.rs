@@ -1,0 +1,163 @@
+//! The process mode for real, on tiny runs (a few apps, tens of MiB, seconds): the
+//! kernel enforces the cgroup's limit, kill kills through the low-memory killer and not
+//! the kernel, kernel-swap really swaps, marvin reclaims from outside the apps, nobody
+//! crashes or fails verification, and nothing the run set up is left on the machine.
+//! Needs root and a memory controller; elsewhere each test prints why it skips.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Why the process mode cannot run here, if it cannot.
+fn skip_reason() -> Option<String> {
+    match marvin::host::cgroup::Hierarchy::available() {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+const LIMIT: u64 = 48 << 20;
+
+/// Runs `marvin pressure --mode processes` on the tiny model; returns the summaries
+/// and the child's pid (to look for what it might have left behind).
+fn pressure(policies: &str, extra: &[&str]) -> (Vec<Value>, u32) {
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_marvin"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "pressure",
+            "--mode",
+            "processes",
+            "--quiet",
+            "--json",
+            "--policy",
+            policies,
+            "--apps",
+            "8",
+            "--budget",
+            "48m",
+            "--swap-size",
+            "256m",
+            "--launch-every",
+            "700ms",
+            "--duration",
+            "10s",
+            "--time-scale",
+            "0.05",
+            "--gc-max-free",
+            "256k",
+            "--sample-every",
+            "100ms",
+            "-D",
+            "ARRAYS=96",
+            "--swap-dir",
+        ])
+        .arg(out.path())
+        .args(extra);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run marvin pressure");
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "marvin pressure failed: {}\n{stderr}",
+        o.status
+    );
+    assert!(
+        stderr.starts_with("mode: processes"),
+        "the first line says the mode: {stderr}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON on stdout");
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        0,
+        "the run's directories and swap file are gone"
+    );
+    (v.as_array().unwrap().clone(), pid)
+}
+
+fn field(s: &Value, k: &str) -> u64 {
+    s[k].as_u64()
+        .unwrap_or_else(|| panic!("summary lacks {k}: {s}"))
+}
+
+fn common_checks(s: &Value) {
+    assert_eq!(s["mode"], "processes", "{s}");
+    assert_eq!(field(s, "limit_bytes"), LIMIT, "{s}");
+    let peak = field(s, "peak_cgroup_bytes");
+    assert!(peak > 0 && peak <= LIMIT, "the kernel held the limit: {s}");
+    assert_eq!(field(s, "kernel_oom_kills"), 0, "{s}");
+    assert_eq!(field(s, "crashed_apps"), 0, "{s}");
+    assert_eq!(field(s, "failed_verifications"), 0, "{s}");
+    assert!(
+        field(s, "verified_arrays") > 0,
+        "apps checked their data: {s}"
+    );
+}
+
+/// Nothing of the run stays on the machine: no cgroup named after it, no swap of ours.
+fn nothing_left_behind(pid: u32) {
+    let h = marvin::host::cgroup::Hierarchy::available().unwrap();
+    let prefix = format!("marvin-run-{pid}-");
+    let left: Vec<_> = std::fs::read_dir(&h.parent)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "groups left behind: {left:?}");
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap();
+    assert!(
+        !swaps.contains(&format!("marvin-swap-{pid}-")),
+        "swap left on: {swaps}"
+    );
+}
+
+#[test]
+fn every_policy_for_real_under_a_kernel_enforced_limit() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: the process mode cannot run here: {why}");
+        return;
+    }
+    let (v, pid) = pressure("kill,kernel-swap,marvin", &[]);
+    assert_eq!(v.len(), 3);
+    let (kill, swap, marvin) = (&v[0], &v[1], &v[2]);
+    for s in &v {
+        common_checks(s);
+    }
+    assert_eq!(kill["policy"], "kill");
+    assert!(
+        field(kill, "lmk_kills") > 0,
+        "eight apps do not fit: the killer kills: {kill}"
+    );
+    assert_eq!(field(kill, "swap_out_bytes"), 0, "{kill}");
+    assert_eq!(swap["policy"], "kernel-swap");
+    assert!(
+        field(swap, "swap_out_bytes") > 0,
+        "the kernel swapped out: {swap}"
+    );
+    assert_eq!(marvin["policy"], "marvin");
+    assert!(
+        field(marvin, "external_reclaimed_bytes") > 0,
+        "the System reclaimed from the app processes: {marvin}"
+    );
+    nothing_left_behind(pid);
+}
+
+#[test]
+fn page_swap_is_refused_in_the_process_mode() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: the process mode cannot run here: {why}");
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["pressure", "--mode", "processes", "--policy", "page-swap"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("page-swap does not run"));
+}
