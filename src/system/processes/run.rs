@@ -36,6 +36,12 @@ use crate::system::series::{PolicySeries, SeriesPoint};
 use crate::system::summary::{Crash, Summary};
 use crate::system::{Pressure, SystemConfig};
 
+/// How often apps report their marks; the System reads them into activity states on
+/// every tick of its loop.
+const REPORT_EVERY: Duration = Duration::from_millis(20);
+/// The System's loop tick: launches, the killer, the reclaimer, activity.
+const TICK: Duration = Duration::from_millis(20);
+
 /// The name of an app's swap file and reclaim table in its directory.
 const SWAP_NAME: &str = "swap";
 
@@ -214,7 +220,7 @@ impl Run<'_> {
         let mut next_launch = Duration::ZERO;
         let mut next_switch = sys.switch_every;
         let mut next_sample = Duration::ZERO;
-        let tick = Duration::from_millis(20).min(sys.sample_every);
+        let tick = TICK.min(sys.sample_every);
         loop {
             if signals::stop_requested().is_some() {
                 break;
@@ -237,6 +243,7 @@ impl Run<'_> {
             }
             self.killer.watch(tick)?;
             self.reap();
+            self.observe_activity(th);
             if now >= next_sample {
                 let p = self.sample(th);
                 summary.observe(&p);
@@ -286,7 +293,9 @@ impl Run<'_> {
             "--gc-max-free".into(),
             sys.gc_max_free.to_string(),
             "--report-every".into(),
-            format!("{}ms", sys.sample_every.as_millis().clamp(10, 250)),
+            // Often enough for the activity thresholds: a round is taken to have happened
+            // when its report arrives.
+            format!("{}ms", REPORT_EVERY.as_millis()),
         ]);
         a
     }
@@ -306,7 +315,7 @@ impl Run<'_> {
             proc: Some(proc),
             pid,
             dir,
-            activity: Activity::default(),
+            activity: Activity::launched(Instant::now()),
             left_foreground: Instant::now(),
             external: None,
             major_faults: 0,
@@ -457,14 +466,25 @@ impl Run<'_> {
         }
     }
 
-    fn sample(&mut self, th: Thresholds) -> SeriesPoint {
+    /// Reads every running app's last reported round count into its activity state.
+    fn observe_activity(&mut self, th: Thresholds) {
         let now = Instant::now();
+        for s in self.slots.iter_mut() {
+            if let Some(p) = s.proc.as_ref() {
+                s.activity.observe(p.mark("round"), now, th);
+            }
+        }
+    }
+
+    fn sample(&mut self, th: Thresholds) -> SeriesPoint {
         let (mut alive, mut active) = (0u32, 0u32);
         let mut rss = procstat::ProcMem::default();
+        self.observe_activity(th);
         for s in self.slots.iter_mut() {
-            let Some(p) = s.proc.as_ref() else { continue };
+            if s.proc.is_none() {
+                continue;
+            }
             alive += 1;
-            s.activity.observe(p.mark("round"), now, th);
             if s.activity.is_active() {
                 active += 1;
             }
@@ -489,6 +509,9 @@ impl Run<'_> {
             // What the kernel charges the group: the figure the limit applies to.
             accounted_bytes: usage,
             rss_bytes: rss.rss(),
+            rss_anon_bytes: rss.anon,
+            rss_file_bytes: rss.file,
+            rss_shmem_bytes: rss.shmem,
             swap_written: swap_out,
             swap_read: swap_in,
         }
