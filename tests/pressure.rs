@@ -279,10 +279,24 @@ fn the_policy_files_reclaimer_batch_limits_what_each_victim_gives() {
 
 #[test]
 fn an_app_that_fails_is_counted_as_crashed_and_its_error_named() {
+    let mut modes = vec!["in-process"];
+    // The process mode counts crashes from the apps' exit reports, where it can run.
+    match marvin::host::cgroup::Hierarchy::available() {
+        Ok(_) => modes.push("processes"),
+        Err(e) => eprintln!("the process mode is skipped: {e}"),
+    }
+    for mode in modes {
+        crash_is_counted_and_named(mode);
+    }
+}
+
+fn crash_is_counted_and_named(mode: &str) {
     let out = tempfile::tempdir().unwrap();
     let o = marvin()
         .args([
             "pressure",
+            "--mode",
+            mode,
             "--quiet",
             "--workload",
             "tests/pressure/crash.masm",
@@ -311,6 +325,7 @@ fn an_app_that_fails_is_counted_as_crashed_and_its_error_named() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
             .unwrap();
     let s = &v[0];
+    assert_eq!(s["mode"], mode);
     assert_eq!(field(s, "crashed_apps"), 2, "both apps divide by zero: {s}");
     assert_eq!(field(s, "final_alive"), 0, "{s}");
     assert_eq!(field(s, "kills"), 0, "a crash is not a kill: {s}");

@@ -17,6 +17,8 @@ fn tiny_run(out: &std::path::Path) -> Vec<Value> {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([
             "pressure",
+            "--mode",
+            "in-process",
             "--quiet",
             "--json",
             "--policy",
