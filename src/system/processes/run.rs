@@ -139,10 +139,14 @@ pub fn run_policy(
     // The same killer for kill and marvin (for marvin it is the backstop: its
     // reclaimer starts at twice the headroom); with swap, lmkd waits for pressure.
     let trigger = match pressure {
-        Pressure::KernelSwap => Trigger::pressure(),
+        // lmkd's swap_free_low_percentage: 10 % of the swap device.
+        Pressure::KernelSwap => Trigger::pressure(cfg.swap_bytes / 10),
         _ => Trigger::usage(cfg.headroom),
     };
-    let killer = lmk::Killer::new(group, trigger)?;
+    let mut killer = lmk::Killer::new(group, trigger)?;
+    if let Some(swap) = machine.swap() {
+        killer = killer.with_swap(swap);
+    }
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
     let mut run = Run {
