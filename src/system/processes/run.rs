@@ -126,8 +126,14 @@ pub fn run_policy(
         },
         _ => SwapChoice::None,
     };
+    // Only kernel-swap swaps: the other policies' groups are kept off any swap the
+    // machine may have (v1 swappiness 0), as a phone without swap would be.
+    let limits = cgroup::Limits {
+        swappiness: (pressure != Pressure::KernelSwap).then_some(0),
+        ..cgroup::Limits::hard(sys.budget as u64)
+    };
     let machine = Machine::set_up(&MachineConfig {
-        limits: cgroup::Limits::hard(sys.budget as u64),
+        limits,
         swap,
         state_dir: swapdev::default_state_dir(),
     })
@@ -140,7 +146,7 @@ pub fn run_policy(
     // reclaimer starts at twice the headroom); with swap, lmkd waits for pressure.
     let trigger = match pressure {
         // lmkd's swap_free_low_percentage: 10 % of the swap device.
-        Pressure::KernelSwap => Trigger::pressure(cfg.swap_bytes / 10),
+        Pressure::KernelSwap => Trigger::pressure().with_swap_free_low(cfg.swap_bytes / 10),
         _ => Trigger::usage(cfg.headroom),
     };
     let mut killer = lmk::Killer::new(group, trigger)?;
@@ -524,6 +530,11 @@ impl Run<'_> {
     /// Bytes swapped in and out since the run began (the group's own counts where the
     /// kernel keeps them, else the machine's: see [`Machine::swap_traffic`]).
     fn swap_bytes(&self) -> (u64, u64) {
+        if self.machine.swap().is_none() {
+            // No swap of the run's, and its group may not swap (swappiness 0): the
+            // machine's counters would only show other processes' traffic.
+            return (0, 0);
+        }
         self.machine
             .swap_traffic()
             .map_or((0, 0), |t| (t.swap_in_bytes, t.swap_out_bytes))
