@@ -77,6 +77,9 @@ impl AppProcess {
         let mut cmd = Process::new(exe);
         cmd.arg("app")
             .args(args)
+            // One malloc arena: each thread's arena would keep its own free memory
+            // resident, charged to the group (every policy's apps alike).
+            .env("MALLOC_ARENA_MAX", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
