@@ -251,7 +251,14 @@ impl Run<'_> {
             if self.pressure == Pressure::Marvin {
                 self.reclaim_if_needed();
             }
-            self.killer.watch(tick)?;
+            if let Some(kill) = self.killer.watch(tick)? {
+                // A memory file stays charged to the group while any descriptor of it
+                // is open: let go of the victim's at once, or its pages would still
+                // count at the next tick and cost a second app its life.
+                if let Some(s) = self.slots.iter_mut().find(|s| s.pid == kill.pid) {
+                    s.external = None;
+                }
+            }
             self.reap();
             self.observe_activity(th);
             if now >= next_sample {
