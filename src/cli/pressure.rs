@@ -333,7 +333,11 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             serde_json::to_string_pretty(&summaries)?,
         )?;
         let series: Vec<_> = results.into_iter().map(|(_, s)| s).collect();
-        system::write_outputs(dir, &series, budget as u64)?;
+        let counted = match mode {
+            Mode::Processes(_) => system::plot::Counted::Kernel,
+            Mode::InProcess(_) => system::plot::Counted::Runtime,
+        };
+        system::write_outputs(dir, &series, budget as u64, counted)?;
         eprintln!("wrote {}", dir.display());
     }
     Ok(0)

@@ -129,8 +129,9 @@ pub fn write_outputs(
     dir: &std::path::Path,
     series: &[PolicySeries],
     budget: u64,
+    counted: plot::Counted,
 ) -> anyhow::Result<()> {
     series::write_csv(&dir.join("series.csv"), series)?;
-    plot::write_plots(dir, series, budget)?;
+    plot::write_plots_counted(dir, series, budget, counted)?;
     Ok(())
 }

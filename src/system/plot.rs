@@ -34,9 +34,11 @@ pub(crate) const FONT: &str = "sans-serif";
 const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
 /// Colours of the three pressure policies, then of any other, in order of appearance.
-const POLICY_COLOURS: [(&str, RGBColor); 3] = [
+const POLICY_COLOURS: [(&str, RGBColor); 4] = [
     ("kill", RGBColor(214, 39, 40)),
     ("page-swap", RGBColor(31, 119, 180)),
+    // The swap baseline of the process mode, coloured as the model's.
+    ("kernel-swap", RGBColor(31, 119, 180)),
     ("marvin", RGBColor(44, 160, 44)),
 ];
 const OTHER_COLOURS: [RGBColor; 4] = [
@@ -56,11 +58,30 @@ pub fn write_plots(
     series: &[PolicySeries],
     budget_bytes: u64,
 ) -> anyhow::Result<PlotFiles> {
+    write_plots_counted(dir, series, budget_bytes, Counted::Runtime)
+}
+
+/// Who counted the resident memory the `resident` figure shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// The in-process model: the System's accounted bytes against its budget.
+    Runtime,
+    /// The process mode: the cgroup's usage against the limit the kernel enforces.
+    Kernel,
+}
+
+/// As [`write_plots`], saying who counted the resident memory.
+pub fn write_plots_counted(
+    dir: &Path,
+    series: &[PolicySeries],
+    budget_bytes: u64,
+    counted: Counted,
+) -> anyhow::Result<PlotFiles> {
     register_font()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let figures = [
         ("active_apps", active_apps_figure(series)),
-        ("resident", resident_figure(series, budget_bytes)),
+        ("resident", resident_figure(series, budget_bytes, counted)),
     ];
     let mut files = Vec::with_capacity(2 * figures.len());
     for (name, figure) in &figures {
@@ -238,17 +259,21 @@ fn active_apps_figure(series: &[PolicySeries]) -> Figure {
 
 /// Resident memory over time in MiB, per policy: accounted (solid) and RSS (dashed),
 /// with the budget as a black line when it is not zero.
-fn resident_figure(series: &[PolicySeries], budget_bytes: u64) -> Figure {
+fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted) -> Figure {
     let mib = |bytes: u64| bytes as f64 / BYTES_PER_MIB;
     let (lines, mut legend) =
         policy_lines(series, |p| mib(p.accounted_bytes), |p| mib(p.rss_bytes));
-    legend.push(style_key("accounted", Stroke::Solid));
-    legend.push(style_key("process RSS", Stroke::Dashed));
+    let (solid, dashed, level) = match counted {
+        Counted::Runtime => ("accounted", "process RSS", "budget"),
+        Counted::Kernel => ("cgroup usage", "apps' RSS", "cgroup limit"),
+    };
+    legend.push(style_key(solid, Stroke::Solid));
+    legend.push(style_key(dashed, Stroke::Dashed));
     let mut levels = Vec::new();
     if budget_bytes > 0 {
         levels.push((mib(budget_bytes), BLACK));
         legend.push(LegendEntry {
-            label: format!("budget ({})", size_label(budget_bytes)),
+            label: format!("{level} ({})", size_label(budget_bytes)),
             colour: BLACK,
             stroke: Stroke::Solid,
             width: 1,
@@ -440,6 +465,27 @@ mod tests {
     }
 
     #[test]
+    fn the_resident_figure_says_who_counted() {
+        let labels = |c| -> Vec<String> {
+            resident_figure(&three_policies(), 64 << 20, c)
+                .legend
+                .into_iter()
+                .map(|e| e.label)
+                .collect()
+        };
+        let model = labels(Counted::Runtime);
+        assert!(model.contains(&"accounted".to_string()), "{model:?}");
+        assert!(model.contains(&"budget (64 MiB)".to_string()), "{model:?}");
+        let kernel = labels(Counted::Kernel);
+        assert!(kernel.contains(&"cgroup usage".to_string()), "{kernel:?}");
+        assert!(
+            kernel.contains(&"cgroup limit (64 MiB)".to_string()),
+            "{kernel:?}"
+        );
+        assert!(!kernel.contains(&"accounted".to_string()), "{kernel:?}");
+    }
+
+    #[test]
     fn three_policies_give_svg_and_png_figures() {
         let dir = tempfile::tempdir().unwrap();
         let out = write_plots(dir.path(), &three_policies(), 512 << 20).unwrap();
@@ -535,7 +581,7 @@ mod tests {
     #[test]
     fn figures_hold_the_series_values() {
         let series = three_policies();
-        let figure = resident_figure(&series, 256 << 20);
+        let figure = resident_figure(&series, 256 << 20, Counted::Runtime);
         assert_eq!(figure.levels, [(256.0, BLACK)]);
         assert_eq!(figure.lines.len(), 6);
         let accounted = &figure.lines[0];
