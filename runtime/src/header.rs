@@ -138,6 +138,28 @@ impl ObjHeader {
     #[inline(always)]
     pub fn ensure(&self, bits: HeaderBits) {
         if self.word.load(Ordering::Relaxed) & bits.bits() != bits.bits() {
+            // Relaxed suffices for every bit set here, DIRTY included (the barrier's fast
+            // path sets WRITE | DIRTY through this):
+            // - DIRTY is read only for stubbed objects: by the saver, which walks the stub
+            //   registry and clears DIRTY before its copy and checks it after, and by the
+            //   page-out baseline under the entry's reclaimer lock. The reclaimer never
+            //   reads the header (it trusts the entry's CLEAN flag), and only stubbed
+            //   objects have entries.
+            // - A write to a stubbed object never comes here: its handle entry carries the
+            //   stub tag, so the barrier takes `StubAccess`, which sets DIRTY with `set`
+            //   (SeqCst) before and after the write, under the entry's shared lock. Those
+            //   are the stores the saver's clear-then-check is ordered with.
+            // - The fast path comes here only after its Acquire load found the handle entry
+            //   untagged: the object had no stub. An object gets one in
+            //   `Heap::stub_object`, with the app's mutators stopped (or before its handle
+            //   is published), which sets STUB | DIRTY itself (SeqCst) before tagging the
+            //   entry (Release). A fast-path access that read the untagged entry ends
+            //   before its mutator stops at the safepoint, whose hand-off orders it before
+            //   the stubbing; every later access sees the tag. A fresh stub starts DIRTY,
+            //   so no checkpoint depends on a DIRTY set here.
+            // - fetch_or is a read-modify-write of the one word: it loses no bit that
+            //   another thread sets or clears meanwhile. READ and WRITE feed the
+            //   working-set rounds (`age`), which run with the mutators stopped.
             self.word.fetch_or(bits.bits(), Ordering::Relaxed);
         }
     }

@@ -21,10 +21,10 @@ impl<'h> Obj<'h> {
     /// payload) that stays live and resident, and is not moved, for `'h`.
     #[inline(always)]
     pub unsafe fn from_addr(addr: usize) -> Obj<'h> {
-        // SAFETY: the caller guarantees a live object header at `addr` for 'h.
-        Obj {
-            hdr: unsafe { &*(addr as *const ObjHeader) },
-        }
+        // SAFETY: the caller guarantees an initialised, live, resident object at `addr`
+        // that does not move for 'h, so its header is valid to borrow for 'h.
+        let hdr = unsafe { &*(addr as *const ObjHeader) };
+        Obj { hdr }
     }
 
     #[inline(always)]

@@ -1,7 +1,7 @@
 //! The header that makes a file or block device a Linux swap area (what `mkswap`
 //! writes), so the run needs no util-linux: page 0 holds, after 1024 bytes left for
 //! boot loaders, `version` = 1, `last_page`, `nr_badpages` = 0, a 16-byte UUID and a
-//! 16-byte label (`struct swap_header` in `include/linux/swap.h`, all native-endian),
+//! 16-byte label (`struct swap_header` in Linux's `include/linux/swap.h`, all native-endian),
 //! and ends with the magic `SWAPSPACE2` in its last 10 bytes.
 
 /// The magic at the end of the first page.

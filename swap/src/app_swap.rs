@@ -304,10 +304,11 @@ impl StubHooks for AppSwap {
         let mut reads = Vec::with_capacity(held.len() + 1);
         // SAFETY: the faulting object is out, its entry locked shared and its state
         // locked by our caller; the checkpoint is read straight into its payload.
+        let out = unsafe { payload_of(stub) };
         reads.push(SlotRead {
             slot,
             key: stub.handle.value(),
-            out: unsafe { payload_of(stub) },
+            out,
         });
         for (n, s, _, _) in &held {
             // SAFETY: out, entry locked shared and state locked just above.

@@ -622,9 +622,8 @@ impl<A: AppBinding> Thread<A> {
                     let h = handle!(pop!());
                     let a = instance!(h, AccessKind::Read, s);
                     // SAFETY: the class check proved an instance with slot `s.slot`.
-                    push!(
-                        unsafe { a.obj().slot_unchecked(s.slot as usize) }.load(Ordering::Relaxed)
-                    );
+                    let slot = unsafe { a.obj().slot_unchecked(s.slot as usize) };
+                    push!(slot.load(Ordering::Relaxed));
                 }
                 Op::PutField(s) => {
                     let v = pop!();

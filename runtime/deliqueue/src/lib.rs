@@ -5,7 +5,7 @@
 //! atomics, cells, threads and futex from `marvin-sync`, so that under `cfg(loom)` the
 //! same code is model-checked (`tests/loom_deliqueue.rs`).
 //!
-//! How it works (see `shared/sources.md`, part 2):
+//! How it works (the design Android 17's `MessageQueue` published, in Rust):
 //! - **Post** ([`stack`]): any thread pushes a node on a Treiber stack with one CAS, then
 //!   wakes the looper only if the message is due before the looper's published wake-up
 //!   time ([`wake`]).

@@ -1,6 +1,6 @@
 //! The subset of Perfetto's trace protos the writer emits, as hand-written prost messages.
 //!
-//! Field numbers and types follow Perfetto's published schema
+//! Field numbers and types follow Perfetto's published schema, in the Perfetto repository
 //! (`protos/perfetto/trace/trace.proto`, `trace_packet.proto`,
 //! `track_event/{track_descriptor,track_event,process_descriptor,thread_descriptor,
 //! counter_descriptor}.proto`). Fields the writer never sets are left out; members of a proto
