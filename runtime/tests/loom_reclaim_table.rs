@@ -45,7 +45,8 @@ impl Guarded {
     }
 
     fn write(&self, who: &'static str) {
-        // SAFETY (of the model): loom panics here if another access is concurrent with this one.
+        // SAFETY: checked by the model: loom panics here if another access is concurrent
+        // with this one.
         self.owner.with_mut(|p| unsafe { *p = who });
     }
 }
@@ -204,7 +205,7 @@ fn external_reclaim(app: &RemoteApp) -> bool {
     let took = !app.is_foreground() && app.lock.flags().contains(EntryFlags::RECLAIMABLE);
     if took {
         // fallocate(PUNCH_HOLE): the page reads zero from now on.
-        // SAFETY (of the model): loom panics if an app access is concurrent with this.
+        // SAFETY: checked by the model: loom panics if an app access is concurrent with this.
         app.page.with_mut(|p| unsafe { *p = 0 });
         app.lock.remove_flags(EntryFlags::RESIDENT);
     }
@@ -218,11 +219,11 @@ fn external_reclaim(app: &RemoteApp) -> bool {
 fn app_read(app: &RemoteApp) -> u64 {
     app.lock.lock_shared();
     if !app.lock.flags().contains(EntryFlags::RESIDENT) {
-        // SAFETY (of the model): loom panics if the reclaimer's write is concurrent.
+        // SAFETY: checked by the model: loom panics if the reclaimer's write is concurrent.
         app.page.with_mut(|p| unsafe { *p = CHECKPOINT });
         app.lock.insert_flags(EntryFlags::RESIDENT);
     }
-    // SAFETY (of the model): as above.
+    // SAFETY: checked by the model: as above.
     let v = app.page.with(|p| unsafe { *p });
     app.lock.unlock_shared();
     v
@@ -278,7 +279,7 @@ fn an_app_that_comes_to_the_foreground_loses_nothing() {
         assert!(app.lock.flags().contains(EntryFlags::RESIDENT));
         assert!(!external_reclaim(&app));
         assert!(app.lock.flags().contains(EntryFlags::RESIDENT));
-        // SAFETY (of the model): both threads are done.
+        // SAFETY: both threads are done, so nothing is concurrent (loom would panic).
         assert_eq!(app.page.with(|p| unsafe { *p }), CHECKPOINT);
     });
     // The reclaimer got in before the switch in some interleavings, not in others.
