@@ -16,6 +16,30 @@ pub struct Crash {
     pub error: String,
 }
 
+/// Process mode: one app process as the kernel saw it last (one record per process;
+/// an app restarted cold has a record per life).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AppRecord {
+    pub app: usize,
+    pub pid: u32,
+    /// `killed`, `crashed`, `ended` (by itself) or `alive at the end`.
+    pub end: String,
+    /// When it ended (or the run stopped it), in seconds since the run began.
+    pub t_s: f64,
+    pub rounds: u64,
+    pub verified_arrays: u64,
+    /// Resident memory by kind and bytes in swap, at the last sample before it ended.
+    pub rss_anon_bytes: u64,
+    pub rss_file_bytes: u64,
+    pub rss_shmem_bytes: u64,
+    pub swap_bytes: u64,
+    /// Major faults of the process, and those its collections took.
+    pub major_faults: u64,
+    pub gc_major_faults: u64,
+    /// Objects it faulted back in from its swap file (marvin).
+    pub object_faults: u64,
+}
+
 /// One policy's results.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
@@ -86,6 +110,9 @@ pub struct Summary {
     pub swap_out_bytes: u64,
     /// Process mode (marvin): bytes the System's reclaimer took from outside the apps.
     pub external_reclaimed_bytes: u64,
+    /// Process mode: every app process, as the kernel saw it last.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<AppRecord>,
 }
 
 impl Summary {

@@ -33,7 +33,7 @@ use crate::host::machine::{Machine, MachineConfig, SwapChoice};
 use crate::host::{cgroup, lmk, procstat, signals, swapdev};
 use crate::system::activity::{Activity, Thresholds};
 use crate::system::series::{PolicySeries, SeriesPoint};
-use crate::system::summary::{Crash, Summary};
+use crate::system::summary::{AppRecord, Crash, Summary};
 use crate::system::{Pressure, SystemConfig};
 
 /// How often apps report their marks; the System reads them into activity states on
@@ -84,6 +84,8 @@ struct Slot {
     external: Option<ExternalApp>,
     /// Major faults seen so far (the last sample before it ended).
     major_faults: u64,
+    /// Its memory at the last sample.
+    last_mem: procstat::ProcMem,
 }
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
@@ -96,6 +98,7 @@ struct Ended {
     gc_major_faults: u64,
     object_faults: u64,
     gc_faults: u64,
+    apps: Vec<AppRecord>,
 }
 
 /// Runs one policy in the process mode.
@@ -188,6 +191,7 @@ pub fn run_policy(
     summary.gc_major_faults = ended.gc_major_faults;
     summary.object_faults = ended.object_faults;
     summary.gc_faults = ended.gc_faults;
+    summary.apps = ended.apps;
     summary.crashed_apps = ended.crashed.len() as u64;
     summary.crashes = ended.crashed;
     if let Some(sig) = signals::stop_requested() {
@@ -336,6 +340,7 @@ impl Run<'_> {
             left_foreground: Instant::now(),
             external: None,
             major_faults: 0,
+            last_mem: procstat::ProcMem::default(),
         })
     }
 
@@ -469,7 +474,13 @@ impl Run<'_> {
             let seen = p.seen();
             let pid = self.slots[i].pid;
             let t_s = self.start.elapsed().as_secs_f64();
-            self.ended.book(&self.slots[i], &seen, crash, t_s);
+            let killed = self.killer.kills().iter().any(|k| k.pid == pid);
+            let how = match (&crash, killed) {
+                (Some(_), _) => "crashed",
+                (None, true) => "killed",
+                (None, false) => "ended",
+            };
+            self.ended.book(&self.slots[i], &seen, crash, t_s, how);
             self.killer.forget(pid);
             self.slots[i].proc = None;
             self.slots[i].external = None;
@@ -506,6 +517,7 @@ impl Run<'_> {
                 active += 1;
             }
             if let Ok(m) = procstat::mem(s.pid) {
+                s.last_mem = m;
                 rss.anon += m.anon;
                 rss.file += m.file;
                 rss.shmem += m.shmem;
@@ -560,7 +572,12 @@ impl Run<'_> {
                 p.drain();
                 let crash = p.crash();
                 let t_s = self.start.elapsed().as_secs_f64();
-                self.ended.book(s, &p.seen(), crash, t_s);
+                let how = if crash.is_some() {
+                    "crashed"
+                } else {
+                    "alive at the end"
+                };
+                self.ended.book(s, &p.seen(), crash, t_s, how);
             }
         }
     }
@@ -568,7 +585,22 @@ impl Run<'_> {
 
 impl Ended {
     /// Books an app that ended: its verifications, faults and any crash.
-    fn book(&mut self, slot: &Slot, seen: &Seen, crash: Option<String>, t_s: f64) {
+    fn book(&mut self, slot: &Slot, seen: &Seen, crash: Option<String>, t_s: f64, how: &str) {
+        self.apps.push(AppRecord {
+            app: slot.id,
+            pid: slot.pid,
+            end: how.to_string(),
+            t_s,
+            rounds: seen.mark("round"),
+            verified_arrays: seen.mark("verified"),
+            rss_anon_bytes: slot.last_mem.anon,
+            rss_file_bytes: slot.last_mem.file,
+            rss_shmem_bytes: slot.last_mem.shmem,
+            swap_bytes: slot.last_mem.swap,
+            major_faults: slot.major_faults,
+            gc_major_faults: seen.counter("gc_major_faults"),
+            object_faults: seen.counter("object_faults"),
+        });
         self.failed_verifications += seen.mark("verify_failed");
         self.verified_arrays += seen.mark("verified");
         self.major_faults += slot.major_faults;
