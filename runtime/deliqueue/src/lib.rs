@@ -1,5 +1,8 @@
-//! DeliQueue: Android 17's lock-free message queue, the trait it shares with the legacy
-//! queue ([`legacy_queue`]), and Android's Looper/Handler API over either ([`looper`]).
+//! DeliQueue: Android 17's lock-free message queue, and the trait it shares with the
+//! legacy queue ([`legacy_queue`]). The loop over it is the app's main looper
+//! (`app/src/messages.rs`, the one message loop of the project): it takes messages with
+//! [`MessageQueue::next`] and sleeps in [`MessageQueue::wait`], as Android's
+//! `Looper.loop()` does over `MessageQueue.next()`.
 //!
 //! The crate stands alone: it knows nothing of marvin's objects or heap, and takes its
 //! atomics, cells, threads and futex from `marvin-sync`, so that under `cfg(loom)` the
@@ -63,7 +66,6 @@ pub mod clock;
 pub mod freelist;
 pub mod heap;
 pub mod legacy_queue;
-pub mod looper;
 pub mod message;
 pub mod node;
 pub mod pool;
