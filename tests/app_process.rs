@@ -155,11 +155,21 @@ fn a_bad_command_ends_the_app_with_a_protocol_error() {
         .write_all(b"{\"to\":\"sideways\"}\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(70));
     let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap();
-    assert!(
-        last.contains("\"ev\":\"exit\"") && last.contains("bad control line"),
-        "{last}"
+    let why = format!(
+        "{}\nstdout:\n{text}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(70), "{why}");
+    let exit = text
+        .lines()
+        .find(|l| l.contains("\"ev\":\"exit\""))
+        .unwrap_or_else(|| panic!("an exit report: {why}"));
+    assert!(exit.contains("bad control line"), "{why}");
+    assert_eq!(
+        text.lines().last(),
+        Some(exit),
+        "the exit report is the last line: {why}"
     );
 }
