@@ -11,7 +11,7 @@
 //! offset 16  u32  capacity (entries)
 //! offset 20  u32  reserved
 //! offset 24  u32  app flags (bit 0: the app is in the foreground)
-//! offset 28  u32  reserved
+//! offset 28  u32  one past the highest entry index ever handed out (scans stop there)
 //! offset 32  u64  bytes reclaimed from outside the app (by another process)
 //! offset 40  u64  objects reclaimed from outside the app
 //! offset 48  16 reserved bytes
@@ -50,7 +50,9 @@ struct TableHeader {
     capacity: u32,
     _reserved0: u32,
     app_flags: AtomicU32,
-    _reserved1: u32,
+    /// One past the highest index ever handed out, so a reclaimer in another process
+    /// scans only the part of the table in use.
+    high_water: AtomicU32,
     /// Bytes and objects a reclaimer in another process returned to the OS (the app's
     /// own reclaims are booked in its memory).
     reclaimed_out_bytes: AtomicU64,
@@ -226,6 +228,20 @@ impl Mapping {
         self.header().app_flags.load(Ordering::Acquire) & APP_FOREGROUND != 0
     }
 
+    /// The published scan bound, never above the capacity (whatever the file holds).
+    fn high_water(&self) -> u32 {
+        // Acquire: pairs with the Release in `publish_high_water`, so the entries below
+        // the bound were occupied (or are free again) before it was read.
+        self.header()
+            .high_water
+            .load(Ordering::Acquire)
+            .min(self.capacity)
+    }
+
+    fn publish_high_water(&self, bound: u32) {
+        self.header().high_water.fetch_max(bound, Ordering::Release);
+    }
+
     fn reclaimed_out(&self) -> (u64, u64) {
         let h = self.header();
         // Relaxed: counters; the entries' flags carry the ordering that matters.
@@ -395,6 +411,8 @@ impl ReclaimTable {
         // Release: a scan that sees the new bound sees the occupied entry.
         self.high
             .fetch_max(index + 1, std::sync::atomic::Ordering::Release);
+        // And the same bound for reclaimers in other processes.
+        self.mapping.publish_high_water(index + 1);
         Ok(id)
     }
 
@@ -502,7 +520,14 @@ impl ReclaimTableView {
 
     /// The occupied entries, in index order.
     pub fn iter_occupied(&self) -> impl Iterator<Item = (EntryId, &Entry)> + '_ {
-        iter_occupied(self.mapping.entries())
+        // Up to the bound the app publishes: the rest of the table was never used, and
+        // reading it would only fill the page cache with zeroes.
+        iter_occupied(&self.mapping.entries()[..self.high_water() as usize])
+    }
+
+    /// One past the highest entry index the app has handed out (what a scan covers).
+    pub fn high_water(&self) -> u32 {
+        self.mapping.high_water()
     }
 
     /// Whether the app is in the foreground.

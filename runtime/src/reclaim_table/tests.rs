@@ -376,3 +376,30 @@ fn stress_shared_and_reclaimer_locks_exclude_each_other() {
     assert!(!e.is_reclaimer_locked());
     eprintln!("reclaimer: {wins} locks, {gave_up} give-ups");
 }
+
+#[test]
+fn a_view_scans_only_up_to_the_published_high_water_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.table");
+    let table = ReclaimTable::create(&path, 1024).unwrap();
+    let view = ReclaimTableView::open(&path).unwrap();
+    assert_eq!(view.high_water(), 0);
+    assert_eq!(view.iter_occupied().count(), 0);
+    let a = table.insert(0x1000, 4096, 1).unwrap();
+    let b = table.insert(0x2000, 4096, 2).unwrap();
+    // Entries inserted after the view was opened are seen: the bound lives in the file.
+    assert_eq!(view.high_water(), b.index().max(a.index()) + 1);
+    assert_eq!(view.iter_occupied().count(), 2);
+    table.remove(a).unwrap();
+    assert_eq!(view.iter_occupied().count(), 1);
+    drop(view);
+
+    // A bound beyond the capacity (a damaged file) is clamped, never read past the table.
+    drop(table);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let view = ReclaimTableView::open(&path).unwrap();
+    assert_eq!(view.high_water(), 1024);
+    assert_eq!(view.iter_occupied().count(), 1);
+}
