@@ -115,7 +115,9 @@ pub fn run_looper(app: &Arc<App>) -> Option<Trap> {
         },
     );
     if app.queue.post(first).is_err() {
-        return None;
+        // Ended before its looper started (a command from outside, say): the ending's
+        // trap, if it had one, is the outcome.
+        return app.outcome();
     }
     // The main looper is latency-critical: holders of monitors it waits on are boosted.
     fasttrack::set_latency_critical(true);
