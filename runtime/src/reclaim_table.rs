@@ -42,7 +42,9 @@ mod table;
 
 pub use entry::{Entry, EntryId, ReclaimerGuard, SharedGuard};
 pub use lock::{EntryFlags, EntryLock};
-pub use table::{ReclaimTable, ReclaimTableError, ReclaimTableView, TableFull, MAX_CAPACITY};
+pub use table::{
+    ReclaimTable, ReclaimTableError, ReclaimTableView, TableFull, ENTRY_BYTES, MAX_CAPACITY,
+};
 
 /// What the entry lock is built from: `std`'s atomics, whose 4-byte layout the mapped table
 /// relies on. The loom model (`tests/loom_reclaim_table.rs`) compiles `lock.rs` a second

@@ -58,6 +58,11 @@ pub trait StubHooks: Send + Sync {
     }
     /// The stub died: release its swap slot. Called with the stub's state locked.
     fn freed(&self, stub: &Stub, state: &mut StubState);
+    /// Bytes the swap layer holds in memory for this app (its swap file's index, for
+    /// example), counted with what the runtime holds ([`StubSpace::held_bytes`]).
+    fn held_bytes(&self) -> usize {
+        0
+    }
     /// Whether an object with these access histories is cold (the policy's call).
     fn is_cold(&self, read_history: u8, write_history: u8) -> bool;
     /// Whether a new object of this kind and size gets a stub at allocation while
@@ -154,6 +159,27 @@ pub struct StubSpace {
     pub reclaim_hand: std::sync::atomic::AtomicU32,
     /// Told of every object fault: (handle, start and end in trace-clock ns, bytes).
     pub fault_observer: std::sync::OnceLock<FaultObserver>,
+    /// Bytes of the live stubs themselves ([`stub_bytes`] each).
+    stub_bytes: AtomicU64,
+    /// Bytes of the registry's table (its capacity), as of its last change.
+    registry_bytes: AtomicU64,
+}
+
+/// Bytes the registry of stubs takes per slot of its capacity: a handle and a pointer,
+/// plus the hash table's control byte.
+const REGISTRY_SLOT_BYTES: usize = std::mem::size_of::<(Handle, Arc<Stub>)>() + 1;
+
+/// Bytes one stub with `nrefs` reference copies takes on the native heap (its shared
+/// allocation with the counts, and its copies), not counting its registry slot.
+pub fn stub_bytes(nrefs: usize) -> usize {
+    std::mem::size_of::<Stub>() + 2 * std::mem::size_of::<usize>() + nrefs * 8
+}
+
+/// At most how many bytes stubbing one object with `nrefs` reference copies adds to
+/// what the runtime holds (the stub, registry slots as the registry doubles, its
+/// reclaim-table entry): what a growth reservation asks for before stubbing.
+pub fn stubbing_bytes(nrefs: usize) -> usize {
+    stub_bytes(nrefs) + 2 * REGISTRY_SLOT_BYTES + crate::reclaim_table::ENTRY_BYTES
 }
 
 /// A callback for object faults (for traces).
@@ -172,7 +198,25 @@ impl StubSpace {
             stub_on_alloc: AtomicBool::new(false),
             fault_observer: std::sync::OnceLock::new(),
             reclaim_hand: std::sync::atomic::AtomicU32::new(0),
+            stub_bytes: AtomicU64::new(0),
+            registry_bytes: AtomicU64::new(0),
         }
+    }
+
+    /// Bytes the runtime holds in memory for this app's swapping, as a kernel would
+    /// count them: the stubs, the registry that finds them, the reclaim table's touched
+    /// pages and free list, and what the swap layer holds ([`StubHooks::held_bytes`]).
+    pub fn held_bytes(&self) -> usize {
+        self.stub_bytes.load(Ordering::Relaxed) as usize
+            + self.registry_bytes.load(Ordering::Relaxed) as usize
+            + self.table.resident_bytes()
+            + self.hooks.held_bytes()
+    }
+
+    /// Books the registry's size after a change, under its lock.
+    fn registry_changed(&self, stubs: &HashMap<Handle, Arc<Stub>>) {
+        let bytes = (stubs.capacity() * REGISTRY_SLOT_BYTES) as u64;
+        self.registry_bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Bytes of stubbed objects whose pages are not in memory now.
@@ -426,7 +470,14 @@ impl Heap {
         obj.header().set(HeaderBits::STUB | HeaderBits::DIRTY);
         let ptr = Arc::as_ptr(&stub) as u64;
         debug_assert_eq!(ptr & ENTRY_STUB, 0);
-        space.stubs.lock().insert(h, stub);
+        space
+            .stub_bytes
+            .fetch_add(stub_bytes(stub.refs.len()) as u64, Ordering::Relaxed);
+        {
+            let mut stubs = space.stubs.lock();
+            stubs.insert(h, stub);
+            space.registry_changed(&stubs);
+        }
         self.table()
             .entry(h)
             .store(ptr | ENTRY_STUB, Ordering::Release);
@@ -482,7 +533,14 @@ impl Heap {
             // (which holds the state of every stub it finds there) that missed a stub
             // still owning a live slot would move that slot without telling the stub,
             // and the late release would then free another object's checkpoint.
-            space.stubs.lock().remove(&h);
+            {
+                let mut stubs = space.stubs.lock();
+                stubs.remove(&h);
+                space.registry_changed(&stubs);
+            }
+            space
+                .stub_bytes
+                .fetch_sub(stub_bytes(stub.refs.len()) as u64, Ordering::Relaxed);
             let _ = space.table.remove(stub.entry);
             let size = crate::heap::large_space::page_round(stub.bytes);
             runs.push((stub.addr, size));

@@ -10,6 +10,7 @@
 pub mod activity;
 pub mod budget;
 pub mod engine;
+pub mod native_heap;
 pub mod plot;
 pub mod processes;
 pub mod series;
@@ -108,6 +109,7 @@ pub fn run(
             p.name()
         );
     }
+    native_heap::limit_arenas();
     let mut out = Vec::new();
     for &p in policies {
         let cb = |t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {

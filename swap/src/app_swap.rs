@@ -57,6 +57,8 @@ pub struct AppSwap {
     /// An eager restore is reading many checkpoints: the file is checked once, up front,
     /// instead of per fault ([`AppSwap::batch`]).
     batch: std::sync::atomic::AtomicBool,
+    /// The swap file's index size when last seen ([`StubHooks::held_bytes`]).
+    index_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// Why an app's swap side could not be set up.
@@ -113,6 +115,7 @@ impl AppSwap {
             last_error: Mutex::new(None),
             bookmarking,
             batch: std::sync::atomic::AtomicBool::new(false),
+            index_bytes: std::sync::atomic::AtomicUsize::new(0),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;
@@ -366,6 +369,19 @@ impl StubHooks for AppSwap {
     fn freed(&self, _stub: &Stub, state: &mut StubState) {
         if let Some(slot) = state.slot.take() {
             let _ = self.file.lock().free(SlotId::from_offset(slot));
+        }
+    }
+
+    fn held_bytes(&self) -> usize {
+        // Asked on allocation paths: never wait for a long hold of the file (a
+        // compaction); its last known size is close enough meanwhile.
+        match self.file.try_lock() {
+            Some(file) => {
+                let bytes = file.index_bytes();
+                self.index_bytes.store(bytes, Ordering::Relaxed);
+                bytes
+            }
+            None => self.index_bytes.load(Ordering::Relaxed),
         }
     }
 

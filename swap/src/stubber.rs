@@ -33,6 +33,17 @@ pub unsafe fn stub_candidates(
             candidates.push((h, obj.size() as u64));
         }
     });
+    // The stubs count as the app's memory: reserve room for them first (given back once
+    // the stub space counts them).
+    let stubbing: usize = candidates
+        .iter()
+        .map(|&(h, _)| {
+            // SAFETY: live untagged entries (collected just above); mutators are stopped.
+            let nrefs = unsafe { heap.raw_object(h) }.map_or(0, |o| o.ref_words().len());
+            marvin_runtime::stub::stubbing_bytes(nrefs)
+        })
+        .sum();
+    let _growth = heap.before_growth(stubbing);
     let mut report = StubReport::default();
     for (h, bytes) in candidates {
         // SAFETY: forwarded: mutators are stopped.

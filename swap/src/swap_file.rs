@@ -504,6 +504,15 @@ impl SwapFile {
         self.live_payload
     }
 
+    /// Bytes the in-memory index of the file takes (every slot by offset, free slots by
+    /// size), estimated as its entries at a B-tree's typical two-thirds fill: what the
+    /// swap file holds in memory besides the transient buffers of a read or a write.
+    pub fn index_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(u64, SlotInfo)>();
+        let free = std::mem::size_of::<(u32, u64)>();
+        (self.slots.len() * slot + self.free.len() * free) * 3 / 2
+    }
+
     /// The number of live checkpoints.
     pub fn live_slots(&self) -> u64 {
         self.live_slots

@@ -120,6 +120,14 @@ impl HandleTable {
         }
     }
 
+    /// Bytes of the table in memory: the pages of every entry handed out so far (the
+    /// rest of the reservation was never touched) and the free list.
+    pub fn resident_bytes(&self) -> usize {
+        let fresh = self.next_fresh.load(Ordering::Relaxed).min(self.capacity) as usize;
+        let pages = (fresh * 8).div_ceil(crate::heap::PAGE) * crate::heap::PAGE;
+        pages + self.free.lock().capacity() * std::mem::size_of::<u32>()
+    }
+
     /// Calls `f` for every handle in use with its entry.
     pub fn for_each(&self, mut f: impl FnMut(Handle, u64)) {
         let end = self.next_fresh.load(Ordering::Acquire).min(self.capacity) as usize;

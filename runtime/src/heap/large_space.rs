@@ -292,6 +292,38 @@ impl LargeSpace {
         Ok(calls)
     }
 
+    /// Bytes of this space's pages that are in memory now, as the kernel sees them
+    /// (`mincore` over every region: for anonymous regions the pages mapped, for memory
+    /// files the pages the file holds), whatever the heap's books say.
+    pub fn resident_bytes_by_kernel(&self) -> std::io::Result<u64> {
+        let regions = self.regions.lock();
+        let mut total = 0u64;
+        let mut vec = Vec::new();
+        for r in regions.iter() {
+            // Only the pages ever handed out can be resident.
+            let pages = r.top;
+            vec.clear();
+            vec.resize(pages, 0u8);
+            if pages == 0 {
+                continue;
+            }
+            // SAFETY: the range is the start of this region's mapping, page aligned, and
+            // `vec` holds one byte per page of it; mincore writes only into `vec`.
+            let rc = unsafe {
+                libc::mincore(
+                    r.map.as_ptr() as *mut libc::c_void,
+                    pages * PAGE,
+                    vec.as_mut_ptr(),
+                )
+            };
+            if rc != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            total += vec.iter().filter(|&&b| b & 1 != 0).count() as u64 * PAGE as u64;
+        }
+        Ok(total)
+    }
+
     /// Number of regions mapped.
     pub fn regions(&self) -> usize {
         self.regions.lock().len()

@@ -187,6 +187,21 @@ impl Heap {
         self.in_use().saturating_sub(out as usize)
     }
 
+    /// Bytes the runtime holds in memory for this heap besides its objects, as a kernel
+    /// would count them: the handle table's touched pages and free list, and with
+    /// swapping the stubs, their registry, the reclaim table and the swap layer's index
+    /// ([`crate::stub::StubSpace::held_bytes`]).
+    pub fn runtime_bytes(&self) -> usize {
+        self.table.resident_bytes() + self.stub_space().map_or(0, |s| s.held_bytes())
+    }
+
+    /// What this heap holds in memory in all: its resident objects
+    /// ([`Heap::resident_bytes`]) and what the runtime holds for it
+    /// ([`Heap::runtime_bytes`]). A memory budget counts this, as a kernel would.
+    pub fn accounted_bytes(&self) -> usize {
+        self.resident_bytes() + self.runtime_bytes()
+    }
+
     /// The stub space, when swapping is enabled.
     #[inline]
     pub fn stub_space(&self) -> Option<&crate::stub::StubSpace> {
@@ -237,8 +252,22 @@ impl Heap {
         nrefs: u16,
     ) -> Result<Handle, AllocError> {
         let raw = HEADER_BYTES + kind.payload_bytes(len);
-        // Held until `in_use` counts the object, at the end.
-        let _growth = self.before_growth(footprint(kind, len));
+        let stub_now = raw >= LARGE_OBJECT_BYTES
+            && self.stubs.get().is_some_and(|s| {
+                s.stub_on_alloc.load(Ordering::Relaxed) && s.hooks.stub_at_allocation(kind, raw)
+            });
+        // Held until `in_use` (and the stub space, for a stub) counts the object, at the end.
+        let stubbing = if stub_now {
+            let ref_words = match kind {
+                ObjKind::Instance => nrefs as usize,
+                ObjKind::RefArray => len as usize,
+                _ => 0,
+            };
+            crate::stub::stubbing_bytes(ref_words)
+        } else {
+            0
+        };
+        let _growth = self.before_growth(footprint(kind, len) + stubbing);
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
         } else {
@@ -261,11 +290,7 @@ impl Heap {
                 return Err(e.into());
             }
         };
-        if raw >= LARGE_OBJECT_BYTES
-            && self.stubs.get().is_some_and(|s| {
-                s.stub_on_alloc.load(Ordering::Relaxed) && s.hooks.stub_at_allocation(kind, raw)
-            })
-        {
+        if stub_now {
             // SAFETY: the handle is not published yet: no other thread can reach it.
             unsafe { self.stub_object(h) }.map_err(|_| AllocError::OutOfMemory)?;
         }

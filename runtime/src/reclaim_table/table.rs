@@ -34,7 +34,8 @@ use super::entry::{Entry, EntryId};
 const MAGIC: u64 = u64::from_le_bytes(*b"MVRCLMT1");
 const VERSION: u32 = 1;
 const HEADER_BYTES: usize = 64;
-const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
+/// Bytes of one entry in the table's map.
+pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
 const APP_FOREGROUND: u32 = 1;
 /// The page size the table's resident bytes are rounded to.
 const PAGE_BYTES: usize = 4096;

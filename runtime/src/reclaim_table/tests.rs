@@ -403,3 +403,26 @@ fn a_view_scans_only_up_to_the_published_high_water_mark() {
     assert_eq!(view.high_water(), 1024);
     assert_eq!(view.iter_occupied().count(), 1);
 }
+
+#[test]
+fn a_large_table_holds_memory_for_what_it_used_not_its_capacity() {
+    let table = ReclaimTable::anonymous(1 << 20).unwrap();
+    // One page of header and entries, no free list of a million indices.
+    assert_eq!(table.resident_bytes(), 4096);
+    let ids: Vec<EntryId> = (0..1000).map(|i| table.insert(i, 1, i).unwrap()).collect();
+    let used = table.resident_bytes();
+    // 64 bytes of header and 1,000 entries of 32 bytes: 8 pages.
+    assert_eq!(used, 8 * 4096);
+    for &id in &ids[..500] {
+        table.remove(id).unwrap();
+    }
+    assert_eq!(table.len(), 500);
+    // Freed indices are handed out again before fresh ones, highest freed first.
+    assert_eq!(table.insert(7, 1, 7).unwrap(), ids[499]);
+    assert!(table.resident_bytes() <= used + 500 * 4 + 4096);
+    // A full table is still an error.
+    let small = ReclaimTable::anonymous(2).unwrap();
+    small.insert(1, 1, 1).unwrap();
+    small.insert(2, 1, 2).unwrap();
+    assert!(small.insert(3, 1, 3).is_err());
+}
