@@ -125,12 +125,11 @@ impl App {
             .map_err(|_| AppError::BudgetAlreadySet)
     }
 
-    /// Bytes this app holds in memory, as the memory budget accounts them and a kernel
-    /// would count them: its objects that are in memory (live bytes less what is swapped
-    /// out) and what the runtime holds for it (handle table, stubs, reclaim table, swap
-    /// file index: [`marvin_runtime::heap::Heap::runtime_bytes`]).
+    /// Bytes of this app's objects that are in memory (live bytes less what is swapped
+    /// out), as the memory budget accounts them. What the runtime holds for the app
+    /// besides is [`marvin_runtime::heap::Heap::runtime_bytes`], not charged yet.
     pub fn resident_bytes(&self) -> u64 {
-        self.heap.accounted_bytes() as u64
+        self.heap.resident_bytes() as u64
     }
 
     /// The swap counters (all 0 without swapping).
