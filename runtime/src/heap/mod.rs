@@ -35,6 +35,17 @@ pub enum AllocError {
     Map(#[from] std::io::Error),
 }
 
+/// A heap setting that can be made once was made again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AlreadySet {
+    /// [`Heap::enable_stubs`] a second time.
+    #[error("stubs are already enabled")]
+    Stubs,
+    /// [`Heap::set_pressure`] a second time.
+    #[error("a memory budget is already set")]
+    Pressure,
+}
+
 /// Settings of a heap.
 #[derive(Clone, Debug)]
 pub struct HeapConfig {
@@ -159,10 +170,8 @@ impl Heap {
     }
 
     /// Enables stubs for this heap (once; later calls are refused).
-    pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), &'static str> {
-        self.stubs
-            .set(space)
-            .map_err(|_| "stubs are already enabled")
+    pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), AlreadySet> {
+        self.stubs.set(space).map_err(|_| AlreadySet::Stubs)
     }
 
     /// Asks the shared budget, if any, to make room for `bytes` more resident bytes and
@@ -174,10 +183,8 @@ impl Heap {
     }
 
     /// Installs the shared budget's hook (once).
-    pub fn set_pressure(&self, p: std::sync::Arc<dyn AllocPressure>) -> Result<(), &'static str> {
-        self.pressure
-            .set(p)
-            .map_err(|_| "a memory budget is already set")
+    pub fn set_pressure(&self, p: std::sync::Arc<dyn AllocPressure>) -> Result<(), AlreadySet> {
+        self.pressure.set(p).map_err(|_| AlreadySet::Pressure)
     }
 
     /// Bytes of this heap's objects that are in memory: live bytes less the bytes of
