@@ -75,17 +75,7 @@ pub fn run_policy(
     policy: Arc<PolicyConfig>,
     progress: Progress<'_>,
 ) -> anyhow::Result<(Summary, PolicySeries)> {
-    let dir = match &cfg.swap_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::Builder::new()
-                .prefix(pressure.name())
-                .tempdir_in(d)?
-        }
-        None => tempfile::Builder::new()
-            .prefix("marvin-pressure-")
-            .tempdir()?,
-    };
+    let dir = super::policy_dir(cfg.swap_dir.as_deref(), pressure, "marvin-pressure-")?;
     let run = Arc::new_cyclic(|weak: &Weak<Run>| {
         let w = weak.clone();
         let kill = Box::new(move |id: usize| {

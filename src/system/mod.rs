@@ -126,6 +126,25 @@ pub fn run(
     Ok(out)
 }
 
+/// A policy run's own directory (swap files, reclaim tables, the kernel-swap swap
+/// file), removed when dropped: under `swap_dir` named after the policy, or a temporary
+/// directory named with `prefix`.
+pub(crate) fn policy_dir(
+    swap_dir: Option<&std::path::Path>,
+    pressure: Pressure,
+    prefix: &str,
+) -> std::io::Result<tempfile::TempDir> {
+    match swap_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::Builder::new()
+                .prefix(pressure.name())
+                .tempdir_in(d)
+        }
+        None => tempfile::Builder::new().prefix(prefix).tempdir(),
+    }
+}
+
 /// Writes the time series (`series.csv`) and the plots into `dir`.
 pub fn write_outputs(
     dir: &std::path::Path,

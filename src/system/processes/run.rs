@@ -108,17 +108,8 @@ pub fn run_policy(
     progress: crate::system::engine::Progress<'_>,
 ) -> anyhow::Result<(Summary, PolicySeries)> {
     let sys = &cfg.system;
-    let run_dir = match &sys.swap_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::Builder::new()
-                .prefix(pressure.name())
-                .tempdir_in(d)?
-        }
-        None => tempfile::Builder::new()
-            .prefix("marvin-processes-")
-            .tempdir()?,
-    };
+    let run_dir =
+        crate::system::policy_dir(sys.swap_dir.as_deref(), pressure, "marvin-processes-")?;
     let swap = match (pressure, cfg.swap_device) {
         (Pressure::KernelSwap, swapdev::Kind::File) => SwapChoice::File {
             dir: run_dir.path().to_path_buf(),
@@ -384,22 +375,28 @@ impl Run<'_> {
         }
     }
 
-    /// Gives every live app its state: the foreground, the previous app, and the cached
-    /// ones in LRU order (the most recently used first).
-    fn update_states(&mut self) {
-        let mut cached: Vec<(Instant, usize)> = self
+    /// Live apps other than the foreground one, least recently used first.
+    fn background_lru(&self) -> Vec<usize> {
+        let mut apps: Vec<(Instant, usize)> = self
             .slots
             .iter()
             .filter(|s| s.proc.is_some() && Some(s.id) != self.fg)
             .map(|s| (s.left_foreground, s.id))
             .collect();
-        cached.sort_by_key(|&(left, _)| std::cmp::Reverse(left));
+        apps.sort();
+        apps.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Gives every live app its state: the foreground, the previous app, and the cached
+    /// ones in LRU order (the most recently used first).
+    fn update_states(&mut self) {
+        let cached = self.background_lru();
         if let Some(fg) = self.fg {
             let _ = self
                 .killer
                 .set_state(self.slots[fg].pid, AppState::Foreground);
         }
-        for (rank, (_, id)) in cached.iter().enumerate() {
+        for (rank, id) in cached.iter().rev().enumerate() {
             let state = if rank == 0 {
                 AppState::Previous
             } else {
@@ -426,15 +423,8 @@ impl Run<'_> {
         }
         let mut want = usage - threshold + self.cfg.headroom;
         let t0 = Instant::now();
-        let mut order: Vec<(Instant, usize)> = self
-            .slots
-            .iter()
-            .filter(|s| s.proc.is_some() && Some(s.id) != self.fg)
-            .map(|s| (s.left_foreground, s.id))
-            .collect();
-        order.sort();
         let mut got = 0;
-        for (_, id) in order {
+        for id in self.background_lru() {
             if want == 0 {
                 break;
             }
