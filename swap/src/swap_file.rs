@@ -16,8 +16,10 @@
 //! ([`SwapFile::sync_and_release`], [`SwapFile::release_all`]): the runtime holds no
 //! copy of a checkpoint that the kernel would charge to the app.
 //!
-//! Reads check everything before trusting it: that the file still exists and has not been
-//! truncated, that the header lies inside the file, its magic and checksum, the key, the
+//! Reads check everything before trusting it: that the file still exists, has not been
+//! truncated and still carries this run's file header (the run's identity, see
+//! [`layout`]), that the slot header lies inside the file, its magic and checksum, the
+//! key, the generation the index expects (so an older copy of the slot is refused), the
 //! length, and the payload's checksum. A corrupt file is an error naming the object, never
 //! a panic. Faults read with [`SwapFile::read_many`]: one `preadv` brings several
 //! neighbouring checkpoints straight into their objects.
@@ -39,9 +41,10 @@ use std::path::{Path, PathBuf};
 pub use crc32::crc32;
 pub use error::{CorruptKind, SwapError};
 use layout::{
-    capacity_for, write_file_header, HeaderError, SlotHeader, SlotState, FILE_HEADER_BYTES,
-    MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
+    capacity_for, check_file_header, write_file_header, HeaderError, SlotHeader, SlotState,
+    FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
+use marvin_runtime::run_identity::RunIdentity;
 
 /// The data region a new file starts with.
 const INITIAL_DATA_BYTES: u64 = 64 * 1024;
@@ -144,6 +147,8 @@ pub struct SwapFile {
     end: u64,
     live_payload: u64,
     live_slots: u64,
+    /// The run that owns the file, as its header says.
+    owner: RunIdentity,
 }
 
 impl std::fmt::Debug for SwapFile {
@@ -171,6 +176,17 @@ impl SwapFile {
     }
 
     fn open_new(dir: &Path, name: &str, limit: Option<u64>) -> Result<SwapFile, SwapError> {
+        SwapFile::create_owned(dir, name, limit, *RunIdentity::current())
+    }
+
+    /// Creates (or truncates) the swap file `dir/name` as run `owner`'s (the other
+    /// constructors use this process's [`RunIdentity::current`]; tests play other runs).
+    pub fn create_owned(
+        dir: &Path,
+        name: &str,
+        limit: Option<u64>,
+        owner: RunIdentity,
+    ) -> Result<SwapFile, SwapError> {
         let plain = Path::new(name).file_name().is_some_and(|n| n == name);
         if !plain {
             return Err(SwapError::BadName {
@@ -190,7 +206,7 @@ impl SwapFile {
             }
             size = size.min(limit);
         }
-        let file = new_file(&path, size)?;
+        let file = new_file(&path, size, &owner)?;
         Ok(SwapFile {
             path,
             file,
@@ -201,6 +217,7 @@ impl SwapFile {
             end: FILE_HEADER_BYTES,
             live_payload: 0,
             live_slots: 0,
+            owner,
         })
     }
 
@@ -296,7 +313,7 @@ impl SwapFile {
             return Err(self.corrupt(key, slot, kind));
         }
         self.read_exact_at(out, start)?;
-        self.check_slot(key, info.capacity, &header, out)
+        self.check_slot(key, &info, &header, out)
             .map_err(|kind| self.corrupt(key, slot, kind))
     }
 
@@ -398,7 +415,12 @@ impl SwapFile {
             } else {
                 SlotHeader::decode(header)
                     .map_err(header_corruption)
-                    .and_then(|h| self.check_slot(r.key, capacity as u32, &h, r.out))
+                    .and_then(|h| match self.slots.get(&offset) {
+                        Some(info) if info.capacity as u64 == capacity => {
+                            self.check_slot(r.key, info, &h, r.out)
+                        }
+                        _ => Err(CorruptKind::NotLive),
+                    })
                     .map_err(|kind| self.corrupt(r.key, r.slot, kind))
             };
         }
@@ -415,19 +437,31 @@ impl SwapFile {
     }
 
     /// The checks of a read checkpoint: a live header for `key` with the slot's
-    /// `capacity`, the payload length of `payload`, and its checksum.
+    /// capacity and the generation the index expects (`info`), the payload length of
+    /// `payload`, and its checksum.
     fn check_slot(
         &self,
         key: u64,
-        capacity: u32,
+        info: &SlotInfo,
         header: &SlotHeader,
         payload: &[u8],
     ) -> Result<(), CorruptKind> {
+        let capacity = info.capacity;
         if header.state != SlotState::Live {
             return Err(CorruptKind::NotLive);
         }
         if header.key != key {
             return Err(CorruptKind::KeyMismatch { found: header.key });
+        }
+        // An older checkpoint of the same object (the file rolled back, or a write
+        // that never reached the disk) passes every checksum: only the generation the
+        // index expects tells it from the current one.
+        let expected = info.live.map_or(0, |l| l.generation);
+        if header.generation != expected {
+            return Err(CorruptKind::StaleGeneration {
+                found: header.generation,
+                expected,
+            });
         }
         if header.capacity != capacity {
             return Err(CorruptKind::LengthMismatch {
@@ -642,7 +676,7 @@ impl SwapFile {
         remap: &[(SlotId, SlotId)],
         new_slots: &BTreeMap<u64, SlotInfo>,
     ) -> Result<File, SwapError> {
-        let file = new_file(tmp, size)?;
+        let file = new_file(tmp, size, &self.owner)?;
         let write_err = |source| SwapError::Io {
             op: "write the compacted copy",
             path: tmp.to_owned(),
@@ -657,6 +691,13 @@ impl SwapFile {
             let header = self.header_at(live.key, old)?;
             if header.state != SlotState::Live || header.key != live.key || header.len != live.len {
                 let kind = CorruptKind::KeyMismatch { found: header.key };
+                return Err(self.corrupt(live.key, old, kind));
+            }
+            if header.generation != live.generation {
+                let kind = CorruptKind::StaleGeneration {
+                    found: header.generation,
+                    expected: live.generation,
+                };
                 return Err(self.corrupt(live.key, old, kind));
             }
             let len = live.len as usize;
@@ -937,7 +978,20 @@ impl SwapFile {
                 expected,
             });
         }
+        // Another run may have written the file (the same directory given to two runs,
+        // or the file replaced): its checkpoints are never read as ours.
+        let mut header = [0u8; FILE_HEADER_BYTES as usize];
+        self.read_exact_at(&mut header, 0)?;
+        check_file_header(&header, &self.owner).map_err(|reason| SwapError::NotOurs {
+            path: self.path.clone(),
+            reason,
+        })?;
         Ok(())
+    }
+
+    /// The run that owns the file.
+    pub fn owner(&self) -> &RunIdentity {
+        &self.owner
     }
 }
 
@@ -954,7 +1008,7 @@ fn header_corruption(e: HeaderError) -> CorruptKind {
 
 /// Creates (or truncates) `path` with `size` bytes reserved on disk and writes the file
 /// header.
-fn new_file(path: &Path, size: u64) -> Result<File, SwapError> {
+fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapError> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -968,7 +1022,7 @@ fn new_file(path: &Path, size: u64) -> Result<File, SwapError> {
         })?;
     reserve(&file, path, 0, size)?;
     let mut header = [0u8; FILE_HEADER_BYTES as usize];
-    write_file_header(&mut header);
+    write_file_header(&mut header, owner);
     file.write_all_at(&header, 0)
         .map_err(|source| SwapError::Io {
             op: "write the file header",

@@ -46,6 +46,15 @@ pub enum CorruptKind {
         /// The length expected (the caller's buffer, or the slot's capacity).
         expected: u64,
     },
+    /// The slot holds an older (or newer) checkpoint of the object than the one this
+    /// run wrote last: the file was rolled back or written behind the runtime's back.
+    #[error("stale checkpoint: slot holds generation {found}, expected {expected}")]
+    StaleGeneration {
+        /// The generation in the header.
+        found: u32,
+        /// The generation the index recorded at the last write.
+        expected: u32,
+    },
     /// The payload's checksum does not match.
     #[error("payload checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     BadPayloadChecksum {
@@ -102,6 +111,14 @@ pub enum SwapError {
         actual: u64,
         /// The size this process mapped.
         expected: u64,
+    },
+    /// The file's header is not this run's: another run wrote the file.
+    #[error("swap file {path} is refused: {reason}")]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// What its header says.
+        reason: super::layout::FileHeaderError,
     },
     /// A checkpoint failed its checks.
     #[error("swap file {path}: checkpoint of object {key} in {slot} is corrupt: {kind}")]

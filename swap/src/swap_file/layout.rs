@@ -4,15 +4,22 @@
 //! ```text
 //! file header (64 bytes)      slot header (48 bytes), then `capacity` payload bytes
 //! 0  u64 magic "MVSWAP01"     0  u32 magic "SLOT"
-//! 8  u32 format version (1)   4  u32 state (1 live, 2 free)
-//! 12 .. 64 reserved           8  u64 key (the object's handle)
-//!                             16 u32 capacity (payload bytes the slot holds, multiple of 16)
-//!                             20 u32 length (payload bytes in use)
-//!                             24 u32 generation (times the slot was written)
-//!                             28 u32 CRC-32 of the payload
-//!                             32 u32 CRC-32 of header bytes 0..32
+//! 8  u32 format version (2)   4  u32 state (1 live, 2 free)
+//! 12 u32 owner's pid          8  u64 key (the object's handle)
+//! 16 [u8; 16] run id          16 u32 capacity (payload bytes the slot holds, multiple of 16)
+//! 32 u64 run start (ns since  20 u32 length (payload bytes in use)
+//!        the Unix epoch)      24 u32 generation (times the object was written)
+//! 40 u32 CRC-32 of 0..40      28 u32 CRC-32 of the payload
+//! 44 .. 64 reserved           32 u32 CRC-32 of header bytes 0..32
 //!                             36 .. 48 reserved
 //! ```
+//!
+//! The file header names the run that owns the file ([`RunIdentity`]): a reader checks it
+//! before every read and refuses a file another run wrote. The generation in a slot
+//! header is checked against the one the owner's index expects, so an older copy of a
+//! checkpoint (a file rolled back) is refused although its checksums hold.
+
+use marvin_runtime::run_identity::RunIdentity;
 
 use super::crc32::crc32;
 
@@ -26,7 +33,7 @@ pub const SLOT_ALIGN: u64 = 16;
 pub const MAX_PAYLOAD: usize = (u32::MAX as usize) & !(SLOT_ALIGN as usize - 1);
 
 const FILE_MAGIC: u64 = u64::from_le_bytes(*b"MVSWAP01");
-const FILE_VERSION: u32 = 1;
+const FILE_VERSION: u32 = 2;
 const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"SLOT");
 
 /// Whether a slot holds a checkpoint.
@@ -62,11 +69,63 @@ pub fn capacity_for(len: usize) -> u64 {
     (len as u64).div_ceil(SLOT_ALIGN) * SLOT_ALIGN
 }
 
-/// Writes the file header into the first [`FILE_HEADER_BYTES`] of `out`.
-pub fn write_file_header(out: &mut [u8]) {
+/// Writes the file header of a file owned by run `owner` into the first
+/// [`FILE_HEADER_BYTES`] of `out`.
+pub fn write_file_header(out: &mut [u8], owner: &RunIdentity) {
     out[..FILE_HEADER_BYTES as usize].fill(0);
     out[0..8].copy_from_slice(&FILE_MAGIC.to_le_bytes());
     out[8..12].copy_from_slice(&FILE_VERSION.to_le_bytes());
+    out[12..16].copy_from_slice(&owner.pid.to_le_bytes());
+    out[16..32].copy_from_slice(&owner.id);
+    out[32..40].copy_from_slice(&owner.started_unix_ns.to_le_bytes());
+    let check = crc32(&out[0..40]);
+    out[40..44].copy_from_slice(&check.to_le_bytes());
+}
+
+/// What a file header that is not this run's says.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FileHeaderError {
+    /// Not a swap file of this format (magic, version or checksum).
+    #[error("not a marvin swap file of format {FILE_VERSION} ({0})")]
+    NotASwapFile(String),
+    /// A valid header of another run.
+    #[error("it belongs to another run ({0})")]
+    OtherRun(RunIdentity),
+}
+
+/// Decodes a file header (at least [`FILE_HEADER_BYTES`] bytes) into its owner.
+pub fn read_file_header(b: &[u8]) -> Result<RunIdentity, FileHeaderError> {
+    let b = &b[..FILE_HEADER_BYTES as usize];
+    let magic = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
+    if magic != FILE_MAGIC {
+        return Err(FileHeaderError::NotASwapFile(format!(
+            "bad magic {magic:#018x}"
+        )));
+    }
+    let version = u32_at(b, 8);
+    if version != FILE_VERSION {
+        return Err(FileHeaderError::NotASwapFile(format!("version {version}")));
+    }
+    let (stored, computed) = (u32_at(b, 40), crc32(&b[0..40]));
+    if stored != computed {
+        return Err(FileHeaderError::NotASwapFile(format!(
+            "header checksum {stored:#010x}, computed {computed:#010x}"
+        )));
+    }
+    Ok(RunIdentity {
+        id: b[16..32].try_into().expect("16 bytes"),
+        pid: u32_at(b, 12),
+        started_unix_ns: u64::from_le_bytes(b[32..40].try_into().expect("8 bytes")),
+    })
+}
+
+/// Checks that the file header `b` is `owner`'s.
+pub fn check_file_header(b: &[u8], owner: &RunIdentity) -> Result<(), FileHeaderError> {
+    let found = read_file_header(b)?;
+    if found != *owner {
+        return Err(FileHeaderError::OtherRun(found));
+    }
+    Ok(())
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -147,6 +206,25 @@ mod tests {
                 "flipping byte {i} went unnoticed"
             );
         }
+    }
+
+    #[test]
+    fn file_header_names_its_run_and_refuses_others() {
+        let (me, other) = (RunIdentity::fresh(), RunIdentity::fresh());
+        let mut buf = [0u8; FILE_HEADER_BYTES as usize];
+        write_file_header(&mut buf, &me);
+        assert_eq!(read_file_header(&buf), Ok(me));
+        assert_eq!(check_file_header(&buf, &me), Ok(()));
+        assert_eq!(
+            check_file_header(&buf, &other),
+            Err(FileHeaderError::OtherRun(me))
+        );
+        let mut bad = buf;
+        bad[20] ^= 1;
+        assert!(matches!(
+            read_file_header(&bad),
+            Err(FileHeaderError::NotASwapFile(_))
+        ));
     }
 
     #[test]

@@ -298,6 +298,88 @@ fn asking_for_the_wrong_object_or_length_is_an_error() {
 }
 
 #[test]
+fn a_rolled_back_file_is_an_error_naming_the_object_not_old_data() {
+    let (dir, mut f) = new_file();
+    let first = object(5, 6000);
+    let slot = f.write(5, &first, None).unwrap();
+    let other = f.write(6, &object(6, 3000), None).unwrap();
+    f.flush().unwrap();
+    // A copy of the whole file while the first checkpoint is current...
+    let copy = std::fs::read(f.path()).unwrap();
+    let second = object(50, 6000);
+    assert_eq!(f.write(5, &second, Some(slot)).unwrap(), slot);
+    assert_eq!(read_back(&f, slot, 5).unwrap(), second);
+    // ...put back over the file: every checksum in it holds.
+    std::fs::write(dir.path().join("app.swap"), &copy).unwrap();
+    match read_back(&f, slot, 5) {
+        Err(
+            e @ SwapError::Corrupt {
+                key: 5,
+                kind:
+                    CorruptKind::StaleGeneration {
+                        found: 1,
+                        expected: 2,
+                    },
+                ..
+            },
+        ) => assert!(e.to_string().contains("object 5"), "{e}"),
+        other => panic!("a rolled-back slot was not refused: {other:?}"),
+    }
+    // The same through the vectored read a fault uses.
+    let mut out = vec![0; 6000];
+    let mut reads = [SlotRead {
+        slot,
+        key: 5,
+        out: &mut out,
+    }];
+    assert!(matches!(
+        f.read_many(&mut reads)[0],
+        Err(SwapError::Corrupt {
+            kind: CorruptKind::StaleGeneration { .. },
+            ..
+        })
+    ));
+    // An object written once has one generation: its old copy is its current one.
+    assert_eq!(read_back(&f, other, 6).unwrap(), object(6, 3000));
+    // Compaction refuses to carry a stale slot over.
+    f.free(other).unwrap();
+    assert!(matches!(
+        f.compact(),
+        Err(SwapError::Corrupt {
+            kind: CorruptKind::StaleGeneration { .. },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn another_runs_file_is_refused_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = SwapFile::create(dir.path(), "app.swap").unwrap();
+    let slot = {
+        let mut mine = mine;
+        let slot = mine.write(9, &object(9, 5000), None).unwrap();
+        assert_eq!(mine.owner(), RunIdentity::current());
+        (mine, slot)
+    };
+    let (mine, slot) = slot;
+    // Another run creates its file at the same path and saves the same object there.
+    let other_run = RunIdentity::fresh();
+    let mut theirs = SwapFile::create_owned(dir.path(), "app.swap", None, other_run).unwrap();
+    assert_eq!(theirs.write(9, &object(90, 5000), None).unwrap(), slot);
+    match read_back(&mine, slot, 9) {
+        Err(e @ SwapError::NotOurs { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("another run"), "{msg}");
+            assert!(msg.contains(&other_run.id_hex()), "{msg}");
+        }
+        other => panic!("another run's checkpoint was read: {other:?}"),
+    }
+    // Their own file reads fine for them.
+    assert_eq!(read_back(&theirs, slot, 9).unwrap(), object(90, 5000));
+}
+
+#[test]
 fn a_truncated_file_is_an_error_not_a_crash() {
     let (_dir, mut f) = new_file();
     let slot = f.write(9, &object(9, 4096), None).unwrap();
