@@ -156,6 +156,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         let dir = match &a.swap_dir {
             Some(d) => d.clone(),
             None => {
+                crate::system::sweep_stale_temp_dirs();
                 let t = tempfile::Builder::new().prefix("marvin-swap-").tempdir()?;
                 let p = t.path().to_path_buf();
                 _tmp = Some(t);

@@ -57,7 +57,7 @@ struct Run {
     dying: Mutex<Vec<Running>>,
     start: Instant,
     /// The run's swap directory, removed when the run ends.
-    dir: tempfile::TempDir,
+    dir: super::RunDir,
 }
 
 /// How often apps' round counts are read for their activity (the series is sampled less

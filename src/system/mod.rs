@@ -127,21 +127,59 @@ pub fn run(
 }
 
 /// A policy run's own directory (swap files, reclaim tables, the kernel-swap swap
-/// file), removed when dropped: under `swap_dir` named after the policy, or a temporary
-/// directory named with `prefix`.
+/// file), locked for this run and removed when dropped.
+pub(crate) struct RunDir {
+    dir: tempfile::TempDir,
+    _lock: std::sync::Arc<marvin_swap::swap_dir::SwapDirLock>,
+}
+
+impl RunDir {
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+/// A policy run's own directory: under `swap_dir` named after the policy, or a temporary
+/// directory named with `prefix` (after sweeping the temporary root of directories that
+/// ended runs left, [`sweep_stale_temp_dirs`]). It is locked for this run at once, so a
+/// sweep by another run never takes it.
 pub(crate) fn policy_dir(
     swap_dir: Option<&std::path::Path>,
     pressure: Pressure,
     prefix: &str,
-) -> std::io::Result<tempfile::TempDir> {
-    match swap_dir {
+) -> anyhow::Result<RunDir> {
+    let dir = match swap_dir {
         Some(d) => {
             std::fs::create_dir_all(d)?;
             tempfile::Builder::new()
                 .prefix(pressure.name())
-                .tempdir_in(d)
+                .tempdir_in(d)?
         }
-        None => tempfile::Builder::new().prefix(prefix).tempdir(),
+        None => {
+            sweep_stale_temp_dirs();
+            tempfile::Builder::new().prefix(prefix).tempdir()?
+        }
+    };
+    let lock = marvin_swap::swap_dir::SwapDirLock::acquire(dir.path())?;
+    Ok(RunDir { dir, _lock: lock })
+}
+
+/// The name prefixes of the temporary directories marvin makes (`run`'s swap directory
+/// and the two modes' policy directories).
+pub(crate) const TEMP_DIR_PREFIXES: [&str; 3] =
+    ["marvin-swap-", "marvin-pressure-", "marvin-processes-"];
+
+/// Removes the temporary directories of runs that ended without cleaning up (killed,
+/// crashed): those of the temporary root with marvin's prefixes whose lock is free
+/// ([`marvin_swap::swap_dir::sweep_stale`]), and says so on stderr.
+pub(crate) fn sweep_stale_temp_dirs() {
+    for dir in marvin_swap::swap_dir::sweep_stale(&std::env::temp_dir(), &TEMP_DIR_PREFIXES) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "marvin: removed {} left by a run that ended",
+            dir.display()
+        );
     }
 }
 

@@ -14,6 +14,7 @@ use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
 
 use crate::policy::SwapPolicy;
+use crate::swap_dir::{SwapDirError, SwapDirLock};
 use crate::swap_file::{SlotId, SlotRead, SwapError, SwapFile};
 
 /// Counters of one app's swap activity.
@@ -59,6 +60,10 @@ pub struct AppSwap {
     batch: std::sync::atomic::AtomicBool,
     /// The swap file's index size when last seen ([`StubHooks::held_bytes`]).
     index_bytes: std::sync::atomic::AtomicUsize,
+    /// The run's hold on the swap directory, for as long as the app swaps there.
+    dir_lock: Arc<SwapDirLock>,
+    /// A full disk was reported on stderr (it is, once per app).
+    warned_full: std::sync::atomic::AtomicBool,
 }
 
 /// Why an app's swap side could not be set up.
@@ -70,6 +75,8 @@ pub enum AttachError {
         source: std::io::Error,
     },
     #[error(transparent)]
+    Locked(#[from] SwapDirError),
+    #[error(transparent)]
     File(#[from] SwapError),
     #[error(transparent)]
     Table(#[from] ReclaimTableError),
@@ -79,6 +86,15 @@ pub enum AttachError {
     StubsEnabled,
 }
 
+/// Whether `e` says the file system holding the swap file is full.
+fn is_disk_full(e: &SwapError) -> bool {
+    match e {
+        SwapError::DiskFull { .. } => true,
+        SwapError::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+        _ => false,
+    }
+}
+
 /// A stubbed object that is out has no checkpoint to read back (a bug in the swap
 /// layer: an object is reclaimed only once saved).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -86,7 +102,9 @@ pub enum AttachError {
 pub struct NoCheckpoint(pub u64);
 
 impl AppSwap {
-    /// Creates the app's swap file and reclaim table in `dir` and enables stubs on
+    /// Takes `dir` for this run ([`SwapDirLock`]: a directory another run holds is
+    /// refused before anything in it is touched), creates the app's swap file and reclaim
+    /// table there and enables stubs on
     /// `heap`. A heap whose large objects live in memory files also publishes its region
     /// directory there, so a reclaimer in another process can reach them
     /// ([`crate::external`]).
@@ -102,6 +120,7 @@ impl AppSwap {
             dir: dir.to_path_buf(),
             source,
         })?;
+        let dir_lock = SwapDirLock::acquire(dir)?;
         let file = SwapFile::create(dir, name)?;
         let table = ReclaimTable::create(&crate::external::table_path(dir, name), table_capacity)?;
         if heap.large_space().backing() == LargeBacking::Memfd {
@@ -116,6 +135,8 @@ impl AppSwap {
             bookmarking,
             batch: std::sync::atomic::AtomicBool::new(false),
             index_bytes: std::sync::atomic::AtomicUsize::new(0),
+            dir_lock,
+            warned_full: std::sync::atomic::AtomicBool::new(false),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;
@@ -137,6 +158,21 @@ impl AppSwap {
 
     pub(crate) fn record_error(&self, e: &SwapError) {
         *self.last_error.lock() = Some(e.to_string());
+        if is_disk_full(e) && !self.warned_full.swap(true, Ordering::Relaxed) {
+            // Once per app: the objects stay in memory, unsaved, and the app carries on.
+            // A stderr that cannot be written loses the warning, nothing else.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: swap directory {} is full: objects stay in memory unsaved ({e})",
+                self.dir_lock.dir().display()
+            );
+        }
+    }
+
+    /// Whether the swap directory ran out of room at least once (reported on stderr).
+    pub fn disk_was_full(&self) -> bool {
+        self.warned_full.load(Ordering::Relaxed)
     }
 
     /// Writes `obj`'s payload as `stub`'s checkpoint (over its old slot when it has one,

@@ -6,6 +6,8 @@
 //! * [`policy`]: the [`SwapPolicy`] trait the saver, reclaimer and restore consult, and
 //!   [`PolicyConfig`], its data form (TOML), whose default is the published Marvin setting.
 //!
+//! * [`swap_dir`]: a swap directory belongs to one run (an exclusive lock naming its
+//!   holder), and the directories of runs that ended without cleaning up are swept.
 //! * [`app_swap`]: one app's swap side ([`AppSwap`]): its file, policy and counters, and
 //!   the stub hooks the runtime calls to fault objects in and free their slots.
 //! * [`stubber`]: stubs for every candidate when an app goes to the background.
@@ -26,6 +28,7 @@ pub mod reclaimer;
 pub mod restore;
 pub mod saver;
 pub mod stubber;
+pub mod swap_dir;
 pub mod swap_file;
 
 pub use app_swap::{AppSwap, AttachError, NoCheckpoint, SwapCounters};
