@@ -1,9 +1,12 @@
 //! The `marvin` command line: argument types and one module per subcommand family.
 
 pub mod app;
+pub mod compare;
+pub mod plan;
 pub mod pressure;
 pub mod program;
 pub mod reclaim;
+pub mod record;
 pub mod size;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +39,9 @@ pub enum Cmd {
     Disasm(program::DisasmArgs),
     /// The multi-app experiment: kill vs page-swap vs marvin under one memory budget.
     Pressure(pressure::PressureArgs),
+    /// Merge the output directories of several pressure runs (shards, variants,
+    /// separate experiments) into one table and overlaid figures.
+    Compare(compare::CompareArgs),
     /// Swap policies: print the default, check a file.
     #[command(subcommand)]
     Policy(pressure::PolicyCmd),
@@ -59,6 +65,7 @@ pub fn main() -> i32 {
         Cmd::Check(a) => program::check(a),
         Cmd::Disasm(a) => program::disasm(a),
         Cmd::Pressure(a) => pressure::pressure(a),
+        Cmd::Compare(a) => compare::compare(a),
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
         Cmd::Reclaim(a) => reclaim::reclaim(a),

@@ -1,26 +1,32 @@
-//! `marvin pressure`: the multi-app experiment, and `marvin policy show`.
+//! `marvin pressure`: the multi-app experiment (its columns, repetitions, shards and
+//! the record of its settings), and `marvin policy show`.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
 use marvin_swap::policy::PolicyConfig;
 
+use super::plan::{self, Column, Shard, Sweep};
+use super::record::{self, ColumnRecord, Record, WorkloadRecord};
 use super::size::parse_size;
 use crate::host::{cgroup, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig};
-use crate::system::{self, summary, Pressure, SystemConfig};
+use crate::system::provenance::{self, Host};
+use crate::system::workloads::Source;
+use crate::system::{self, summary, PolicySeries, Pressure, Summary, SystemConfig};
 use marvin_runtime::duration::parse as parse_duration;
 
 /// Workload constants the small model sets unless `-D` says otherwise.
 const MODEL_DEFINES: &[(&str, i64)] = &[("ARRAYS", 256), ("STRIDE", 256)];
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct PressureArgs {
     /// Apps launched over the run.
     #[arg(long, default_value_t = 30)]
@@ -53,8 +59,9 @@ pub struct PressureArgs {
     /// (killed apps restart cold). Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub switch_every: Option<Duration>,
-    /// The workload program each app runs.
-    #[arg(long, default_value = "examples/workloads/buckets.masm")]
+    /// The workload program each app runs: a MASM file, or `builtin:buckets` /
+    /// `builtin:mixed`, the shipped workloads embedded in the binary.
+    #[arg(long, default_value = "builtin:buckets")]
     pub workload: PathBuf,
     /// Override a workload constant (repeatable).
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = link::parse_define)]
@@ -91,10 +98,137 @@ pub struct PressureArgs {
     /// Print the summary as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// No progress bars.
+    /// No progress bars (and no line per finished run).
     #[arg(long)]
     pub quiet: bool,
+    /// Run every column this many times; the table shows medians and interquartile
+    /// ranges, summary.json and series.csv keep every repetition.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+    /// The first repetition's seed (repetition R runs with SEED+R): set as the
+    /// workload's SEED constant where it declares one, and recorded.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run Marvin with this policy file as a column labelled marvin:NAME (repeatable;
+    /// the variants replace the plain marvin column).
+    #[arg(long, value_name = "NAME=FILE", value_parser = plan::parse_variant)]
+    pub variant: Vec<(String, PathBuf)>,
+    /// Run Marvin once per value of a policy knob, named by its dotted TOML path
+    /// (`coldness.window_rounds=1,2,4`; repeatable: the grid of all combinations).
+    #[arg(long, value_name = "KEY=V1,V2,...", value_parser = Sweep::parse)]
+    pub sweep: Vec<Sweep>,
+    /// Run only shard I of N of the grid of runs (columns x repetitions), for batch
+    /// systems; `marvin compare` merges the shards' directories.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// Re-run the experiment recorded in a config.toml (written into every --out
+    /// directory); only --out, --trace, --json and --quiet may be given beside it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
+
+/// `marvin pressure`'s flags on their own, to read a recorded command line back.
+#[derive(Debug, Parser)]
+#[command(name = "marvin pressure")]
+struct Standalone {
+    #[command(flatten)]
+    args: PressureArgs,
+}
+
+impl PressureArgs {
+    /// Parses `marvin pressure`'s arguments (without the program and subcommand names).
+    pub fn parse_args(args: &[String]) -> Result<PressureArgs, clap::Error> {
+        let argv = std::iter::once("marvin pressure".to_owned()).chain(args.iter().cloned());
+        Standalone::try_parse_from(argv).map(|s| s.args)
+    }
+}
+
+/// The values an experiment resolved from its flags and the machine.
+struct Resolved {
+    mode: &'static str,
+    policies: Vec<Pressure>,
+    budget: usize,
+}
+
+/// A duration as a flag takes it, exactly.
+fn duration_arg(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}ns", d.as_nanos())
+    }
+}
+
+/// Every setting of the experiment as `marvin pressure` arguments (the output flags
+/// and `--config` left out), with the resolved mode, policies and budget when given.
+fn to_args(a: &PressureArgs, resolved: Option<&Resolved>) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    let mut flag = |name: &str, value: String| {
+        v.push(name.to_owned());
+        v.push(value);
+    };
+    let mode = match (resolved, a.mode) {
+        (Some(r), _) => r.mode,
+        (None, ModeArg::Auto) => "auto",
+        (None, ModeArg::Processes) => "processes",
+        (None, ModeArg::InProcess) => "in-process",
+    };
+    flag("--mode", mode.to_owned());
+    flag("--apps", a.apps.to_string());
+    match (resolved, a.budget) {
+        (Some(r), _) => flag("--budget", r.budget.to_string()),
+        (None, Some(b)) => flag("--budget", b.to_string()),
+        (None, None) => {}
+    }
+    let device = match a.swap_device {
+        SwapDeviceArg::File => "file",
+        SwapDeviceArg::Zram => "zram",
+    };
+    flag("--swap-device", device.to_owned());
+    flag("--swap-size", a.swap_size.to_string());
+    flag("--launch-every", duration_arg(a.launch_every));
+    flag("--duration", duration_arg(a.duration));
+    if let Some(d) = a.switch_every {
+        flag("--switch-every", duration_arg(d));
+    }
+    flag("--workload", a.workload.display().to_string());
+    for (k, val) in &a.defines {
+        flag("-D", format!("{k}={val}"));
+    }
+    let policies = resolved.map_or(&a.policy, |r| &r.policies);
+    if !policies.is_empty() {
+        let names: Vec<&str> = policies.iter().map(|p| p.name()).collect();
+        flag("--policy", names.join(","));
+    }
+    if let Some(f) = &a.policy_file {
+        flag("--policy-file", f.display().to_string());
+    }
+    flag("--time-scale", a.time_scale.to_string());
+    flag("--gc-max-free", a.gc_max_free.to_string());
+    flag("--sample-every", duration_arg(a.sample_every));
+    if let Some(d) = &a.swap_dir {
+        flag("--swap-dir", d.display().to_string());
+    }
+    flag("--reps", a.reps.to_string());
+    flag("--seed", a.seed.to_string());
+    for (name, file) in &a.variant {
+        flag("--variant", format!("{name}={}", file.display()));
+    }
+    for s in &a.sweep {
+        flag("--sweep", s.to_arg());
+    }
+    if let Some(s) = a.shard {
+        flag("--shard", s.to_string());
+    }
+    v
+}
+
+/// Flags that say where results go or how they are shown, not what is measured: the
+/// ones `--config` takes beside it, and that a record leaves out.
+#[cfg(test)]
+const OUTPUT_FLAGS: &[&str] = &["out", "trace", "json", "quiet", "config"];
 
 /// `--mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -117,14 +251,31 @@ pub const DEFAULT_BUDGET: usize = 240 << 20;
 #[derive(Debug, Subcommand)]
 pub enum PolicyCmd {
     /// Print the default Marvin swap policy as TOML, every knob documented.
-    Show,
+    Show {
+        /// Print the policy `marvin pressure` runs Marvin with when no --policy-file is
+        /// given (before --time-scale, which scales every period).
+        #[arg(long)]
+        experiment: bool,
+    },
     /// Check a policy file and print it back with every knob.
     Check { file: PathBuf },
 }
 
 pub fn policy(cmd: &PolicyCmd) -> anyhow::Result<i32> {
     match cmd {
-        PolicyCmd::Show => print!("{}", PolicyConfig::default().to_toml_string()),
+        PolicyCmd::Show { experiment: false } => {
+            print!("{}", PolicyConfig::default().to_toml_string())
+        }
+        PolicyCmd::Show { experiment: true } => {
+            println!(
+                "# The policy marvin pressure runs Marvin with when no --policy-file is given:\n\
+                 # the published settings, except saver.background_period = \
+                 saver.foreground_period (see docs/experiments.md).\n\
+                 # The experiment scales every period by --time-scale; give this file, edited,\n\
+                 # to --policy-file to change one knob.\n"
+            );
+            print!("{}", model_policy().to_toml_string())
+        }
         PolicyCmd::Check { file } => match PolicyConfig::from_file(file) {
             Ok(p) => print!("{}", p.to_toml_string()),
             Err(e) => {
@@ -149,8 +300,15 @@ pub fn model_policy() -> PolicyConfig {
 
 /// The workload's defines: the model's defaults, the user's, and every `*_MS` constant
 /// scaled by the time scale.
-fn defines(a: &PressureArgs, program: &marvin_interpreter::isa::Program) -> Vec<(String, i64)> {
+fn defines(
+    a: &PressureArgs,
+    program: &marvin_interpreter::isa::Program,
+    seed: u64,
+) -> Vec<(String, i64)> {
     let mut d: Vec<(String, i64)> = Vec::new();
+    if program.consts.iter().any(|c| c.name == "SEED") {
+        d.push(("SEED".to_owned(), seed as i64));
+    }
     for (k, v) in MODEL_DEFINES {
         if program.consts.iter().any(|c| c.name == *k) {
             d.push((k.to_string(), *v));
@@ -171,44 +329,73 @@ fn defines(a: &PressureArgs, program: &marvin_interpreter::isa::Program) -> Vec<
     d
 }
 
-pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
+pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
+    // --config: the recorded experiment, with this invocation's output flags.
+    let (a, recorded) = match &given.config {
+        None => (given.clone(), None),
+        Some(path) => match from_record(given, path) {
+            Ok(both) => both,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(super::EXIT_USAGE);
+            }
+        },
+    };
+    let a = &a;
     if a.apps == 0 || !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
         eprintln!("error: --apps must be at least 1 and --time-scale positive");
         return Ok(super::EXIT_USAGE);
     }
-    let mut program = match load::load(&a.workload) {
-        Ok(p) => p,
-        Err(d) => {
-            eprintln!("{d}");
-            return Ok(super::EXIT_REJECTED);
+    let source = match Source::parse(&a.workload) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: --workload: {e}");
+            return Ok(super::EXIT_USAGE);
         }
     };
-    let defs = defines(a, &program);
-    if let Err(d) = program.link(&defs) {
-        eprintln!("{d}");
-        return Ok(super::EXIT_REJECTED);
+    let bytes = match source.read() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(1);
+        }
+    };
+    let hash = provenance::content_hash(&bytes);
+    if let Some(rec) = &recorded {
+        if rec.workload.fnv1a64 != hash {
+            eprintln!(
+                "error: the workload {} is not the one recorded (fnv1a64 {} recorded, {hash} now)",
+                source.display(),
+                rec.workload.fnv1a64
+            );
+            return Ok(super::EXIT_USAGE);
+        }
     }
-    let vp = match verify::verify(program) {
-        Ok(vp) => vp,
+    // Loads, links with the run's defines and verifies the workload.
+    let build = |seed: u64| -> Result<(Loaded, Vec<(String, i64)>), String> {
+        let mut program = load::load_bytes(&source.display(), &bytes).map_err(|d| d.to_string())?;
+        let defs = defines(a, &program, seed);
+        program.link(&defs).map_err(|d| d.to_string())?;
+        let vp = verify::verify(program).map_err(|d| d.to_string())?;
+        Ok((Loaded::new(vp), defs))
+    };
+    let first_defs = match build(a.seed) {
+        Ok((_, defs)) => defs,
         Err(d) => {
             eprintln!("{d}");
             return Ok(super::EXIT_REJECTED);
         }
     };
-    let base = match &a.policy_file {
-        Some(f) => match PolicyConfig::from_file(f) {
+    let base = match (&a.policy_file, &recorded) {
+        (Some(f), None) => match PolicyConfig::from_file(f) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(super::EXIT_USAGE);
             }
         },
-        None => model_policy(),
+        _ => model_policy(),
     };
-    let policy = Arc::new(
-        base.scaled(a.time_scale)
-            .map_err(|e| anyhow::anyhow!("{e}"))?,
-    );
     let budget = a.budget.unwrap_or(DEFAULT_BUDGET);
     let mode = match choose_mode(a.mode) {
         Ok(m) => m,
@@ -242,6 +429,38 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         );
         return Ok(super::EXIT_USAGE);
     }
+    let columns = match &recorded {
+        Some(rec) => recorded_columns(rec),
+        None => new_columns(a, &policies, &base),
+    };
+    let columns = match columns {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
+    };
+    let runs: Vec<plan::Run> = plan::grid(columns.len(), a.reps, a.seed)
+        .into_iter()
+        .filter(|r| a.shard.is_none_or(|s| s.contains(r.index)))
+        .collect();
+    if runs.is_empty() {
+        eprintln!(
+            "error: shard {} of a grid of {} runs is empty (use at most {} shards)",
+            a.shard.map(|s| s.to_string()).unwrap_or_default(),
+            columns.len() * a.reps as usize,
+            columns.len() * a.reps as usize
+        );
+        return Ok(super::EXIT_USAGE);
+    }
+    let resolved = Resolved {
+        mode: match mode {
+            Mode::Processes(_) => "processes",
+            Mode::InProcess(_) => "in-process",
+        },
+        policies: policies.clone(),
+        budget,
+    };
     let cfg = SystemConfig {
         apps: a.apps,
         budget,
@@ -256,75 +475,135 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             .trace
             .as_ref()
             .map(|_| marvin_runtime::trace::Tracer::new()),
+        seed: a.seed,
     };
-    let multi = MultiProgress::new();
-    let bars: Vec<(Pressure, ProgressBar)> = policies
-        .iter()
-        .map(|&p| {
-            let bar = if a.quiet {
-                ProgressBar::hidden()
-            } else {
-                multi.add(ProgressBar::new(a.duration.as_millis() as u64))
-            };
-            bar.set_style(
-                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {elapsed:>4} {msg}")
-                    .expect("valid template")
-                    .progress_chars("=> "),
-            );
-            bar.set_prefix(p.name());
-            (p, bar)
-        })
-        .collect();
-    let progress = |p: Pressure, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
-        if let Some((_, bar)) = bars.iter().find(|(q, _)| *q == p) {
-            bar.set_position(t.as_millis() as u64);
-            bar.set_message(format!(
-                "alive {alive:>3}  active {active:>3}  kills {kills:>3}  resident {:>6.1} MiB",
-                bytes as f64 / (1u64 << 20) as f64
-            ));
+    // The process mode's children read the workload from a file: a built-in one is
+    // written out for the run.
+    let workload_dir = tempfile::Builder::new()
+        .prefix("marvin-workload-")
+        .tempdir()?;
+    let workload_path = match &source {
+        Source::File(p) => {
+            std::fs::canonicalize(p).with_context(|| format!("the workload {}", p.display()))?
+        }
+        Source::Builtin(name) => {
+            let p = workload_dir.path().join(format!("{name}.masm"));
+            std::fs::write(&p, &bytes)?;
+            p
         }
     };
-    let results = match &mode {
-        Mode::InProcess(_) => system::run(
-            &cfg,
-            &policies,
-            Arc::new(Loaded::new(vp)),
-            policy,
-            &progress,
-        )?,
-        Mode::Processes(_) => {
-            let workload = std::fs::canonicalize(&a.workload)
-                .with_context(|| format!("the workload {}", a.workload.display()))?;
-            let pcfg = ProcessConfig {
-                headroom: ProcessConfig::default_headroom(budget as u64),
-                system: cfg.clone(),
-                exe: launcher::app_exe()?,
-                workload,
-                defines: defs.clone(),
+    let bars = std::io::stderr().is_terminal() && !a.quiet;
+    let lines = !std::io::stderr().is_terminal() && !a.quiet;
+    let mut summaries: Vec<Summary> = Vec::new();
+    let mut series: Vec<PolicySeries> = Vec::new();
+    for (done, run) in runs.iter().enumerate() {
+        let column = &columns[run.column];
+        let label = if a.reps > 1 {
+            format!("{} #{}", column.label, run.rep)
+        } else {
+            column.label.clone()
+        };
+        let bar = if bars {
+            ProgressBar::new(a.duration.as_millis() as u64)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>14} [{bar:30}] {elapsed:>4} {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(label.clone());
+        let progress =
+            |_: Pressure, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
+                bar.set_position(t.as_millis() as u64);
+                bar.set_message(format!(
+                    "alive {alive:>3}  active {active:>3}  kills {kills:>3}  resident {:>6.1} MiB",
+                    bytes as f64 / (1u64 << 20) as f64
+                ));
+            };
+        let started = Instant::now();
+        let (loaded, defs) = match build(run.seed) {
+            Ok(b) => b,
+            Err(d) => {
+                eprintln!("{d}");
+                return Ok(super::EXIT_REJECTED);
+            }
+        };
+        let policy = Arc::new(
+            column
+                .policy
+                .scaled(a.time_scale)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", column.label))?,
+        );
+        let cfg = SystemConfig {
+            seed: run.seed,
+            ..cfg.clone()
+        };
+        let mut out = match &mode {
+            Mode::InProcess(_) => system::run(
+                &cfg,
+                &[column.pressure],
+                Arc::new(loaded),
                 policy,
-                swap_device: match a.swap_device {
-                    SwapDeviceArg::File => swapdev::Kind::File,
-                    SwapDeviceArg::Zram => swapdev::Kind::Zram,
-                },
-                swap_bytes: a.swap_size as u64,
-            };
-            processes::run(&pcfg, &policies, &progress)?
-        }
-    };
-    for (_, bar) in &bars {
+                &progress,
+            )?,
+            Mode::Processes(_) => {
+                let pcfg = ProcessConfig {
+                    headroom: ProcessConfig::default_headroom(budget as u64),
+                    system: cfg.clone(),
+                    exe: launcher::app_exe()?,
+                    workload: workload_path.clone(),
+                    defines: defs,
+                    policy,
+                    swap_device: match a.swap_device {
+                        SwapDeviceArg::File => swapdev::Kind::File,
+                        SwapDeviceArg::Zram => swapdev::Kind::Zram,
+                    },
+                    swap_bytes: a.swap_size as u64,
+                };
+                processes::run(&pcfg, &[column.pressure], &progress)?
+            }
+        };
         bar.finish();
+        let (mut s, mut ser) = out.pop().context("a run gave no result")?;
+        s.label = column.label.clone();
+        s.rep = run.rep;
+        s.seed = run.seed;
+        ser.policy = column.label.clone();
+        ser.rep = run.rep;
+        if lines {
+            eprintln!(
+                "finished {}/{}: {label}: active {} peak / {} final, alive {} final, {} kills, {:.1} s",
+                done + 1,
+                runs.len(),
+                s.peak_active,
+                s.final_active,
+                s.final_alive,
+                s.kills,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        summaries.push(s);
+        series.push(ser);
     }
     if let (Some(tracer), Some(path)) = (&cfg.tracer, &a.trace) {
         tracer
             .write_to(path)
             .with_context(|| format!("writing the trace {}", path.display()))?;
     }
-    let summaries: Vec<_> = results.iter().map(|(s, _)| s.clone()).collect();
+    let warnings = guards(&summaries, budget as u64);
+    for w in &warnings {
+        eprintln!("WARNING: {w}");
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summaries)?);
     } else {
         println!("{}", mode.title(budget));
         print!("{}", summary::table(&summaries));
+        for w in &warnings {
+            println!("WARNING: {w}");
+        }
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -332,15 +611,159 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             dir.join("summary.json"),
             serde_json::to_string_pretty(&summaries)?,
         )?;
-        let series: Vec<_> = results.into_iter().map(|(_, s)| s).collect();
         let counted = match mode {
             Mode::Processes(_) => system::plot::Counted::Kernel,
             Mode::InProcess(_) => system::plot::Counted::Runtime,
         };
-        system::write_outputs(dir, &series, budget as u64, counted)?;
+        let caption = format!(
+            "{}, {} apps, budget {} MiB, a launch every {}, {} per run, time scale {}, \
+             workload {}, {} repetition(s), seed {}, commit {}",
+            resolved.mode,
+            a.apps,
+            budget >> 20,
+            duration_arg(a.launch_every),
+            duration_arg(a.duration),
+            a.time_scale,
+            source.display(),
+            a.reps,
+            a.seed,
+            provenance::commit()
+        );
+        system::write_outputs(dir, &series, budget as u64, counted, &caption)?;
+        let args = to_args(a, Some(&resolved));
+        let command = std::iter::once("marvin pressure".to_owned())
+            .chain(args.iter().map(|x| record::shell_quote(x)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let user_defs: Vec<String> = a.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        Record {
+            command,
+            args,
+            mode: resolved.mode.to_owned(),
+            marvin_version: env!("CARGO_PKG_VERSION").to_owned(),
+            commit: provenance::commit().to_owned(),
+            shard: a.shard.map(|s| s.to_string()),
+            workload: WorkloadRecord {
+                source: source.display(),
+                fnv1a64: hash,
+                overrides: user_defs,
+                defines: first_defs.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            },
+            host: Host::current(),
+            columns: columns
+                .iter()
+                .map(|c| ColumnRecord {
+                    label: c.label.clone(),
+                    pressure: c.pressure.name().to_owned(),
+                    policy: c.policy.clone(),
+                })
+                .collect(),
+            runs,
+        }
+        .write(&dir.join("config.toml"))?;
         eprintln!("wrote {}", dir.display());
     }
     Ok(0)
+}
+
+/// The experiment a config record holds, with `given`'s output flags; an error when
+/// `given` sets anything else (the record decides every setting).
+fn from_record(
+    given: &PressureArgs,
+    path: &std::path::Path,
+) -> Result<(PressureArgs, Option<Record>), String> {
+    let defaults = PressureArgs::parse_args(&[]).map_err(|e| e.to_string())?;
+    let mut bare = given.clone();
+    (bare.out, bare.trace, bare.json, bare.quiet, bare.config) = (None, None, false, false, None);
+    if to_args(&bare, None) != to_args(&defaults, None) {
+        return Err(format!(
+            "--config takes every setting from {}; beside it give only --out, --trace, --json or --quiet",
+            path.display()
+        ));
+    }
+    let rec = Record::read(path)?;
+    let mut a = PressureArgs::parse_args(&rec.args).map_err(|e| {
+        format!(
+            "{}: the recorded arguments do not parse: {e}",
+            path.display()
+        )
+    })?;
+    a.out.clone_from(&given.out);
+    a.trace.clone_from(&given.trace);
+    a.json = given.json;
+    a.quiet = given.quiet;
+    Ok((a, Some(rec)))
+}
+
+/// The columns of a new experiment: its policies, Marvin's variants (their files read
+/// now) and sweeps.
+fn new_columns(
+    a: &PressureArgs,
+    policies: &[Pressure],
+    base: &PolicyConfig,
+) -> Result<Vec<Column>, String> {
+    let mut variants = Vec::new();
+    for (name, file) in &a.variant {
+        let p = PolicyConfig::from_file(file).map_err(|e| format!("--variant {name}: {e}"))?;
+        variants.push((name.clone(), p));
+    }
+    plan::columns(policies, base, &variants, &a.sweep)
+}
+
+/// The columns a record holds, policies as recorded.
+fn recorded_columns(rec: &Record) -> Result<Vec<Column>, String> {
+    rec.columns
+        .iter()
+        .map(|c| {
+            Ok(Column {
+                label: c.label.clone(),
+                pressure: Pressure::parse(&c.pressure)?,
+                policy: c.policy.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Warnings about an experiment that measured nothing: the budget never reached, or
+/// no policy that acted (no kill, reclaim, page-out or kernel swap-out), so every
+/// column ran unpressed and they differ by noise only.
+pub fn guards(runs: &[Summary], budget: u64) -> Vec<String> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let usage = |s: &Summary| {
+        if s.mode == "processes" {
+            s.peak_cgroup_bytes
+        } else {
+            s.peak_committed_bytes.max(s.peak_accounted_bytes)
+        }
+    };
+    let acted = |s: &Summary| {
+        s.kills + s.lmk_kills + s.kernel_oom_kills > 0
+            || s.reclaimed_bytes + s.swap_out_bytes + s.external_reclaimed_bytes > 0
+    };
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let peak = runs.iter().map(usage).max().unwrap_or(0);
+    let reached = runs
+        .iter()
+        .any(|s| acted(s) || s.reclaim_requests > 0 || usage(s) >= budget - budget / 20);
+    let mut out = Vec::new();
+    if !reached {
+        out.push(format!(
+            "the budget ({:.1} MiB) was never reached: the most any run used was {:.1} MiB, \
+             so no policy had anything to do and the columns differ by noise only; \
+             raise --apps or lower --budget",
+            mib(budget),
+            mib(peak)
+        ));
+    } else if !runs.iter().any(acted) {
+        out.push(
+            "no policy acted (no kill, no reclaim, no page-out, no kernel swap-out): the \
+             columns differ by noise only; raise --apps or lower --budget"
+                .to_owned(),
+        );
+    }
+    out
 }
 
 /// The mode a run takes, with why.
@@ -404,5 +827,146 @@ fn choose_mode(asked: ModeArg) -> anyhow::Result<Mode> {
             Ok(h) => Mode::Processes(h.version),
             Err(e) => Mode::InProcess(format!("the process mode cannot run here: {e}")),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn args(list: &[&str]) -> PressureArgs {
+        let owned: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        PressureArgs::parse_args(&owned).unwrap()
+    }
+
+    /// A command line that sets every flag that is not an output flag.
+    const EVERY_FLAG: &[&str] = &[
+        "--mode",
+        "in-process",
+        "--apps",
+        "3",
+        "--budget",
+        "20m",
+        "--swap-device",
+        "zram",
+        "--swap-size",
+        "64m",
+        "--launch-every",
+        "1500us",
+        "--duration",
+        "2s",
+        "--switch-every",
+        "300ms",
+        "--workload",
+        "builtin:mixed",
+        "-D",
+        "ARRAYS=4",
+        "-D",
+        "STRIDE=8",
+        "--policy",
+        "kill,marvin",
+        "--policy-file",
+        "p.toml",
+        "--time-scale",
+        "0.05",
+        "--gc-max-free",
+        "256k",
+        "--sample-every",
+        "100ms",
+        "--swap-dir",
+        "/tmp/x",
+        "--reps",
+        "2",
+        "--seed",
+        "9",
+        "--variant",
+        "a=a.toml",
+        "--variant",
+        "b=b.toml",
+        "--sweep",
+        "coldness.window_rounds=1,2",
+        "--shard",
+        "1/2",
+    ];
+
+    #[test]
+    fn every_setting_flag_is_recorded_and_reads_back() {
+        let full = args(EVERY_FLAG);
+        let recorded = to_args(&full, None);
+        for arg in Standalone::command().get_arguments() {
+            let name = match (arg.get_long(), arg.get_short()) {
+                (Some(long), _) => format!("--{long}"),
+                (None, Some(short)) => format!("-{short}"),
+                (None, None) => continue,
+            };
+            if arg.get_long().is_some_and(|l| OUTPUT_FLAGS.contains(&l)) || name == "--help" {
+                continue;
+            }
+            assert!(
+                recorded.contains(&name),
+                "{name} is not recorded by to_args (add it there and to EVERY_FLAG)"
+            );
+        }
+        // What is recorded parses back to the same settings.
+        let again = PressureArgs::parse_args(&recorded).unwrap();
+        assert_eq!(to_args(&again, None), recorded);
+        assert_eq!(again.launch_every, Duration::from_micros(1500));
+        assert_eq!(again.defines, full.defines);
+    }
+
+    #[test]
+    fn resolved_values_replace_auto_ones() {
+        let a = args(&[]);
+        let r = Resolved {
+            mode: "in-process",
+            policies: vec![Pressure::Kill, Pressure::Marvin],
+            budget: 5 << 20,
+        };
+        let v = to_args(&a, Some(&r));
+        let value = |flag: &str| v[v.iter().position(|x| x == flag).unwrap() + 1].clone();
+        assert_eq!(value("--mode"), "in-process");
+        assert_eq!(value("--policy"), "kill,marvin");
+        assert_eq!(value("--budget"), (5 << 20).to_string());
+        assert_eq!(value("--workload"), "builtin:buckets");
+    }
+
+    #[test]
+    fn durations_are_written_exactly() {
+        for d in [
+            Duration::from_secs(50),
+            Duration::from_millis(1400),
+            Duration::from_nanos(1_000_001),
+            Duration::ZERO,
+        ] {
+            assert_eq!(parse_duration(&duration_arg(d)), Ok(d), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn guards_warn_when_nothing_was_measured() {
+        let idle = Summary {
+            peak_committed_bytes: 10 << 20,
+            ..Summary::new("kill")
+        };
+        let w = guards(std::slice::from_ref(&idle), 100 << 20);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("never reached") && w[0].contains("10.0 MiB"),
+            "{w:?}"
+        );
+        // Reached, but nobody acted.
+        let full = Summary {
+            peak_committed_bytes: 99 << 20,
+            ..idle.clone()
+        };
+        let w = guards(std::slice::from_ref(&full), 100 << 20);
+        assert!(w[0].contains("no policy acted"), "{w:?}");
+        // One policy acted: no warning.
+        let killed = Summary {
+            kills: 2,
+            ..full.clone()
+        };
+        assert!(guards(&[full, killed], 100 << 20).is_empty());
     }
 }

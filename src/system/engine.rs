@@ -105,6 +105,7 @@ pub fn run_policy(
     });
     let th = Thresholds::scaled(cfg.time_scale);
     let mut series = PolicySeries {
+        rep: 0,
         policy: pressure.name().to_string(),
         points: Vec::new(),
     };

@@ -13,8 +13,11 @@ pub mod engine;
 pub mod native_heap;
 pub mod plot;
 pub mod processes;
+pub mod provenance;
 pub mod series;
+pub mod spread;
 pub mod summary;
+pub mod workloads;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -91,6 +94,9 @@ pub struct SystemConfig {
     pub swap_dir: Option<PathBuf>,
     /// Records every app of every policy into this trace (one process track per app).
     pub tracer: Option<marvin_runtime::trace::Tracer>,
+    /// The repetition's seed (`--seed` plus the repetition's number), for anything in
+    /// the run that draws random numbers.
+    pub seed: u64,
 }
 
 /// Runs every policy in turn; `progress` gets (policy, elapsed, alive, active, kills,
@@ -183,14 +189,16 @@ pub(crate) fn sweep_stale_temp_dirs() {
     }
 }
 
-/// Writes the time series (`series.csv`) and the plots into `dir`.
+/// Writes the time series (`series.csv`) and the plots into `dir`, the plots with a
+/// one-line caption of the settings.
 pub fn write_outputs(
     dir: &std::path::Path,
     series: &[PolicySeries],
     budget: u64,
     counted: plot::Counted,
+    caption: &str,
 ) -> anyhow::Result<()> {
     series::write_csv(&dir.join("series.csv"), series)?;
-    plot::write_plots_counted(dir, series, budget, counted)?;
+    plot::write_plots_counted(dir, series, budget, counted, caption)?;
     Ok(())
 }

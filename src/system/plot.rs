@@ -1,9 +1,17 @@
 //! Figures of a memory-pressure run, drawn as SVG and PNG:
 //!
-//! - `active_apps`: apps active over time, one colour per policy (the Marvin paper's
-//!   figure 7), with apps alive as thin dashed lines of the same colour;
+//! - `active_apps`: apps active over time, one colour and marker per policy (the Marvin
+//!   paper's figure 7), active as thick solid lines and alive as thinner dashed lines
+//!   of the same colour drawn on top;
 //! - `resident`: resident memory over time (MiB) per policy, the System's accounted
 //!   bytes solid and the process's RSS dashed, with the memory budget as a black line.
+//!
+//! Colours are the Okabe-Ito palette (distinguishable with every common colour-vision
+//! deficiency), and every policy also has its own marker shape, so a figure reads in
+//! grey too. With several repetitions, each policy's line is the median over the
+//! repetitions at each sample and a shaded band spans their range (lowest to highest).
+//! The legend sits below the plot. Each figure has a one-line caption with the settings
+//! that produced it: in the SVG's `<desc>` and in a sidecar `NAME.txt`.
 //!
 //! Text is set in DejaVu Sans, embedded in the binary, so no system font is needed.
 //! A figure is first described as data ([`Figure`]), then drawn on either backend.
@@ -16,36 +24,55 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::series::PolicySeries;
+use super::series::{PolicySeries, SeriesPoint};
 
 /// The files written by [`write_plots`].
 #[derive(Clone, Debug, Default)]
 pub struct PlotFiles {
-    /// Every file written, SVG and PNG.
+    /// Every file written, SVG and PNG (and the caption sidecars).
     pub files: Vec<PathBuf>,
 }
 
 /// Width and height of every figure, in pixels.
-const FIGURE_SIZE: (u32, u32) = (1000, 600);
-/// Width of the legend panel at the right of each figure.
-const LEGEND_WIDTH: u32 = 200;
+const FIGURE_SIZE: (u32, u32) = (1000, 640);
+/// Height of the legend strip below each plot, for up to three rows of entries (it
+/// grows with more).
+const LEGEND_HEIGHT: u32 = 96;
+/// Left edge of the legend's entries, and the height of one row.
+const LEGEND_LEFT: i32 = 88;
+const LEGEND_ROW: i32 = 26;
+const LEGEND_SAMPLE: i32 = 36;
 /// The family name the embedded font is registered under.
 pub(crate) const FONT: &str = "sans-serif";
 const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
-/// Colours of the three pressure policies, then of any other, in order of appearance.
-const POLICY_COLOURS: [(&str, RGBColor); 4] = [
-    ("kill", RGBColor(214, 39, 40)),
-    ("page-swap", RGBColor(31, 119, 180)),
-    // The swap baseline of the process mode, coloured as the model's.
-    ("kernel-swap", RGBColor(31, 119, 180)),
-    ("marvin", RGBColor(44, 160, 44)),
+/// The Okabe-Ito palette's colours.
+pub(crate) mod okabe_ito {
+    use plotters::style::RGBColor;
+    pub const ORANGE: RGBColor = RGBColor(230, 159, 0);
+    pub const SKY_BLUE: RGBColor = RGBColor(86, 180, 233);
+    pub const BLUISH_GREEN: RGBColor = RGBColor(0, 158, 115);
+    pub const BLUE: RGBColor = RGBColor(0, 114, 178);
+    pub const VERMILLION: RGBColor = RGBColor(213, 94, 0);
+    pub const REDDISH_PURPLE: RGBColor = RGBColor(204, 121, 167);
+}
+
+/// Colour and marker of the pressure policies, then of any other column in order of
+/// appearance.
+const POLICY_STYLES: [(&str, RGBColor, Marker); 4] = [
+    ("kill", okabe_ito::VERMILLION, Marker::Triangle),
+    ("page-swap", okabe_ito::BLUE, Marker::Square),
+    // The swap baseline of the process mode, drawn as the model's.
+    ("kernel-swap", okabe_ito::BLUE, Marker::Square),
+    ("marvin", okabe_ito::BLUISH_GREEN, Marker::Circle),
 ];
-const OTHER_COLOURS: [RGBColor; 4] = [
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
+const OTHER_STYLES: [(RGBColor, Marker); 6] = [
+    (okabe_ito::ORANGE, Marker::Diamond),
+    (okabe_ito::SKY_BLUE, Marker::Cross),
+    (okabe_ito::REDDISH_PURPLE, Marker::Triangle),
+    (okabe_ito::ORANGE, Marker::Square),
+    (okabe_ito::SKY_BLUE, Marker::Circle),
+    (okabe_ito::REDDISH_PURPLE, Marker::Diamond),
 ];
 /// Colour of the legend's line-style key.
 const KEY_GREY: RGBColor = RGBColor(90, 90, 90);
@@ -58,7 +85,7 @@ pub fn write_plots(
     series: &[PolicySeries],
     budget_bytes: u64,
 ) -> anyhow::Result<PlotFiles> {
-    write_plots_counted(dir, series, budget_bytes, Counted::Runtime)
+    write_plots_counted(dir, series, budget_bytes, Counted::Runtime, "")
 }
 
 /// Who counted the resident memory the `resident` figure shows.
@@ -70,12 +97,14 @@ pub enum Counted {
     Kernel,
 }
 
-/// As [`write_plots`], saying who counted the resident memory.
+/// As [`write_plots`], saying who counted the resident memory, with a one-line
+/// caption of the settings (none when empty).
 pub fn write_plots_counted(
     dir: &Path,
     series: &[PolicySeries],
     budget_bytes: u64,
     counted: Counted,
+    caption: &str,
 ) -> anyhow::Result<PlotFiles> {
     register_font()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -83,16 +112,46 @@ pub fn write_plots_counted(
         ("active_apps", active_apps_figure(series)),
         ("resident", resident_figure(series, budget_bytes, counted)),
     ];
-    let mut files = Vec::with_capacity(2 * figures.len());
+    let mut files = Vec::with_capacity(3 * figures.len());
     for (name, figure) in &figures {
         let svg = dir.join(format!("{name}.svg"));
         draw_to(SVGBackend::new(&svg, FIGURE_SIZE), figure, &svg)?;
+        let text = format!("{}: {caption}", figure.title);
+        add_svg_description(&svg, &text)?;
         files.push(svg);
         let png = dir.join(format!("{name}.png"));
         draw_to(BitMapBackend::new(&png, FIGURE_SIZE), figure, &png)?;
         files.push(png);
+        if !caption.is_empty() {
+            let txt = dir.join(format!("{name}.txt"));
+            std::fs::write(&txt, format!("{text}\n"))
+                .with_context(|| format!("writing {}", txt.display()))?;
+            files.push(txt);
+        }
     }
     Ok(PlotFiles { files })
+}
+
+/// Puts `text` into the SVG file as its `<desc>` (the first element inside `<svg>`).
+pub(crate) fn add_svg_description(svg: &Path, text: &str) -> anyhow::Result<()> {
+    let body =
+        std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
+    let Some(open_end) = body
+        .find("<svg")
+        .and_then(|i| body[i..].find('>').map(|j| i + j + 1))
+    else {
+        anyhow::bail!("{} is not an SVG file", svg.display());
+    };
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let out = format!(
+        "{}\n<desc>{escaped}</desc>{}",
+        &body[..open_end],
+        &body[open_end..]
+    );
+    std::fs::write(svg, out).with_context(|| format!("writing {}", svg.display()))
 }
 
 /// Registers the embedded DejaVu Sans as the figures' font, once per process (the
@@ -116,13 +175,35 @@ enum Stroke {
     Dashed,
 }
 
+/// The shape marking a policy's line, so lines differ by more than colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Diamond,
+    Cross,
+}
+
 /// One polyline of a figure, in data coordinates.
 #[derive(Clone, Debug)]
 struct Line {
     colour: RGBColor,
     stroke: Stroke,
     width: u32,
+    /// Drawn at about a dozen of the line's points (none for `None`).
+    marker: Option<Marker>,
     points: Vec<(f64, f64)>,
+}
+
+/// A band's time, lowest and highest value.
+type BandPoint = (f64, f64, f64);
+
+/// A shaded range: at each time, the lowest and highest value.
+#[derive(Clone, Debug)]
+struct Band {
+    colour: RGBColor,
+    points: Vec<BandPoint>,
 }
 
 /// One row of a figure's legend.
@@ -132,6 +213,7 @@ struct LegendEntry {
     colour: RGBColor,
     stroke: Stroke,
     width: u32,
+    marker: Option<Marker>,
 }
 
 /// Everything needed to draw one figure, independent of the backend.
@@ -139,6 +221,7 @@ struct LegendEntry {
 struct Figure {
     title: &'static str,
     y_label: &'static str,
+    bands: Vec<Band>,
     lines: Vec<Line>,
     /// Horizontal reference lines: value and colour.
     levels: Vec<(f64, RGBColor)>,
@@ -151,9 +234,18 @@ impl Figure {
     }
 
     /// The axes' ranges: time from 0 (or the earliest sample) to the last sample, values
-    /// from 0 to 10 % above the largest; never empty.
+    /// from 0 to 10 % above the largest (bands included); never empty.
     fn ranges(&self) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
-        let points = || self.lines.iter().flat_map(|line| line.points.iter());
+        let points = || {
+            self.lines
+                .iter()
+                .flat_map(|line| line.points.iter().copied())
+                .chain(
+                    self.bands
+                        .iter()
+                        .flat_map(|b| b.points.iter().map(|p| (p.0, p.2))),
+                )
+        };
         let x_min = points().map(|p| p.0).fold(0.0, f64::min);
         let x_max = points().map(|p| p.0).fold(x_min, f64::max);
         let y_max = points()
@@ -166,47 +258,123 @@ impl Figure {
     }
 }
 
-/// The colour of `policy`, the `index`-th series of the run.
-fn policy_colour(policy: &str, index: usize) -> RGBColor {
-    POLICY_COLOURS
+/// The colour and marker of the column `label`, the `index`-th of the run.
+fn policy_style(label: &str, index: usize) -> (RGBColor, Marker) {
+    POLICY_STYLES
         .iter()
-        .find(|(name, _)| *name == policy)
-        .map(|(_, colour)| *colour)
-        .unwrap_or(OTHER_COLOURS[index % OTHER_COLOURS.len()])
+        .find(|(name, _, _)| *name == label)
+        .map(|&(_, colour, marker)| (colour, marker))
+        .unwrap_or(OTHER_STYLES[index % OTHER_STYLES.len()])
 }
 
-/// Per policy, a solid and a dashed line with the values `solid` and `dashed` pick
-/// from each sample; samples whose time is not finite are left out.
+#[cfg(test)]
+fn policy_colour(label: &str, index: usize) -> RGBColor {
+    policy_style(label, index).0
+}
+
+/// The series grouped by column label (repetitions together), in order of appearance.
+fn by_label(series: &[PolicySeries]) -> Vec<(&str, Vec<&PolicySeries>)> {
+    let mut out: Vec<(&str, Vec<&PolicySeries>)> = Vec::new();
+    for s in series {
+        match out.iter_mut().find(|(l, _)| *l == s.policy) {
+            Some((_, reps)) => reps.push(s),
+            None => out.push((s.policy.as_str(), vec![s])),
+        }
+    }
+    out
+}
+
+/// One value over the repetitions of a column: at each sample index all repetitions
+/// share, the median time and value (the line) and the lowest and highest value (the
+/// band; none for one repetition). Samples whose time is not finite are left out.
+fn median_line(
+    reps: &[&PolicySeries],
+    value: &impl Fn(&SeriesPoint) -> f64,
+) -> (Vec<(f64, f64)>, Vec<BandPoint>) {
+    let finite: Vec<Vec<&SeriesPoint>> = reps
+        .iter()
+        .map(|s| s.points.iter().filter(|p| p.t_s.is_finite()).collect())
+        .collect();
+    if let [only] = &finite[..] {
+        return (only.iter().map(|p| (p.t_s, value(p))).collect(), Vec::new());
+    }
+    let len = finite.iter().map(Vec::len).min().unwrap_or(0);
+    let mut line = Vec::with_capacity(len);
+    let mut band = Vec::with_capacity(len);
+    for i in 0..len {
+        let t = super::spread::Spread::of(finite.iter().map(|r| r[i].t_s));
+        let v = super::spread::Spread::of(finite.iter().map(|r| value(r[i])));
+        if let (Some(t), Some(v)) = (t, v) {
+            line.push((t.median, v.median));
+            band.push((t.median, v.min, v.max));
+        }
+    }
+    (line, band)
+}
+
+/// Per column, a solid and a dashed line with the values `solid` and `dashed` pick
+/// from each sample (the median over repetitions, with bands), and a legend row.
 fn policy_lines(
     series: &[PolicySeries],
-    solid: impl Fn(&super::series::SeriesPoint) -> f64,
-    dashed: impl Fn(&super::series::SeriesPoint) -> f64,
-) -> (Vec<Line>, Vec<LegendEntry>) {
-    let mut lines = Vec::with_capacity(2 * series.len());
-    let mut legend = Vec::with_capacity(series.len());
-    for (index, policy_series) in series.iter().enumerate() {
-        let colour = policy_colour(&policy_series.policy, index);
-        let samples = || policy_series.points.iter().filter(|p| p.t_s.is_finite());
-        lines.push(Line {
-            colour,
-            stroke: Stroke::Solid,
-            width: 2,
-            points: samples().map(|p| (p.t_s, solid(p))).collect(),
-        });
-        lines.push(Line {
-            colour,
-            stroke: Stroke::Dashed,
-            width: 1,
-            points: samples().map(|p| (p.t_s, dashed(p))).collect(),
-        });
-        legend.push(LegendEntry {
-            label: policy_series.policy.clone(),
+    solid: impl Fn(&SeriesPoint) -> f64,
+    dashed: impl Fn(&SeriesPoint) -> f64,
+) -> (Vec<Band>, Vec<Line>, Vec<LegendEntry>) {
+    let groups = by_label(series);
+    let mut bands = Vec::new();
+    let mut solids = Vec::with_capacity(groups.len());
+    let mut dashes = Vec::with_capacity(groups.len());
+    let mut legend = Vec::with_capacity(groups.len());
+    for (index, (label, reps)) in groups.iter().enumerate() {
+        let (colour, marker) = policy_style(label, index);
+        let (solid_line, solid_band) = median_line(reps, &solid);
+        let (dashed_line, dashed_band) = median_line(reps, &dashed);
+        for points in [solid_band, dashed_band] {
+            if !points.is_empty() {
+                bands.push(Band { colour, points });
+            }
+        }
+        solids.push(Line {
             colour,
             stroke: Stroke::Solid,
             width: 3,
+            marker: Some(marker),
+            points: solid_line,
+        });
+        dashes.push(Line {
+            colour: darker(colour),
+            stroke: Stroke::Dashed,
+            width: 2,
+            marker: None,
+            points: dashed_line,
+        });
+        let label = if reps.len() > 1 {
+            format!("{label} (median of {})", reps.len())
+        } else {
+            (*label).to_owned()
+        };
+        legend.push(LegendEntry {
+            label,
+            colour,
+            stroke: Stroke::Solid,
+            width: 3,
+            marker: Some(marker),
         });
     }
-    (lines, legend)
+    // Solid lines first, the thinner dashed ones on top, so neither hides the other.
+    let mut lines = Vec::with_capacity(2 * groups.len());
+    for (s, d) in solids.into_iter().zip(dashes) {
+        lines.push(s);
+        lines.push(d);
+    }
+    lines.sort_by_key(|l| l.stroke == Stroke::Dashed);
+    (bands, lines, legend)
+}
+
+/// A darker shade of `c`, for the dashed line drawn over a solid one of colour `c`
+/// (where the two coincide, the dashes still show).
+fn darker(c: RGBColor) -> RGBColor {
+    let d = |v: u8| (f64::from(v) * 0.55).round() as u8;
+    RGBColor(d(c.0), d(c.1), d(c.2))
 }
 
 /// A grey legend row explaining what a line style stands for.
@@ -216,10 +384,22 @@ fn style_key(label: &str, stroke: Stroke) -> LegendEntry {
         colour: KEY_GREY,
         stroke,
         width: match stroke {
-            Stroke::Solid => 2,
-            Stroke::Dashed => 1,
+            Stroke::Solid => 3,
+            Stroke::Dashed => 2,
         },
+        marker: None,
     }
+}
+
+/// The legend row for the shaded bands, when there are any.
+fn band_key(bands: &[Band]) -> Option<LegendEntry> {
+    (!bands.is_empty()).then(|| LegendEntry {
+        label: "shaded: range of the repetitions".to_owned(),
+        colour: RGBColor(205, 205, 205),
+        stroke: Stroke::Solid,
+        width: 12,
+        marker: None,
+    })
 }
 
 /// A byte count in MiB below 10 GiB, in GiB from there, for legend text.
@@ -245,12 +425,15 @@ fn tick_label(value: &f64) -> String {
 
 /// Apps active (solid) and alive (dashed) over time, per policy.
 fn active_apps_figure(series: &[PolicySeries]) -> Figure {
-    let (lines, mut legend) = policy_lines(series, |p| f64::from(p.active), |p| f64::from(p.alive));
+    let (bands, lines, mut legend) =
+        policy_lines(series, |p| f64::from(p.active), |p| f64::from(p.alive));
     legend.push(style_key("active apps", Stroke::Solid));
     legend.push(style_key("alive apps", Stroke::Dashed));
+    legend.extend(band_key(&bands));
     Figure {
         title: "Active apps under memory pressure",
         y_label: "apps",
+        bands,
         lines,
         levels: Vec::new(),
         legend,
@@ -261,7 +444,7 @@ fn active_apps_figure(series: &[PolicySeries]) -> Figure {
 /// with the budget as a black line when it is not zero.
 fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted) -> Figure {
     let mib = |bytes: u64| bytes as f64 / BYTES_PER_MIB;
-    let (lines, mut legend) =
+    let (bands, lines, mut legend) =
         policy_lines(series, |p| mib(p.accounted_bytes), |p| mib(p.rss_bytes));
     let (solid, dashed, level) = match counted {
         Counted::Runtime => ("accounted", "process RSS", "budget"),
@@ -269,6 +452,7 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
     };
     legend.push(style_key(solid, Stroke::Solid));
     legend.push(style_key(dashed, Stroke::Dashed));
+    legend.extend(band_key(&bands));
     let mut levels = Vec::new();
     if budget_bytes > 0 {
         levels.push((mib(budget_bytes), BLACK));
@@ -277,11 +461,13 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
             colour: BLACK,
             stroke: Stroke::Solid,
             width: 1,
+            marker: None,
         });
     }
     Figure {
         title: "Resident memory under memory pressure",
         y_label: "resident memory (MiB)",
+        bands,
         lines,
         levels,
         legend,
@@ -296,13 +482,47 @@ fn draw_to<DB: DrawingBackend>(backend: DB, figure: &Figure, path: &Path) -> any
         .map_err(|e| anyhow!("drawing {}: {e}", path.display()))
 }
 
+/// Draws `marker` centred at `at` (backend pixels) in `colour`.
+fn draw_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    marker: Marker,
+    at: (i32, i32),
+    colour: RGBColor,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    const R: i32 = 6;
+    let (x, y) = at;
+    let fill = colour.filled();
+    match marker {
+        Marker::Circle => area.draw(&Circle::new(at, R, fill)),
+        Marker::Square => area.draw(&Rectangle::new(
+            [(x - R + 1, y - R + 1), (x + R - 1, y + R - 1)],
+            fill,
+        )),
+        Marker::Triangle => area.draw(&Polygon::new(
+            vec![(x, y - R), (x - R, y + R - 1), (x + R, y + R - 1)],
+            fill,
+        )),
+        Marker::Diamond => area.draw(&Polygon::new(
+            vec![(x, y - R), (x + R, y), (x, y + R), (x - R, y)],
+            fill,
+        )),
+        Marker::Cross => {
+            let style = colour.stroke_width(3);
+            area.draw(&PathElement::new([(x - R, y - R), (x + R, y + R)], style))?;
+            area.draw(&PathElement::new([(x - R, y + R), (x + R, y - R)], style))
+        }
+    }
+}
+
 fn draw_figure<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     figure: &Figure,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let width = root.dim_in_pixel().0;
-    let (plot_area, legend_area) = root.split_horizontally(width.saturating_sub(LEGEND_WIDTH));
+    let (width, height) = root.dim_in_pixel();
+    let (_, _, rows) = legend_layout(&figure.legend, width);
+    let legend_height = LEGEND_HEIGHT.max(30 + LEGEND_ROW as u32 * rows as u32);
+    let (plot_area, legend_area) = root.split_vertically(height.saturating_sub(legend_height));
     let (x_range, y_range) = figure.ranges();
     let (x_start, x_end) = (x_range.start, x_range.end);
     let mut chart = ChartBuilder::on(&plot_area)
@@ -322,6 +542,14 @@ fn draw_figure<DB: DrawingBackend>(
         .y_label_formatter(&tick_label)
         .draw()?;
 
+    for band in &figure.bands {
+        let upper = band.points.iter().map(|p| (p.0, p.2));
+        let lower = band.points.iter().rev().map(|p| (p.0, p.1));
+        chart.draw_series(std::iter::once(Polygon::new(
+            upper.chain(lower).collect::<Vec<_>>(),
+            band.colour.mix(0.2).filled(),
+        )))?;
+    }
     for &(level, colour) in &figure.levels {
         chart.draw_series(LineSeries::new(
             [(x_start, level), (x_end, level)],
@@ -343,13 +571,24 @@ fn draw_figure<DB: DrawingBackend>(
                 ))?;
             }
         }
-        // A lone sample makes no line: mark it so it can be seen.
+        // A lone sample makes no line: a dot shows it (besides any marker).
         if let [point] = line.points[..] {
             chart.draw_series(std::iter::once(Circle::new(
                 point,
                 3 + line.width,
                 line.colour.filled(),
             )))?;
+        }
+        // Markers at about a dozen points.
+        if let Some(marker) = line.marker {
+            let step = (line.points.len() / 12).max(1);
+            let plotting = chart.plotting_area();
+            let base = plotting.get_base_pixel();
+            let area = plotting.strip_coord_spec();
+            for point in line.points.iter().skip(step / 2).step_by(step) {
+                let at = plotting.map_coordinate(point);
+                draw_marker(&area, marker, (at.0 - base.0, at.1 - base.1), line.colour)?;
+            }
         }
     }
     if !figure.has_samples() {
@@ -364,32 +603,51 @@ fn draw_figure<DB: DrawingBackend>(
     draw_legend(&legend_area, &figure.legend)
 }
 
-/// Draws the legend rows top-down in the panel right of the plot.
+/// The legend's entry width, entries per row and rows: entries as wide as the longest
+/// label needs (about 9 pixels a character at 16 pixels).
+fn legend_layout(entries: &[LegendEntry], width: u32) -> (i32, usize, usize) {
+    let longest = entries
+        .iter()
+        .map(|e| e.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let entry_width = (LEGEND_SAMPLE + 16 + 9 * longest as i32).max(180);
+    let per_row = ((width as i32 - LEGEND_LEFT) / entry_width).max(1) as usize;
+    (entry_width, per_row, entries.len().div_ceil(per_row))
+}
+
+/// Draws the legend entries in rows across the strip below the plot.
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     entries: &[LegendEntry],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    const TOP: i32 = 70;
-    const ROW: i32 = 28;
-    const SAMPLE: i32 = 36;
+    const TOP: i32 = 14;
+    const SAMPLE: i32 = LEGEND_SAMPLE;
+    const LEFT: i32 = LEGEND_LEFT;
+    const ROW: i32 = LEGEND_ROW;
+    let (entry_width, per_row, _) = legend_layout(entries, area.dim_in_pixel().0);
     let text = (FONT, 16)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    for (row, entry) in entries.iter().enumerate() {
-        let y = TOP + ROW * row as i32;
+    for (n, entry) in entries.iter().enumerate() {
+        let x = LEFT + entry_width * (n % per_row) as i32;
+        let y = TOP + ROW * (n / per_row) as i32;
         let style = entry.colour.stroke_width(entry.width);
         match entry.stroke {
-            Stroke::Solid => area.draw(&PathElement::new([(8, y), (8 + SAMPLE, y)], style))?,
+            Stroke::Solid => area.draw(&PathElement::new([(x, y), (x + SAMPLE, y)], style))?,
             Stroke::Dashed => {
-                for start in (8..8 + SAMPLE).step_by(13) {
+                for start in (x..x + SAMPLE).step_by(13) {
                     area.draw(&PathElement::new([(start, y), (start + 8, y)], style))?;
                 }
             }
         }
+        if let Some(marker) = entry.marker {
+            draw_marker(area, marker, (x + SAMPLE / 2, y), entry.colour)?;
+        }
         area.draw(&Text::new(
             entry.label.as_str(),
-            (16 + SAMPLE, y),
+            (x + SAMPLE + 8, y),
             text.clone(),
         ))?;
     }
@@ -406,6 +664,7 @@ mod tests {
     fn three_policies() -> Vec<PolicySeries> {
         let run =
             |policy: &str, active: fn(u32) -> u32, alive: fn(u32) -> u32, mib: u64| PolicySeries {
+                rep: 0,
                 policy: policy.to_owned(),
                 points: (0..60)
                     .map(|i| SeriesPoint {
@@ -505,14 +764,15 @@ mod tests {
             let (width, height, pixels) = decode_png(png);
             assert_eq!((width, height), FIGURE_SIZE);
             // Every policy's line was drawn in its own colour.
-            for (policy, colour) in POLICY_COLOURS {
+            for (policy, colour, _) in POLICY_STYLES {
                 let n = count_colour(&pixels, colour);
                 assert!(n > 200, "{}: {policy} has {n} pixels", png.display());
             }
             // Text was rendered: dark glyph pixels right of the legend's line samples.
             let legend_dark = pixels
                 .chunks_exact(width as usize)
-                .flat_map(|row| &row[(width - LEGEND_WIDTH + 50) as usize..])
+                .skip((height - LEGEND_HEIGHT) as usize)
+                .flat_map(|row| &row[130..])
                 .filter(|p| p.iter().all(|&c| c < 100))
                 .count();
             assert!(legend_dark > 100, "{}: legend text missing", png.display());
@@ -528,6 +788,7 @@ mod tests {
         assert_eq!((width, height), FIGURE_SIZE);
 
         let no_points = vec![PolicySeries {
+            rep: 0,
             policy: "kill".into(),
             points: vec![],
         }];
@@ -550,10 +811,12 @@ mod tests {
         };
         let series = vec![
             PolicySeries {
+                rep: 0,
                 policy: "marvin".into(),
                 points: vec![point.clone()],
             },
             PolicySeries {
+                rep: 0,
                 policy: "kill".into(),
                 points: vec![
                     SeriesPoint {
@@ -573,7 +836,7 @@ mod tests {
         assert!(count_colour(&pixels, policy_colour("marvin", 0)) > 10);
         let figure = active_apps_figure(&series);
         assert!(
-            figure.lines[2].points.is_empty(),
+            figure.lines[1].points.is_empty(),
             "non-finite times dropped"
         );
     }
@@ -587,7 +850,7 @@ mod tests {
         let accounted = &figure.lines[0];
         assert_eq!(accounted.stroke, Stroke::Solid);
         assert_eq!(accounted.points[2], (1.0, 16.0));
-        let rss = &figure.lines[1];
+        let rss = &figure.lines[3];
         assert_eq!(rss.stroke, Stroke::Dashed);
         assert_eq!(rss.points[2], (1.0, 52.0));
         let (x, y) = figure.ranges();
@@ -596,15 +859,99 @@ mod tests {
         assert!(y.end < 30.0 * 18.0 * 1.2 + 32.0, "no needless headroom");
 
         let active = active_apps_figure(&series);
-        let marvin_active = &active.lines[4];
+        let marvin_active = &active.lines[2];
         assert_eq!(marvin_active.colour, policy_colour("marvin", 2));
         assert_eq!(marvin_active.points[10], (5.0, 5.0));
         assert_eq!(active.lines[5].points[10], (5.0, 5.0));
+        // The dashed alive lines come after (over) every solid active line.
+        let strokes: Vec<Stroke> = active.lines.iter().map(|l| l.stroke).collect();
+        assert_eq!(strokes[..3], [Stroke::Solid; 3]);
+        assert_eq!(strokes[3..], [Stroke::Dashed; 3]);
         let labels: Vec<&str> = active.legend.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(
             labels,
             ["kill", "page-swap", "marvin", "active apps", "alive apps"]
         );
+    }
+
+    #[test]
+    fn repetitions_give_a_median_line_and_a_band() {
+        let mut reps = three_policies();
+        reps.truncate(1);
+        let mut second = reps[0].clone();
+        second.rep = 1;
+        for p in &mut second.points {
+            p.active += 4;
+        }
+        reps.push(second);
+        let figure = active_apps_figure(&reps);
+        assert_eq!(figure.legend[0].label, "kill (median of 2)");
+        assert_eq!(
+            figure.lines.len(),
+            2,
+            "one solid and one dashed line per column"
+        );
+        let line = &figure.lines[0];
+        let band = &figure.bands[0];
+        for (i, p) in reps[0].points.iter().enumerate() {
+            let a = f64::from(p.active);
+            assert_eq!(line.points[i], (p.t_s, a + 2.0));
+            assert_eq!(band.points[i], (p.t_s, a, a + 4.0));
+        }
+        // The band is drawn: its pale colour is in the PNG.
+        let dir = tempfile::tempdir().unwrap();
+        write_plots(dir.path(), &reps, 0).unwrap();
+        let (_, _, pixels) = decode_png(&dir.path().join("active_apps.png"));
+        let c = okabe_ito::VERMILLION;
+        let pale = |v: u8| ((f64::from(v) * 0.2) + 255.0 * 0.8).round() as u8;
+        let pale = [pale(c.0), pale(c.1), pale(c.2)];
+        let n = pixels
+            .iter()
+            .filter(|p| p.iter().zip(pale).all(|(a, b)| a.abs_diff(b) <= 2))
+            .count();
+        assert!(n > 500, "band pixels: {n}");
+    }
+
+    #[test]
+    fn captions_go_into_the_svg_and_a_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let caption = "in-process, 4 apps, budget 12 MiB, 2 repetitions <x&y>";
+        let out = write_plots_counted(dir.path(), &three_policies(), 0, Counted::Runtime, caption)
+            .unwrap();
+        assert_eq!(out.files.len(), 6);
+        let side = std::fs::read_to_string(dir.path().join("resident.txt")).unwrap();
+        assert_eq!(
+            side,
+            format!("Resident memory under memory pressure: {caption}\n")
+        );
+        let svg = std::fs::read_to_string(dir.path().join("active_apps.svg")).unwrap();
+        assert!(svg.contains("<desc>Active apps under memory pressure: in-process, 4 apps, budget 12 MiB, 2 repetitions &lt;x&amp;y&gt;</desc>"));
+        assert!(svg.trim_start().starts_with("<svg"));
+    }
+
+    #[test]
+    fn the_palette_is_okabe_ito_with_a_marker_per_policy() {
+        let palette = [
+            okabe_ito::ORANGE,
+            okabe_ito::SKY_BLUE,
+            okabe_ito::BLUISH_GREEN,
+            okabe_ito::BLUE,
+            okabe_ito::VERMILLION,
+            okabe_ito::REDDISH_PURPLE,
+        ];
+        let styles: Vec<(RGBColor, Marker)> = ["kill", "page-swap", "marvin", "a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| policy_style(l, i))
+            .collect();
+        for (i, (colour, marker)) in styles.iter().enumerate() {
+            assert!(palette.contains(colour));
+            for (c, m) in &styles[i + 1..] {
+                assert!(c != colour || m != marker, "two columns look alike");
+            }
+        }
+        let markers: Vec<Marker> = styles[..3].iter().map(|s| s.1).collect();
+        assert_eq!(markers, [Marker::Triangle, Marker::Square, Marker::Circle]);
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! traffic) for each policy, and the CSV file that holds them all.
 //!
 //! The CSV has one header line ([`CSV_HEADER`]) and one row per sample; rows of one
-//! policy follow each other in time order, policies in the order given.
+//! policy's repetition follow each other in time order, runs in the order given. The
+//! `policy` column holds the run's column label (`marvin:NAME` for a variant) and
+//! `rep` its repetition. [`read_csv`] reads the file back by column name (for
+//! `marvin compare`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -11,7 +14,7 @@ use std::path::Path;
 
 /// Columns of the CSV written by [`write_csv`], in order.
 pub const CSV_HEADER: &str = "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,\
-rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,swap_written,swap_read";
+rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,swap_written,swap_read,rep";
 
 /// One sample of a policy's run.
 #[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
@@ -46,8 +49,10 @@ pub struct SeriesPoint {
 /// The samples of one policy's run, in time order.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct PolicySeries {
-    /// The policy's name (`kill`, `page-swap`, `marvin`).
+    /// The policy's name (`kill`, `page-swap`, `marvin`), or its column label.
     pub policy: String,
+    /// The repetition (0-based).
+    pub rep: u32,
     /// Samples in time order.
     pub points: Vec<SeriesPoint>,
 }
@@ -65,10 +70,11 @@ fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Resul
     writeln!(out, "{CSV_HEADER}")?;
     for policy_series in series {
         let policy = csv_field(&policy_series.policy);
+        let rep = policy_series.rep;
         for p in &policy_series.points {
             writeln!(
                 out,
-                "{policy},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{policy},{},{},{},{},{},{},{},{},{},{},{},{},{rep}",
                 p.t_s,
                 p.alive,
                 p.active,
@@ -85,6 +91,110 @@ fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Resul
         }
     }
     Ok(())
+}
+
+/// Reads a CSV written by [`write_csv`] back into series, one per (policy, rep) in
+/// order of first appearance. Columns are found by name; a file without `rep` (written
+/// before repetitions) is repetition 0. Errors name the file and line.
+pub fn read_csv(path: &Path) -> anyhow::Result<Vec<PolicySeries>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    parse_csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn parse_csv(text: &str) -> Result<Vec<PolicySeries>, String> {
+    let mut lines = text.lines();
+    let header: Vec<String> = split_csv_line(lines.next().ok_or("empty file")?);
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let need = |name: &str| col(name).ok_or_else(|| format!("no column {name}"));
+    let policy = need("policy")?;
+    let rep = col("rep");
+    let cols = [
+        need("t_s")?,
+        need("alive")?,
+        need("active")?,
+        need("kills")?,
+        need("restarts")?,
+        need("accounted_bytes")?,
+        need("rss_bytes")?,
+        need("rss_anon_bytes")?,
+        need("rss_file_bytes")?,
+        need("rss_shmem_bytes")?,
+        need("swap_written")?,
+        need("swap_read")?,
+    ];
+    let mut out: Vec<PolicySeries> = Vec::new();
+    for (i, line) in lines.enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let f = split_csv_line(line);
+        let line_no = i + 2;
+        let get = |c: usize| -> Result<&str, String> {
+            f.get(c)
+                .map(String::as_str)
+                .ok_or_else(|| format!("line {line_no}: too few fields"))
+        };
+        let int = |c: usize| -> Result<u64, String> {
+            let v = get(c)?;
+            v.parse()
+                .map_err(|_| format!("line {line_no}: '{v}' is not a count"))
+        };
+        let small = |c: usize| -> Result<u32, String> {
+            u32::try_from(int(c)?).map_err(|_| format!("line {line_no}: value too large"))
+        };
+        let t = get(cols[0])?;
+        let point = SeriesPoint {
+            t_s: t
+                .parse()
+                .map_err(|_| format!("line {line_no}: '{t}' is not a time"))?,
+            alive: small(cols[1])?,
+            active: small(cols[2])?,
+            kills: int(cols[3])?,
+            restarts: int(cols[4])?,
+            accounted_bytes: int(cols[5])?,
+            rss_bytes: int(cols[6])?,
+            rss_anon_bytes: int(cols[7])?,
+            rss_file_bytes: int(cols[8])?,
+            rss_shmem_bytes: int(cols[9])?,
+            swap_written: int(cols[10])?,
+            swap_read: int(cols[11])?,
+        };
+        let label = get(policy)?.to_owned();
+        let r = match rep {
+            Some(c) => small(c)?,
+            None => 0,
+        };
+        match out.iter_mut().find(|s| s.policy == label && s.rep == r) {
+            Some(s) => s.points.push(point),
+            None => out.push(PolicySeries {
+                policy: label,
+                rep: r,
+                points: vec![point],
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Splits one CSV line into fields, undoing RFC 4180 quoting.
+fn split_csv_line(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let last = fields.last_mut().expect("never empty");
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                last.push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(String::new()),
+            (c, _) => last.push(c),
+        }
+    }
+    fields
 }
 
 /// Quotes a text field when it holds a comma, a quote or a line break (RFC 4180).
@@ -117,23 +227,8 @@ mod tests {
         }
     }
 
-    /// Splits one CSV line into fields, undoing RFC 4180 quoting.
     fn parse_line(line: &str) -> Vec<String> {
-        let mut fields = vec![String::new()];
-        let mut quoted = false;
-        let mut chars = line.chars().peekable();
-        while let Some(c) = chars.next() {
-            match (c, quoted) {
-                ('"', true) if chars.peek() == Some(&'"') => {
-                    chars.next();
-                    fields.last_mut().unwrap().push('"');
-                }
-                ('"', _) => quoted = !quoted,
-                (',', false) => fields.push(String::new()),
-                (c, _) => fields.last_mut().unwrap().push(c),
-            }
-        }
-        fields
+        split_csv_line(line)
     }
 
     fn parse_point(fields: &[String]) -> SeriesPoint {
@@ -158,14 +253,17 @@ mod tests {
         let series = vec![
             PolicySeries {
                 policy: "kill".into(),
+                rep: 0,
                 points: (0..3).map(point).collect(),
             },
             PolicySeries {
                 policy: "page-swap".into(),
+                rep: 0,
                 points: vec![],
             },
             PolicySeries {
                 policy: "marvin".into(),
+                rep: 1,
                 points: (5..7).map(point).collect(),
             },
         ];
@@ -190,11 +288,15 @@ mod tests {
                 "rss_file_bytes",
                 "rss_shmem_bytes",
                 "swap_written",
-                "swap_read"
+                "swap_read",
+                "rep"
             ]
         );
         let rows: Vec<Vec<String>> = lines.map(parse_line).collect();
-        assert!(rows.iter().all(|row| row.len() == 13));
+        assert!(rows.iter().all(|row| row.len() == 14));
+        assert!(rows
+            .iter()
+            .all(|row| row[13] == if row[0] == "marvin" { "1" } else { "0" }));
         let expected: Vec<(String, SeriesPoint)> = series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| (s.policy.clone(), p.clone())))
@@ -204,19 +306,36 @@ mod tests {
             .map(|row| (row[0].clone(), parse_point(row)))
             .collect();
         assert_eq!(read_back, expected);
+
+        // read_csv gives the same series back (those with samples).
+        let again = read_csv(&path).unwrap();
+        assert_eq!(again.len(), 2);
+        assert_eq!((again[1].policy.as_str(), again[1].rep), ("marvin", 1));
+        assert_eq!(again[1].points, series[2].points);
+        assert_eq!(again[0].points, series[0].points);
+    }
+
+    #[test]
+    fn read_csv_rejects_bad_files_by_line() {
+        assert!(parse_csv("").unwrap_err().contains("empty"));
+        assert!(parse_csv("policy,t_s\n").unwrap_err().contains("alive"));
+        let bad = format!("{CSV_HEADER}\nkill,0.5,x,1,0,0,0,0,0,0,0,0,0,0\n");
+        let e = parse_csv(&bad).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("'x'"), "{e}");
     }
 
     #[test]
     fn policy_names_with_separators_are_quoted() {
         let series = [PolicySeries {
             policy: "odd, \"name\"".into(),
+            rep: 0,
             points: vec![point(1)],
         }];
         let mut text = Vec::new();
         write_csv_to(&mut text, &series).unwrap();
         let text = String::from_utf8(text).unwrap();
         let row = parse_line(text.lines().nth(1).unwrap());
-        assert_eq!(row.len(), 13);
+        assert_eq!(row.len(), 14);
         assert_eq!(row[0], "odd, \"name\"");
         assert_eq!(parse_point(&row), point(1));
     }

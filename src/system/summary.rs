@@ -1,12 +1,14 @@
 //! The per-policy summary of a pressure run: what `summary.json` holds and the
 //! side-by-side table prints.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::series::SeriesPoint;
+use super::spread::Spread;
 
 /// An app that ended with an error of its own (not a kill, not the end of the run).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Crash {
     /// The app's number in the run.
     pub app: usize,
@@ -18,7 +20,8 @@ pub struct Crash {
 
 /// Process mode: one app process as the kernel saw it last (one record per process;
 /// an app restarted cold has a record per life).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AppRecord {
     pub app: usize,
     pub pid: u32,
@@ -41,9 +44,17 @@ pub struct AppRecord {
 }
 
 /// One policy's results.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
+    /// The pressure policy (`kill`, `page-swap`, `kernel-swap`, `marvin`).
     pub policy: String,
+    /// The column this run belongs to: the policy's name, or `marvin:NAME` for a
+    /// `--variant` or `--sweep` point of Marvin's swap policy.
+    pub label: String,
+    /// The repetition (0-based) and the seed it ran with.
+    pub rep: u32,
+    pub seed: u64,
     pub peak_alive: u32,
     pub peak_active: u32,
     pub final_alive: u32,
@@ -119,6 +130,7 @@ impl Summary {
     pub fn new(policy: &str) -> Summary {
         Summary {
             policy: policy.to_string(),
+            label: policy.to_string(),
             mode: "in-process".into(),
             ..Summary::default()
         }
@@ -156,132 +168,272 @@ impl Summary {
     }
 }
 
-/// The side-by-side table, one column per policy.
-pub fn table(summaries: &[Summary]) -> String {
-    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
-    let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
-    type Cell = Box<dyn Fn(&Summary) -> String>;
-    let mut rows: Vec<(&str, Cell)> = vec![
-        ("apps alive (peak)", Box::new(|s| s.peak_alive.to_string())),
-        (
-            "apps alive (final)",
-            Box::new(|s| s.final_alive.to_string()),
-        ),
-        (
-            "apps active (peak)",
-            Box::new(|s| s.peak_active.to_string()),
-        ),
-        (
-            "apps active (final)",
-            Box::new(|s| s.final_active.to_string()),
-        ),
-        ("kills", Box::new(|s| s.kills.to_string())),
-        ("restarts", Box::new(|s| s.restarts.to_string())),
-        ("crashed apps", Box::new(|s| s.crashed_apps.to_string())),
-        (
-            "arrays verified",
-            Box::new(|s| s.verified_arrays.to_string()),
-        ),
+/// How a table cell shows a value.
+#[derive(Clone, Copy)]
+enum Unit {
+    Count,
+    MiB,
+    Ms,
+    Ratio,
+}
+
+impl Unit {
+    fn show(self, v: f64) -> String {
+        match self {
+            Unit::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            Unit::Count => format!("{v:.1}"),
+            Unit::MiB => format!("{:.1} MiB", v / (1u64 << 20) as f64),
+            Unit::Ms => format!("{:.3} ms", v / 1e6),
+            Unit::Ratio => format!("{v:.2}x"),
+        }
+    }
+
+    /// The value without its unit (for the spread beside a median).
+    fn bare(self, v: f64) -> String {
+        match self {
+            Unit::Count => Unit::Count.show(v),
+            Unit::MiB => format!("{:.1}", v / (1u64 << 20) as f64),
+            Unit::Ms => format!("{:.3}", v / 1e6),
+            Unit::Ratio => format!("{v:.2}"),
+        }
+    }
+}
+
+type Cell = fn(&Summary) -> f64;
+
+/// The table's rows: name, value, unit.
+fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
+    use Unit::*;
+    let mut rows: Vec<(&'static str, Cell, Unit)> = vec![
+        ("apps alive (peak)", |s| f64::from(s.peak_alive), Count),
+        ("apps alive (final)", |s| f64::from(s.final_alive), Count),
+        ("apps active (peak)", |s| f64::from(s.peak_active), Count),
+        ("apps active (final)", |s| f64::from(s.final_active), Count),
+        ("kills", |s| s.kills as f64, Count),
+        ("restarts", |s| s.restarts as f64, Count),
+        ("crashed apps", |s| s.crashed_apps as f64, Count),
+        ("arrays verified", |s| s.verified_arrays as f64, Count),
         (
             "failed verifications",
-            Box::new(|s| s.failed_verifications.to_string()),
+            |s| s.failed_verifications as f64,
+            Count,
         ),
-        ("swap written", Box::new(move |s| mib(s.swap_bytes_written))),
-        ("swap read", Box::new(move |s| mib(s.swap_bytes_read))),
-        (
-            "reclaim requests",
-            Box::new(|s| s.reclaim_requests.to_string()),
-        ),
-        (
-            "reclaim latency p50",
-            Box::new(move |s| ms(s.reclaim_p50_ns)),
-        ),
-        (
-            "reclaim latency p99",
-            Box::new(move |s| ms(s.reclaim_p99_ns)),
-        ),
-        (
-            "reclaim latency max",
-            Box::new(move |s| ms(s.reclaim_max_ns)),
-        ),
-        ("reclaimed", Box::new(move |s| mib(s.reclaimed_bytes))),
-        ("GC faults", Box::new(|s| s.gc_faults.to_string())),
-        ("object faults", Box::new(|s| s.object_faults.to_string())),
+        ("swap written", |s| s.swap_bytes_written as f64, MiB),
+        ("swap read", |s| s.swap_bytes_read as f64, MiB),
+        ("reclaim requests", |s| s.reclaim_requests as f64, Count),
+        ("reclaim latency p50", |s| s.reclaim_p50_ns as f64, Ms),
+        ("reclaim latency p99", |s| s.reclaim_p99_ns as f64, Ms),
+        ("reclaim latency max", |s| s.reclaim_max_ns as f64, Ms),
+        ("reclaimed", |s| s.reclaimed_bytes as f64, MiB),
+        ("GC faults", |s| s.gc_faults as f64, Count),
+        ("object faults", |s| s.object_faults as f64, Count),
         (
             "peak accounted memory",
-            Box::new(move |s| mib(s.peak_accounted_bytes)),
+            |s| s.peak_accounted_bytes as f64,
+            MiB,
         ),
-        ("peak process RSS", Box::new(move |s| mib(s.peak_rss_bytes))),
-        (
-            "  anonymous (peak)",
-            Box::new(move |s| mib(s.peak_rss_anon_bytes)),
-        ),
+        ("peak process RSS", |s| s.peak_rss_bytes as f64, MiB),
+        ("  anonymous (peak)", |s| s.peak_rss_anon_bytes as f64, MiB),
         (
             "  file-backed (peak)",
-            Box::new(move |s| mib(s.peak_rss_file_bytes)),
+            |s| s.peak_rss_file_bytes as f64,
+            MiB,
         ),
         (
             "  shared memory (peak)",
-            Box::new(move |s| mib(s.peak_rss_shmem_bytes)),
+            |s| s.peak_rss_shmem_bytes as f64,
+            MiB,
         ),
         (
             "peak RSS / peak accounted",
-            Box::new(|s| format!("{:.2}x", s.peak_rss_per_accounted)),
+            |s| s.peak_rss_per_accounted,
+            Ratio,
         ),
         (
             "over-budget allocations",
-            Box::new(|s| s.over_budget_events.to_string()),
+            |s| s.over_budget_events as f64,
+            Count,
         ),
         (
             "over budget by (max)",
-            Box::new(move |s| mib(s.max_over_budget_bytes)),
+            |s| s.max_over_budget_bytes as f64,
+            MiB,
         ),
     ];
-    if summaries.iter().any(|s| s.mode == "processes") {
-        let kernel: Vec<(&str, Cell)> = vec![
-            ("cgroup limit", Box::new(move |s| mib(s.limit_bytes))),
-            (
-                "peak cgroup usage",
-                Box::new(move |s| mib(s.peak_cgroup_bytes)),
-            ),
-            ("lmk kills", Box::new(|s| s.lmk_kills.to_string())),
-            (
-                "kernel OOM kills",
-                Box::new(|s| s.kernel_oom_kills.to_string()),
-            ),
-            ("major faults", Box::new(|s| s.major_faults.to_string())),
-            (
-                "major faults in GC",
-                Box::new(|s| s.gc_major_faults.to_string()),
-            ),
-            ("kernel swap out", Box::new(move |s| mib(s.swap_out_bytes))),
-            ("kernel swap in", Box::new(move |s| mib(s.swap_in_bytes))),
+    if processes {
+        rows.extend_from_slice(&[
+            ("cgroup limit", (|s| s.limit_bytes as f64) as Cell, MiB),
+            ("peak cgroup usage", |s| s.peak_cgroup_bytes as f64, MiB),
+            ("lmk kills", |s| s.lmk_kills as f64, Count),
+            ("kernel OOM kills", |s| s.kernel_oom_kills as f64, Count),
+            ("major faults", |s| s.major_faults as f64, Count),
+            ("major faults in GC", |s| s.gc_major_faults as f64, Count),
+            ("kernel swap out", |s| s.swap_out_bytes as f64, MiB),
+            ("kernel swap in", |s| s.swap_in_bytes as f64, MiB),
             (
                 "reclaimed from outside",
-                Box::new(move |s| mib(s.external_reclaimed_bytes)),
+                |s| s.external_reclaimed_bytes as f64,
+                MiB,
             ),
-        ];
-        rows.extend(kernel);
+        ]);
     }
-    let mut out = format!("{:<26}", "");
+    rows
+}
+
+/// The runs grouped into columns by label, in order of first appearance.
+pub fn columns(summaries: &[Summary]) -> Vec<(String, Vec<&Summary>)> {
+    let mut cols: Vec<(String, Vec<&Summary>)> = Vec::new();
     for s in summaries {
-        out.push_str(&format!("{:>16}", s.policy));
+        let label = if s.label.is_empty() {
+            &s.policy
+        } else {
+            &s.label
+        };
+        match cols.iter_mut().find(|(l, _)| l == label) {
+            Some((_, runs)) => runs.push(s),
+            None => cols.push((label.clone(), vec![s])),
+        }
+    }
+    cols
+}
+
+/// The side-by-side table, one column per policy (or variant). A column of one run
+/// shows its values; a column of several repetitions shows each figure's median and,
+/// in brackets, its interquartile range `[q1-q3]`.
+pub fn table(summaries: &[Summary]) -> String {
+    let cols = columns(summaries);
+    let repeated = cols.iter().any(|(_, runs)| runs.len() > 1);
+    let rows = rows(summaries.iter().any(|s| s.mode == "processes"));
+    let cell = |f: Cell, unit: Unit, runs: &[&Summary]| -> String {
+        let Some(sp) = Spread::of(runs.iter().map(|s| f(s))) else {
+            return "-".into();
+        };
+        if runs.len() == 1 {
+            unit.show(sp.median)
+        } else {
+            format!(
+                "{} [{}-{}]",
+                unit.show(sp.median),
+                unit.bare(sp.q1),
+                unit.bare(sp.q3)
+            )
+        }
+    };
+    let grid: Vec<(&str, Vec<String>)> = rows
+        .iter()
+        .map(|&(name, f, unit)| (name, cols.iter().map(|(_, r)| cell(f, unit, r)).collect()))
+        .collect();
+    let width = grid
+        .iter()
+        .flat_map(|(_, cells)| cells.iter().map(String::len))
+        .chain(cols.iter().map(|(l, _)| l.len()))
+        .max()
+        .unwrap_or(0)
+        .max(14)
+        + 2;
+    let mut out = format!("{:<26}", "");
+    for (label, _) in &cols {
+        out.push_str(&format!("{label:>width$}"));
     }
     out.push('\n');
-    for (name, f) in rows {
-        out.push_str(&format!("{name:<26}"));
-        for s in summaries {
-            out.push_str(&format!("{:>16}", f(s)));
+    if repeated {
+        out.push_str(&format!("{:<26}", "repetitions"));
+        for (_, runs) in &cols {
+            out.push_str(&format!("{:>width$}", runs.len()));
         }
         out.push('\n');
     }
+    for (name, cells) in grid {
+        out.push_str(&format!("{name:<26}"));
+        for c in cells {
+            out.push_str(&format!("{c:>width$}"));
+        }
+        out.push('\n');
+    }
+    if repeated {
+        out.push_str("each cell: median [interquartile range] over the repetitions\n");
+    }
     for s in summaries {
         for c in &s.crashes {
+            let rep = if repeated {
+                format!(" (repetition {})", s.rep)
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "{} app{} crashed at {:.1} s: {}\n",
-                s.policy, c.app, c.t_s, c.error
+                "{} app{} crashed at {:.1} s{rep}: {}\n",
+                s.label, c.app, c.t_s, c.error
             ));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(label: &str, rep: u32, active: u32, faults: u64) -> Summary {
+        Summary {
+            label: label.into(),
+            rep,
+            peak_active: active,
+            object_faults: faults,
+            swap_bytes_written: u64::from(active) << 20,
+            ..Summary::new("marvin")
+        }
+    }
+
+    fn row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}:\n{table}"));
+        line[26..]
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn one_run_per_column_shows_plain_values() {
+        let t = table(&[run("kill", 0, 8, 0), run("marvin", 0, 20, 5)]);
+        assert!(t.lines().next().unwrap().contains("kill"));
+        assert_eq!(row(&t, "apps active (peak)"), ["8", "20"]);
+        assert_eq!(row(&t, "swap written"), ["8.0 MiB", "20.0 MiB"]);
+        assert!(!t.contains("repetitions"), "{t}");
+    }
+
+    #[test]
+    fn repetitions_show_median_and_interquartile_range() {
+        let runs = [
+            run("kill", 0, 8, 0),
+            run("marvin", 0, 20, 100),
+            run("kill", 1, 10, 0),
+            run("marvin", 1, 24, 300),
+        ];
+        let t = table(&runs);
+        assert_eq!(row(&t, "repetitions"), ["2", "2"]);
+        assert_eq!(row(&t, "apps active (peak)"), ["9 [8.5-9.5]", "22 [21-23]"]);
+        assert_eq!(row(&t, "object faults"), ["0 [0-0]", "200 [150-250]"]);
+        assert_eq!(
+            row(&t, "swap written"),
+            ["9.0 MiB [8.5-9.5]", "22.0 MiB [21.0-23.0]"]
+        );
+        assert!(t.contains("median [interquartile range]"), "{t}");
+    }
+
+    #[test]
+    fn summaries_read_back_from_json() {
+        let s = run("marvin:fast", 3, 7, 9);
+        let back: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(
+            (back.label.as_str(), back.rep, back.peak_active),
+            ("marvin:fast", 3, 7)
+        );
+        // Fields a file lacks take their defaults.
+        let old: Summary = serde_json::from_str(r#"{"policy":"kill","kills":3}"#).unwrap();
+        assert_eq!((old.kills, old.rep), (3, 0));
+    }
 }

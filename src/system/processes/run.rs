@@ -216,6 +216,7 @@ impl Run<'_> {
         let sys = &self.cfg.system;
         let th = Thresholds::scaled(sys.time_scale);
         let mut series = PolicySeries {
+            rep: 0,
             policy: self.pressure.name().to_string(),
             points: Vec::new(),
         };

@@ -1,0 +1,394 @@
+//! The experiment's bookkeeping, on tiny in-process runs: repetitions are all recorded
+//! with their spread, `config.toml` re-runs the same experiment, variants give labelled
+//! columns, shards merged by `marvin compare` make the unsharded grid, the default
+//! workload is embedded (runs from any directory), piped runs print a line per run,
+//! and `policy show --experiment` prints the policy the experiment runs.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A command of the built binary, run in a directory that holds no workload files.
+fn marvin(cwd: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_marvin"));
+    c.current_dir(cwd);
+    c
+}
+
+/// The tiny model's settings (two apps, two seconds per run; the budget apart).
+const TINY: &[&str] = &[
+    "pressure",
+    "--mode",
+    "in-process",
+    "--apps",
+    "2",
+    "--launch-every",
+    "500ms",
+    "--duration",
+    "2s",
+    "--time-scale",
+    "0.05",
+    "--gc-max-free",
+    "256k",
+    "--sample-every",
+    "100ms",
+    "-D",
+    "ARRAYS=48",
+];
+
+fn ok(o: Output, what: &str) -> Output {
+    assert!(
+        o.status.success(),
+        "{what} failed: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn run_tiny(cwd: &Path, extra: &[&str], out: &Path) -> Output {
+    let o = marvin(cwd)
+        .args(TINY)
+        .args(["--budget", "12m"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    ok(o, "marvin pressure")
+}
+
+fn summaries(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The (label, repetition) of every run a directory holds.
+fn runs(dir: &Path) -> BTreeSet<(String, u64)> {
+    summaries(dir)
+        .iter()
+        .map(|s| {
+            (
+                s["label"].as_str().unwrap().to_owned(),
+                s["rep"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn set(items: &[(&str, u64)]) -> BTreeSet<(String, u64)> {
+    items.iter().map(|(l, r)| (l.to_string(), *r)).collect()
+}
+
+#[test]
+fn repetitions_are_all_recorded_with_their_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = run_tiny(
+        tmp.path(),
+        &["--policy", "kill,marvin", "--reps", "2", "--seed", "5"],
+        &out,
+    );
+    assert_eq!(
+        runs(&out),
+        set(&[("kill", 0), ("kill", 1), ("marvin", 0), ("marvin", 1)])
+    );
+    let seeds: BTreeSet<u64> = summaries(&out)
+        .iter()
+        .map(|s| s["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, BTreeSet::from([5, 6]));
+    // The table: a median with its interquartile range in every cell.
+    let table = String::from_utf8(o.stdout).unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("apps alive (peak)"))
+        .unwrap();
+    assert_eq!(row.matches('[').count(), 2, "{table}");
+    assert!(table.contains("repetitions"), "{table}");
+    // series.csv: both repetitions of both columns, told apart by the rep column.
+    let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let rep = header
+        .iter()
+        .position(|h| *h == "rep")
+        .expect("a rep column");
+    let seen: BTreeSet<(String, String)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].to_owned(), f[rep].to_owned())
+        })
+        .collect();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    // The figures decode, and say which settings made them.
+    for name in ["active_apps", "resident"] {
+        let bytes = std::fs::read(out.join(format!("{name}.png"))).unwrap();
+        let mut reader = png::Decoder::new(bytes.as_slice()).read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let frame = reader.next_frame(&mut buf).unwrap();
+        assert!(frame.width > 0 && frame.height > 0);
+        let caption = std::fs::read_to_string(out.join(format!("{name}.txt"))).unwrap();
+        assert!(
+            caption.contains("2 apps") && caption.contains("2 repetition"),
+            "{caption}"
+        );
+    }
+}
+
+#[test]
+fn the_config_record_re_runs_the_same_experiment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("p.toml");
+    std::fs::write(&policy, "[coldness]\nwindow_rounds = 2\n").unwrap();
+    let first = tmp.path().join("first");
+    run_tiny(
+        tmp.path(),
+        &[
+            "--policy",
+            "kill,marvin",
+            "--policy-file",
+            policy.to_str().unwrap(),
+        ],
+        &first,
+    );
+    let config = std::fs::read_to_string(first.join("config.toml")).unwrap();
+    for needle in [
+        "command = \"marvin pressure",
+        "commit = ",
+        "fnv1a64 = ",
+        "source = \"builtin:buckets\"",
+        "overrides = [\"ARRAYS=48\"]",
+        "window_rounds = 2",
+        "kernel = \"Linux",
+        "cores = ",
+    ] {
+        assert!(
+            config.contains(needle),
+            "config.toml lacks {needle}:\n{config}"
+        );
+    }
+    // The policy file may go: the record holds the policy itself.
+    std::fs::remove_file(&policy).unwrap();
+    let second = tmp.path().join("second");
+    let o = marvin(tmp.path())
+        .arg("pressure")
+        .arg("--config")
+        .arg(first.join("config.toml"))
+        .arg("--out")
+        .arg(&second)
+        .output()
+        .unwrap();
+    ok(o, "marvin pressure --config");
+    let a: toml::Table = toml::from_str(&config).unwrap();
+    let b: toml::Table =
+        toml::from_str(&std::fs::read_to_string(second.join("config.toml")).unwrap()).unwrap();
+    for key in ["args", "columns", "workload", "runs", "mode"] {
+        assert_eq!(
+            a[key], b[key],
+            "{key} differs between the run and its re-run"
+        );
+    }
+    assert_eq!(runs(&first), runs(&second));
+    let budgets: Vec<u64> = summaries(&second)
+        .iter()
+        .map(|s| s["budget_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(budgets, [12 << 20, 12 << 20]);
+
+    // Any setting beside --config is refused before anything runs.
+    let o = marvin(tmp.path())
+        .args(["pressure", "--apps", "3", "--config"])
+        .arg(first.join("config.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--config takes every setting"));
+}
+
+#[test]
+fn variants_are_labelled_columns_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.toml"), tmp.path().join("b.toml"));
+    std::fs::write(&a, "[coldness]\nwindow_rounds = 1\n").unwrap();
+    std::fs::write(&b, "[coldness]\nwindow_rounds = 4\n").unwrap();
+    let out = tmp.path().join("out");
+    let o = run_tiny(
+        tmp.path(),
+        &[
+            "--policy",
+            "marvin",
+            "--variant",
+            &format!("eager={}", a.display()),
+            "--variant",
+            &format!("lazy={}", b.display()),
+        ],
+        &out,
+    );
+    assert_eq!(runs(&out), set(&[("marvin:eager", 0), ("marvin:lazy", 0)]));
+    let header = String::from_utf8(o.stdout).unwrap();
+    let header = header.lines().nth(1).unwrap();
+    let labels: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(labels, ["marvin:eager", "marvin:lazy"]);
+    let rec: toml::Table =
+        toml::from_str(&std::fs::read_to_string(out.join("config.toml")).unwrap()).unwrap();
+    let rounds: Vec<i64> = rec["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["policy"]["coldness"]["window_rounds"]
+                .as_integer()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(rounds, [1, 4]);
+}
+
+#[test]
+fn shards_merged_by_compare_make_the_whole_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = [
+        "--policy",
+        "kill,marvin",
+        "--sweep",
+        "coldness.window_rounds=1,2",
+    ];
+    let whole = tmp.path().join("whole");
+    run_tiny(tmp.path(), &sweep, &whole);
+    let mut shards = Vec::new();
+    for i in 1..=2 {
+        let dir = tmp.path().join(format!("shard{i}"));
+        let shard = format!("{i}/2");
+        let args: Vec<&str> = sweep.iter().copied().chain(["--shard", &shard]).collect();
+        run_tiny(tmp.path(), &args, &dir);
+        shards.push(dir);
+    }
+    assert!(runs(&shards[0]).is_disjoint(&runs(&shards[1])));
+    let merged = tmp.path().join("merged");
+    let o = marvin(tmp.path())
+        .arg("compare")
+        .args(&shards)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let o = ok(o, "marvin compare");
+    let want = set(&[
+        ("kill", 0),
+        ("marvin:coldness.window_rounds=1", 0),
+        ("marvin:coldness.window_rounds=2", 0),
+    ]);
+    assert_eq!(runs(&whole), want);
+    assert_eq!(runs(&merged), want);
+    // The merged table has the experiment's columns in its order.
+    let table = String::from_utf8(o.stdout).unwrap();
+    let labels: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        labels,
+        [
+            "kill",
+            "marvin:coldness.window_rounds=1",
+            "marvin:coldness.window_rounds=2"
+        ]
+    );
+    assert!(merged.join("active_apps.png").exists());
+
+    // A directory without results is a clear error.
+    let o = marvin(tmp.path())
+        .arg("compare")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("summary.json"));
+}
+
+#[test]
+fn piped_runs_print_a_line_per_finished_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    // stderr is a pipe here: no progress bars, one line per run instead.
+    let o = marvin(tmp.path())
+        .args(TINY)
+        .args(["--budget", "12m", "--policy", "kill,marvin"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(ok(o, "marvin pressure").stderr).unwrap();
+    assert!(err.contains("finished 1/2: kill"), "{err}");
+    assert!(err.contains("finished 2/2: marvin"), "{err}");
+}
+
+#[test]
+fn a_budget_never_reached_is_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = marvin(tmp.path())
+        .args(TINY)
+        .args(["--policy", "kill", "--budget", "1g", "--quiet"])
+        .output()
+        .unwrap();
+    let o = ok(o, "marvin pressure");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("WARNING: the budget (1024.0 MiB) was never reached"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("WARNING"));
+}
+
+#[test]
+fn policy_show_experiment_prints_the_policy_the_experiment_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = ok(
+        marvin(tmp.path())
+            .args(["policy", "show", "--experiment"])
+            .output()
+            .unwrap(),
+        "policy show --experiment",
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    let shown: toml::Table = toml::from_str(&text).unwrap();
+    // The background saver runs at the foreground period in the experiment.
+    assert_eq!(shown["saver"]["background_period"].as_str(), Some("5s"));
+    let published = ok(
+        marvin(tmp.path())
+            .args(["policy", "show"])
+            .output()
+            .unwrap(),
+        "policy show",
+    );
+    let published: toml::Table =
+        toml::from_str(&String::from_utf8(published.stdout).unwrap()).unwrap();
+    assert_eq!(
+        published["saver"]["background_period"].as_str(),
+        Some("30s")
+    );
+    // Given back as a policy file, it is the experiment's default exactly: the record
+    // of a run with it holds the same policy as one without.
+    let file = tmp.path().join("exp.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (with, without) = (tmp.path().join("with"), tmp.path().join("without"));
+    run_tiny(
+        tmp.path(),
+        &[
+            "--policy",
+            "marvin",
+            "--policy-file",
+            file.to_str().unwrap(),
+        ],
+        &with,
+    );
+    run_tiny(tmp.path(), &["--policy", "marvin"], &without);
+    let policy = |d: &Path| {
+        let t: toml::Table =
+            toml::from_str(&std::fs::read_to_string(d.join("config.toml")).unwrap()).unwrap();
+        t["columns"][0]["policy"].clone()
+    };
+    assert_eq!(policy(&with), policy(&without));
+}
