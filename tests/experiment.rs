@@ -48,10 +48,20 @@ fn ok(o: Output, what: &str) -> Output {
     o
 }
 
+/// TINY with a 12 MiB budget, less the flags (and their values) `extra` sets itself.
+fn tiny_but(extra: &[&str]) -> Vec<&'static str> {
+    let mut out = vec![TINY[0]];
+    for pair in TINY[1..].chunks(2).chain([["--budget", "12m"].as_slice()]) {
+        if !extra.contains(&pair[0]) || pair[0] == "-D" {
+            out.extend_from_slice(pair);
+        }
+    }
+    out
+}
+
 fn run_tiny(cwd: &Path, extra: &[&str], out: &Path) -> Output {
     let o = marvin(cwd)
-        .args(TINY)
-        .args(["--budget", "12m"])
+        .args(tiny_but(extra))
         .args(extra)
         .arg("--out")
         .arg(out)
@@ -141,6 +151,65 @@ fn repetitions_are_all_recorded_with_their_spread() {
             "{caption}"
         );
     }
+}
+
+#[test]
+fn apps_csv_holds_each_apps_events_in_long_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // Three apps, a budget for about two, and foreground switches: the killer kills
+    // and apps come back cold.
+    run_tiny(
+        tmp.path(),
+        &[
+            "--policy",
+            "kill",
+            "--apps",
+            "3",
+            "--budget",
+            "8m",
+            "--switch-every",
+            "300ms",
+            "--reps",
+            "2",
+        ],
+        &out,
+    );
+    let csv = std::fs::read_to_string(out.join("apps.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("policy,rep,app,event,t_s,t_end_s,value"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == 7), "{csv}");
+    let count = |rep: &str, event: &str| {
+        rows.iter().filter(|r| r[1] == rep && r[3] == event).count() as u64
+    };
+    let s = summaries(&out);
+    for rep in ["0", "1"] {
+        let run = s
+            .iter()
+            .find(|x| x["rep"].as_u64().unwrap().to_string() == rep)
+            .unwrap();
+        assert_eq!(count(rep, "launch"), 3, "every app launched once: {csv}");
+        assert_eq!(count(rep, "kill"), run["kills"].as_u64().unwrap(), "{csv}");
+        assert_eq!(
+            count(rep, "restart"),
+            run["restarts"].as_u64().unwrap(),
+            "{csv}"
+        );
+        assert!(count(rep, "foreground") >= 3, "{csv}");
+    }
+    // Every interval ends after it begins, and within the run.
+    for r in rows
+        .iter()
+        .filter(|r| r[3] == "foreground" || r[3] == "active")
+    {
+        let (a, b): (f64, f64) = (r[4].parse().unwrap(), r[5].parse().unwrap());
+        assert!(a <= b && b < 10.0, "{r:?}");
+    }
+    assert!(
+        s.iter().any(|x| x["kills"].as_u64().unwrap() > 0),
+        "the killer acted"
+    );
 }
 
 #[test]
@@ -391,4 +460,38 @@ fn policy_show_experiment_prints_the_policy_the_experiment_runs() {
         t["columns"][0]["policy"].clone()
     };
     assert_eq!(policy(&with), policy(&without));
+}
+
+#[test]
+fn run_time_scale_scales_the_programs_periods() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = tmp.path().join("p.masm");
+    std::fs::write(
+        &prog,
+        ".const WAIT_MS 1000\n.const N 7\n.method main args=0 locals=0\n  push WAIT_MS\n  print\n  push N\n  print\n  push 0\n  ret\n.end\n",
+    )
+    .unwrap();
+    let out = |args: &[&str]| {
+        let o = ok(
+            marvin(tmp.path())
+                .arg("run")
+                .arg(&prog)
+                .args(args)
+                .output()
+                .unwrap(),
+            "marvin run",
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(out(&[]), "1000\n7\n");
+    assert_eq!(out(&["--time-scale", "0.1"]), "100\n7\n");
+    assert_eq!(out(&["--time-scale", "0.1", "-D", "WAIT_MS=3"]), "3\n7\n");
+    let o = marvin(tmp.path())
+        .arg("run")
+        .arg(&prog)
+        .args(["--time-scale", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--time-scale"));
 }

@@ -28,6 +28,7 @@ use marvin_runtime::header::ObjKind;
 use marvin_runtime::heap::{Handle, HeapConfig};
 use marvin_swap::{PolicyConfig, SwapPolicy};
 
+use super::figure::{Bar, Chart};
 use super::reclaim::{ARRAY_BYTES, ARRAY_WORDS};
 use super::{finish, median, CommonArgs, Sample};
 use crate::cli::size::parse_size;
@@ -45,6 +46,10 @@ pub struct AllocArgs {
     /// Allocate 16 MiB instead of `--size`.
     #[arg(long)]
     pub quick: bool,
+    /// Draw the paper's figure 3 from the results (SVG and PNG, with the published
+    /// values beside marvin's) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 const ARRAY_CLASS: u32 = u32::MAX;
@@ -182,6 +187,9 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
         args.size as u64
     };
     ensure!(bytes >= 1 << 20, "--size must be at least 1m");
+    if let Some(dir) = &args.plot {
+        super::figure::prepare(dir)?;
+    }
     let arrays = bytes / ARRAY_BYTES;
     let reps = args.common.reps.max(1);
     let scenario = format!("allocate {} MiB", bytes >> 20);
@@ -227,6 +235,42 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
         if marvin / free <= 1.25 { "met" } else { "NOT met" },
         page / free
     ));
+    if let Some(dir) = &args.plot {
+        let mut bars: Vec<Bar> = samples
+            .iter()
+            .map(|s| Bar {
+                label: s.implementation.clone(),
+                value: s.median_ns / 1e6,
+                published: false,
+            })
+            .collect();
+        bars.push(Bar {
+            label: "paper: free".into(),
+            value: 450.0,
+            published: true,
+        });
+        bars.push(Bar {
+            label: "paper: Linux swap".into(),
+            value: 8000.0,
+            published: true,
+        });
+        let chart = Chart {
+            name: "alloc",
+            title: format!("Figure 3: allocating {} MiB, free and under pressure", bytes >> 20),
+            x_label: "memory free, or the budget full of background apps (grey: published, 512 MB)",
+            y_label: "time to allocate (ms, log scale)",
+            curves: Vec::new(),
+            bars,
+            caption: format!(
+                "marvin bench alloc, {} MiB of one-page arrays, {BACKGROUND_APPS} background apps, median of {reps}, commit {}",
+                bytes >> 20,
+                crate::system::provenance::commit()
+            ),
+        };
+        for f in super::figure::write(dir, &chart)? {
+            notes.push(format!("wrote {}", f.display()));
+        }
+    }
     finish(samples, FREE, args.common.json, &notes);
     Ok(())
 }

@@ -26,6 +26,7 @@ use clap::Args;
 use marvin_runtime::barrier::{AccessKind, Barriers};
 use marvin_swap::{reclaimer, saver};
 
+use super::figure::{Chart, Curve};
 use super::reclaim::SavedHeap;
 use super::{finish, median, CommonArgs, Sample};
 
@@ -36,6 +37,10 @@ pub struct FaultsArgs {
     /// A 4 MiB heap instead of 128 MiB.
     #[arg(long)]
     pub quick: bool,
+    /// Draw the paper's figure 10 from the results (SVG and PNG, with the published
+    /// values beside marvin's) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// Object faults and objects read ahead with them so far.
@@ -92,6 +97,9 @@ fn walk(saved: &SavedHeap) -> anyhow::Result<u64> {
 
 pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
     let bytes = if args.quick { 4 << 20 } else { 128 << 20 };
+    if let Some(dir) = &args.plot {
+        super::figure::prepare(dir)?;
+    }
     let saved = SavedHeap::build(bytes)?;
     let n = saved.handles.len() as u64;
     let reps = args.common.reps.max(1);
@@ -158,6 +166,40 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
         "going from 10% to 20% faulted, walk speed drops {:.0}% (published: 49%)",
         100.0 * (1.0 - speeds[2] / speeds[1])
     ));
+    if let Some(dir) = &args.plot {
+        // Speeds relative to the walk with 10% faulted, where the published drop starts.
+        let chart = Chart {
+            name: "faults",
+            title: "Figure 10: heap-walk speed under object faults".into(),
+            x_label: "objects faulted in during the walk (%)",
+            y_label: "walk speed relative to 10% faulted",
+            curves: vec![
+                Curve {
+                    label: "marvin".into(),
+                    points: FRACTIONS
+                        .iter()
+                        .zip(&speeds)
+                        .map(|(&pct, s)| (pct as f64, s / speeds[1]))
+                        .collect(),
+                    published: false,
+                },
+                Curve {
+                    label: "published (Marvin, ATC 2020): -49% from 10% to 20%".into(),
+                    points: vec![(10.0, 1.0), (20.0, 0.51)],
+                    published: true,
+                },
+            ],
+            bars: Vec::new(),
+            caption: format!(
+                "marvin bench faults, {} MiB of one-page arrays, warm swap file, median of {reps}, commit {}",
+                bytes >> 20,
+                crate::system::provenance::commit()
+            ),
+        };
+        for f in super::figure::write(dir, &chart)? {
+            notes.push(format!("wrote {}", f.display()));
+        }
+    }
     finish(samples, IMPL, args.common.json, &notes);
     Ok(())
 }

@@ -20,6 +20,7 @@ use marvin_app::RunConfig;
 use marvin_interpreter::{asm, verify};
 use parking_lot::Mutex;
 
+use super::figure::{Chart, Curve};
 use super::{finish, median, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
@@ -29,6 +30,10 @@ pub struct InterposeArgs {
     /// About 10 M instructions per run instead of 200 M.
     #[arg(long)]
     pub quick: bool,
+    /// Draw the paper's figure 9 from the results (SVG and PNG, with the published
+    /// values beside marvin's) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// The program, built in so that the benchmark runs from anywhere.
@@ -82,6 +87,10 @@ fn run_once(pct: i64, total: i64, barriers: bool) -> anyhow::Result<(f64, u64, u
 pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
     let total: i64 = if args.quick { 10_000_000 } else { 200_000_000 };
     let reps = args.common.reps.max(1);
+    if let Some(dir) = &args.plot {
+        super::figure::prepare(dir)?;
+    }
+    let mut overheads = Vec::new();
     let mut samples = Vec::new();
     let mut notes = vec![format!(
         "~{}M MASM instructions per run, counted as written; in-process, barriers on/off alternating; median of {reps} after a warm-up",
@@ -107,6 +116,7 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
         let realised = 100.0 * counts.0 as f64 / counts.1 as f64;
         let (m_on, m_off) = (median(&mut on), median(&mut off));
         let overhead = m_on / m_off - 1.0;
+        overheads.push((realised, 100.0 * overhead));
         let scenario = format!("{pct}% accesses");
         for (name, ns) in [(OFF, m_off), (ON, m_on)] {
             samples.push(
@@ -149,6 +159,35 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
          the barrier build's loop came out faster as a whole"
             .to_string(),
     );
+    if let Some(dir) = &args.plot {
+        let chart = Chart {
+            name: "interpose",
+            title: "Figure 9: access-barrier overhead".into(),
+            x_label: "object-accessing instructions (%)",
+            y_label: "overhead of the barriers (%)",
+            curves: vec![
+                Curve {
+                    label: "marvin".into(),
+                    points: overheads,
+                    published: false,
+                },
+                Curve {
+                    label: "published (Marvin, ATC 2020)".into(),
+                    points: vec![(1.0, 10.0), (40.0, 350.0)],
+                    published: true,
+                },
+            ],
+            bars: Vec::new(),
+            caption: format!(
+                "marvin bench interpose, ~{}M instructions a run, barriers on vs off, median of {reps}, commit {}",
+                total / 1_000_000,
+                crate::system::provenance::commit()
+            ),
+        };
+        for f in super::figure::write(dir, &chart)? {
+            notes.push(format!("wrote {}", f.display()));
+        }
+    }
     finish(samples, OFF, args.common.json, &notes);
     Ok(())
 }

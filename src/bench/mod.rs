@@ -15,6 +15,7 @@ pub mod atomics;
 pub mod cputime;
 pub mod delay_plot;
 pub mod faults;
+pub mod figure;
 pub mod interp;
 pub mod interpose;
 pub mod inversion;

@@ -44,6 +44,7 @@ use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::external::ExternalApp;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
 
+use super::figure::{Chart, Curve};
 use super::{finish, median, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
@@ -54,6 +55,10 @@ pub struct ReclaimArgs {
     /// Small sizes (8 and 16 MiB) instead of 250 and 500 MiB.
     #[arg(long)]
     pub quick: bool,
+    /// Draw the paper's figure 6 from the results (SVG and PNG, with the published
+    /// values beside marvin's) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// Words of payload per array: with the 16-byte header, one 4 KiB page.
@@ -327,6 +332,9 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
     } else {
         (250 * MIB, 500 * MIB, Some((52e6, 108e6)))
     };
+    if let Some(dir) = &args.plot {
+        super::figure::prepare(dir)?;
+    }
     let saved = SavedHeap::build(large)?;
     let reps = args.common.reps.max(1);
     let mut samples = Vec::new();
@@ -488,6 +496,44 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
                     "NOT met"
                 }
             ));
+        }
+    }
+    if let Some(dir) = &args.plot {
+        let curve = |imp: &str, label: &str| Curve {
+            label: label.to_owned(),
+            points: [small, large]
+                .iter()
+                .filter_map(|&size| {
+                    get(&format!("reclaim {} MiB", size / MIB), imp)
+                        .map(|ns| ((size / MIB) as f64, ns / 1e6))
+                })
+                .collect(),
+            published: false,
+        };
+        let chart = Chart {
+            name: "reclaim",
+            title: "Figure 6: reclaim latency".into(),
+            x_label: "memory reclaimed (MiB)",
+            y_label: "time to reclaim (ms)",
+            curves: vec![
+                curve("marvin", "marvin"),
+                curve("per-object-madvise", "one madvise per object"),
+                curve("kernel-madvise-floor", "kernel floor: one madvise"),
+                Curve {
+                    label: "published (Marvin, ATC 2020)".into(),
+                    points: vec![(250.0, 52.0), (500.0, 108.0)],
+                    published: true,
+                },
+            ],
+            bars: Vec::new(),
+            caption: format!(
+                "marvin bench reclaim{}, one-page arrays stubbed and saved, median of {reps}, commit {}",
+                if args.quick { " --quick" } else { "" },
+                crate::system::provenance::commit()
+            ),
+        };
+        for f in super::figure::write(dir, &chart)? {
+            notes.push(format!("wrote {}", f.display()));
         }
     }
     finish(samples, PUBLISHED, args.common.json, &notes);

@@ -19,6 +19,7 @@ use super::size::parse_size;
 use crate::host::{cgroup, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig};
 use crate::system::provenance::{self, Host};
+use crate::system::timeline::{self, AppEvent};
 use crate::system::workloads::Source;
 use crate::system::{self, summary, PolicySeries, Pressure, Summary, SystemConfig};
 use marvin_runtime::duration::parse as parse_duration;
@@ -630,6 +631,23 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             provenance::commit()
         );
         system::write_outputs(dir, &series, budget as u64, counted, &caption)?;
+        let events: Vec<Vec<AppEvent>> = summaries
+            .iter()
+            .map(|s| {
+                if s.app_events.is_empty() {
+                    timeline::from_records(&s.apps)
+                } else {
+                    s.app_events.clone()
+                }
+            })
+            .collect();
+        let app_runs: Vec<(&str, u32, &[AppEvent])> = summaries
+            .iter()
+            .zip(&events)
+            .map(|(s, e)| (s.label.as_str(), s.rep, e.as_slice()))
+            .collect();
+        timeline::write_csv(&dir.join("apps.csv"), &app_runs)
+            .with_context(|| format!("writing {}", dir.join("apps.csv").display()))?;
         let args = to_args(a, Some(&resolved));
         let command = std::iter::once("marvin pressure".to_owned())
             .chain(args.iter().map(|x| record::shell_quote(x)))

@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// (priority inheritance) or fasttrack.
     #[arg(long, value_name = "MODE", default_value = "fasttrack")]
     pub fast_track: marvin_runtime::fasttrack::Mode,
+    /// Scales every period together, as `marvin pressure --time-scale` does: the
+    /// program's `*_MS` constants (unless -D sets them), the lifecycle's times and the
+    /// swap policy's periods. 0.1 runs ten times faster.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub time_scale: f64,
 }
 
 #[derive(Debug, Args)]
@@ -122,13 +127,61 @@ fn load_program(path: &Path) -> Result<Program, i32> {
     })
 }
 
+/// The defines of a run at `scale`: every `*_MS` constant of `program` scaled, unless
+/// the user's defines (which follow) set it.
+fn scaled_defines(program: &Program, user: &[(String, i64)], scale: f64) -> Vec<(String, i64)> {
+    let mut defs: Vec<(String, i64)> = Vec::new();
+    if scale != 1.0 {
+        for c in &program.consts {
+            if c.name.ends_with("_MS") && !user.iter().any(|(n, _)| *n == c.name) {
+                defs.push((c.name.clone(), ((c.value as f64) * scale).round() as i64));
+            }
+        }
+    }
+    defs.extend(user.iter().cloned());
+    defs
+}
+
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
-    let vp = match load_verified(&a.load) {
-        Ok(vp) => vp,
-        Err(code) => return Ok(code),
+    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
+        eprintln!(
+            "error: --time-scale must be a positive number (got {})",
+            a.time_scale
+        );
+        return Ok(super::EXIT_USAGE);
+    }
+    let vp = {
+        let mut p = match load_program(&a.load.file) {
+            Ok(p) => p,
+            Err(code) => return Ok(code),
+        };
+        let defs = scaled_defines(&p, &a.load.defines, a.time_scale);
+        if let Err(d) = p.link(&defs) {
+            eprintln!("{d}");
+            return Ok(EXIT_REJECTED);
+        }
+        match verify::verify(p) {
+            Ok(vp) => vp,
+            Err(d) => {
+                eprintln!("{d}");
+                return Ok(EXIT_REJECTED);
+            }
+        }
     };
     let lifecycle = match a.lifecycle.as_deref().map(Lifecycle::parse).transpose() {
-        Ok(l) => l,
+        Ok(Some(mut l)) => {
+            for (at, _) in &mut l.steps {
+                match std::time::Duration::try_from_secs_f64(at.as_secs_f64() * a.time_scale) {
+                    Ok(t) => *at = t,
+                    Err(e) => {
+                        eprintln!("error: --time-scale {}: a lifecycle time {e}", a.time_scale);
+                        return Ok(super::EXIT_USAGE);
+                    }
+                }
+            }
+            Some(l)
+        }
+        Ok(None) => None,
         Err(e) => {
             eprintln!("error: --lifecycle: {e}");
             return Ok(super::EXIT_USAGE);
@@ -143,6 +196,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             }
         },
         None => None,
+    };
+    let policy = match policy.map(|p| p.scaled(a.time_scale)).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: --time-scale: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
     };
     let swap_flags =
         lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some() || a.swap_limit.is_some();
@@ -165,7 +225,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         };
         Some(SwapSetup {
             dir,
-            policy: Arc::new(policy.unwrap_or_default()),
+            policy: Arc::new(match policy {
+                Some(p) => p,
+                None => PolicyConfig::default().scaled(a.time_scale)?,
+            }),
             lifecycle,
             file_limit: a.swap_limit.map(|n| n as u64),
         })
@@ -250,4 +313,22 @@ pub fn disasm(a: &DisasmArgs) -> anyhow::Result<i32> {
     };
     print!("{}", disasm::disassemble(&p));
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_scale_scales_ms_constants_unless_defined() {
+        let p = load::load_bytes("t.masm", b".const ROUND_GAP_MS 5000\n.const WAIT_MS 3\n.const N 7\n.method main args=0 locals=0\n  push 0\n  ret\n.end\n")
+            .unwrap();
+        let user = vec![("WAIT_MS".to_owned(), 40)];
+        let d = scaled_defines(&p, &user, 0.1);
+        assert_eq!(
+            d,
+            [("ROUND_GAP_MS".to_owned(), 500), ("WAIT_MS".to_owned(), 40)]
+        );
+        assert_eq!(scaled_defines(&p, &user, 1.0), user);
+    }
 }

@@ -19,6 +19,7 @@ use super::activity::{Activity, Thresholds};
 use super::budget::{Budget, BudgetHook, Member};
 use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
+use super::timeline::Timeline;
 use super::{Pressure, SystemConfig};
 
 /// An app instance slot: the app while it lives, and what is known of it after.
@@ -53,9 +54,11 @@ struct Run {
     kills: AtomicU64,
     restarts: AtomicU64,
     retired: Mutex<Retired>,
-    /// Apps killed whose threads are being reaped.
-    dying: Mutex<Vec<Running>>,
+    /// Apps killed whose threads are being reaped, by app number.
+    dying: Mutex<Vec<(usize, Running)>>,
     start: Instant,
+    /// What happened to each app, in time.
+    timeline: Timeline,
     /// The run's swap directory, removed when the run ends.
     dir: super::RunDir,
 }
@@ -100,6 +103,7 @@ pub fn run_policy(
             retired: Mutex::new(Retired::default()),
             dying: Mutex::new(Vec::new()),
             start: Instant::now(),
+            timeline: Timeline::new(Instant::now()),
             dir,
         }
     });
@@ -217,6 +221,8 @@ impl Run {
         }
         let slot = self.start_app(id)?;
         self.slots.lock().push(slot);
+        self.timeline.point(id, "launch");
+        self.timeline.begin(id, "foreground");
         *fg = Some(id);
         Ok(())
     }
@@ -249,7 +255,9 @@ impl Run {
             let slot = self.start_app(next)?;
             self.slots.lock()[next] = slot;
             self.restarts.fetch_add(1, Ordering::SeqCst);
+            self.timeline.point(next, "restart");
         }
+        self.timeline.begin(next, "foreground");
         *fg = Some(next);
         Ok(())
     }
@@ -263,6 +271,7 @@ impl Run {
             )
         };
         member.foreground.store(false, Ordering::SeqCst);
+        self.timeline.end(id, "foreground");
         member
             .last_foreground_ns
             .store(self.start.elapsed().as_nanos() as u64, Ordering::SeqCst);
@@ -277,13 +286,16 @@ impl Run {
     /// memory goes back when the reaper drops it.
     fn kill(&self, id: usize) {
         self.kills.fetch_add(1, Ordering::SeqCst);
+        self.timeline.point(id, "kill");
+        self.timeline.end(id, "foreground");
+        self.timeline.end(id, "active");
         let mut slots = self.slots.lock();
         let Some(slot) = slots.get_mut(id) else {
             return;
         };
         if let Some(running) = slot.app.take() {
             running.app().end();
-            self.dying.lock().push(running);
+            self.dying.lock().push((id, running));
         }
     }
 
@@ -291,22 +303,34 @@ impl Run {
     fn reap(&self) {
         let done: Vec<_> = {
             let mut d = self.dying.lock();
-            let (finished, rest): (Vec<_>, Vec<_>) = d.drain(..).partition(|r| r.is_finished());
+            let (finished, rest): (Vec<_>, Vec<_>) =
+                d.drain(..).partition(|(_, r)| r.is_finished());
             *d = rest;
             finished
         };
-        for running in done {
+        for (id, running) in done {
             let app = running.app().clone();
             running.join();
-            self.retire(&app);
+            self.retire(id, &app);
         }
     }
 
-    fn retire(&self, app: &App) {
+    /// Books a gone app's totals (into the run's, and its own life's on the timeline).
+    fn retire(&self, id: usize, app: &App) {
+        let io = app.swap_io();
+        for (event, value) in [
+            ("object_faults", io.object_faults),
+            ("gc_faults", io.gc_faults),
+            ("swap_bytes_written", io.bytes_written),
+            ("swap_bytes_read", io.bytes_read),
+        ] {
+            self.timeline.value(id, event, value);
+        }
+        self.timeline.end(id, "foreground");
+        self.timeline.end(id, "active");
         let mut r = self.retired.lock();
         r.failed_verifications += app.mark_count("verify_failed");
         r.verified_arrays += app.mark_count("verified");
-        let io = app.swap_io();
         r.swap_written += io.bytes_written;
         r.swap_read += io.bytes_read;
         r.gc_faults += io.gc_faults;
@@ -342,6 +366,7 @@ impl Run {
                 ),
             };
             if let Some(error) = error {
+                self.timeline.value(id, "error", &error);
                 self.retired.lock().crashes.push(Crash {
                     app: id,
                     t_s: self.start.elapsed().as_secs_f64(),
@@ -350,7 +375,7 @@ impl Run {
             }
             // Its other threads wind down; the reaper books it and frees it.
             app.end();
-            self.dying.lock().push(running);
+            self.dying.lock().push((id, running));
         }
     }
 
@@ -360,8 +385,14 @@ impl Run {
         for s in self.slots.lock().iter_mut() {
             let Some(running) = &s.app else { continue };
             if s.member.alive.load(Ordering::Relaxed) {
+                let was = s.activity.is_active();
                 s.activity
                     .observe(running.app().mark_count("round"), now, th);
+                match (was, s.activity.is_active()) {
+                    (false, true) => self.timeline.begin(s.member.id, "active"),
+                    (true, false) => self.timeline.end(s.member.id, "active"),
+                    _ => {}
+                }
             }
         }
     }
@@ -410,20 +441,20 @@ impl Run {
     /// Ends every app and waits for all threads.
     fn shutdown(&self) {
         self.collect_ended();
-        let slots: Vec<Running> = self
+        let slots: Vec<(usize, Running)> = self
             .slots
             .lock()
             .iter_mut()
-            .filter_map(|s| s.app.take())
+            .filter_map(|s| Some((s.member.id, s.app.take()?)))
             .collect();
         // Tell every app first, so they all wind down together, then wait for each.
-        for running in &slots {
+        for (_, running) in &slots {
             running.app().end();
         }
-        for running in slots {
+        for (id, running) in slots {
             let app = running.app().clone();
             running.join();
-            self.retire(&app);
+            self.retire(id, &app);
         }
         loop {
             self.reap();
@@ -456,5 +487,6 @@ impl Run {
         summary.max_over_budget_bytes = max_over;
         summary.peak_committed_bytes = self.budget.peak_committed();
         summary.budget_bytes = self.cfg.budget as u64;
+        summary.app_events = self.timeline.finish();
     }
 }

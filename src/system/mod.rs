@@ -17,6 +17,7 @@ pub mod provenance;
 pub mod series;
 pub mod spread;
 pub mod summary;
+pub mod timeline;
 pub mod workloads;
 
 use std::path::PathBuf;

@@ -124,6 +124,10 @@ pub struct Summary {
     /// Process mode: every app process, as the kernel saw it last.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppRecord>,
+    /// In-process model: what happened to each app, in time (written as `apps.csv`,
+    /// not into summary.json).
+    #[serde(skip)]
+    pub app_events: Vec<super::timeline::AppEvent>,
 }
 
 impl Summary {
