@@ -8,13 +8,17 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use marvin_interpreter::exec::Loaded;
-use marvin_interpreter::{link, load, verify};
+use marvin_interpreter::{link, verify};
 use marvin_swap::policy::PolicyConfig;
 
+use super::paths;
+use super::program::{load_program, read_policy};
 use super::size::parse_size;
-use crate::host::{cgroup, swapdev};
+use super::{EXIT_REJECTED, EXIT_USAGE};
+use crate::host::{cgroup, signals, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig};
 use crate::system::{self, summary, Pressure, SystemConfig};
+use crate::{errln, out, outln};
 use marvin_runtime::duration::parse as parse_duration;
 
 /// Workload constants the small model sets unless `-D` says otherwise.
@@ -124,16 +128,65 @@ pub enum PolicyCmd {
 
 pub fn policy(cmd: &PolicyCmd) -> anyhow::Result<i32> {
     match cmd {
-        PolicyCmd::Show => print!("{}", PolicyConfig::default().to_toml_string()),
-        PolicyCmd::Check { file } => match PolicyConfig::from_file(file) {
-            Ok(p) => print!("{}", p.to_toml_string()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+        PolicyCmd::Show => out!("{}", PolicyConfig::default().to_toml_string())?,
+        PolicyCmd::Check { file } => match read_policy(file) {
+            Ok(p) => out!("{}", p.to_toml_string())?,
+            Err(code) => return Ok(code),
         },
     }
     Ok(0)
+}
+
+/// The smallest `--budget`: below it not even one app's heap fits.
+pub const MIN_BUDGET: usize = 1 << 20;
+
+/// Checks every flag's range and every output path before anything runs; the message
+/// names the flag.
+fn check_args(a: &PressureArgs) -> Result<(), String> {
+    if a.apps == 0 {
+        return Err("--apps must be at least 1 (found 0)".into());
+    }
+    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
+        return Err(format!(
+            "--time-scale must be a positive, finite number (found {})",
+            a.time_scale
+        ));
+    }
+    if let Some(b) = a.budget {
+        if b < MIN_BUDGET {
+            return Err(format!(
+                "--budget must be at least 1m (found {b} bytes): no app fits in less"
+            ));
+        }
+    }
+    for (flag, d) in [
+        ("--duration", Some(a.duration)),
+        ("--sample-every", Some(a.sample_every)),
+        ("--switch-every", a.switch_every),
+    ] {
+        if d == Some(Duration::ZERO) {
+            return Err(format!("{flag} must be longer than zero"));
+        }
+    }
+    if a.gc_max_free == 0 {
+        return Err("--gc-max-free must be more than zero bytes".into());
+    }
+    if a.swap_size < MIN_BUDGET {
+        return Err(format!(
+            "--swap-size must be at least 1m (found {} bytes)",
+            a.swap_size
+        ));
+    }
+    if let Some(d) = &a.out {
+        paths::check_output_dir("--out", d).map_err(|e| e.to_string())?;
+    }
+    if let Some(f) = &a.trace {
+        paths::check_output_file("--trace", f).map_err(|e| e.to_string())?;
+    }
+    if let Some(d) = &a.swap_dir {
+        paths::check_swap_dir("--swap-dir", d).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The small model's policy: the published settings, except that the background write
@@ -172,36 +225,30 @@ fn defines(a: &PressureArgs, program: &marvin_interpreter::isa::Program) -> Vec<
 }
 
 pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
-    if a.apps == 0 || !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        eprintln!("error: --apps must be at least 1 and --time-scale positive");
-        return Ok(super::EXIT_USAGE);
+    if let Err(e) = check_args(a) {
+        errln!("error: {e}");
+        return Ok(EXIT_USAGE);
     }
-    let mut program = match load::load(&a.workload) {
+    let mut program = match load_program(&a.workload) {
         Ok(p) => p,
-        Err(d) => {
-            eprintln!("{d}");
-            return Ok(super::EXIT_REJECTED);
-        }
+        Err(code) => return Ok(code),
     };
     let defs = defines(a, &program);
     if let Err(d) = program.link(&defs) {
-        eprintln!("{d}");
-        return Ok(super::EXIT_REJECTED);
+        errln!("{d}");
+        return Ok(EXIT_REJECTED);
     }
     let vp = match verify::verify(program) {
         Ok(vp) => vp,
         Err(d) => {
-            eprintln!("{d}");
-            return Ok(super::EXIT_REJECTED);
+            errln!("{d}");
+            return Ok(EXIT_REJECTED);
         }
     };
     let base = match &a.policy_file {
-        Some(f) => match PolicyConfig::from_file(f) {
+        Some(f) => match read_policy(f) {
             Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+            Err(code) => return Ok(code),
         },
         None => model_policy(),
     };
@@ -213,11 +260,11 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
     let mode = match choose_mode(a.mode) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(super::EXIT_USAGE);
+            errln!("error: {e}");
+            return Ok(EXIT_USAGE);
         }
     };
-    eprintln!("{}", mode.describe(budget));
+    errln!("{}", mode.describe(budget));
     let policies: Vec<Pressure> = if a.policy.is_empty() {
         match mode {
             Mode::Processes(_) => vec![Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
@@ -231,7 +278,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         Mode::InProcess(_) => Pressure::KernelSwap,
     };
     if policies.contains(&refused) {
-        eprintln!(
+        errln!(
             "error: {} does not run in the {} (the swap baseline there is {})",
             refused.name(),
             mode.name(),
@@ -240,8 +287,12 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
                 Mode::InProcess(_) => "page-swap",
             }
         );
-        return Ok(super::EXIT_USAGE);
+        return Ok(EXIT_USAGE);
     }
+    // SIGINT, SIGTERM and SIGHUP stop the run: the policy running ends, its apps,
+    // directories (and in the process mode its cgroup and swap) are removed, nothing
+    // more is written, and marvin exits 128 + the signal.
+    signals::install().context("installing the stop-signal handlers")?;
     let cfg = SystemConfig {
         apps: a.apps,
         budget,
@@ -291,7 +342,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             Arc::new(Loaded::new(vp)),
             policy,
             &progress,
-        )?,
+        ),
         Mode::Processes(_) => {
             let workload = std::fs::canonicalize(&a.workload)
                 .with_context(|| format!("the workload {}", a.workload.display()))?;
@@ -308,12 +359,17 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
                 },
                 swap_bytes: a.swap_size as u64,
             };
-            processes::run(&pcfg, &policies, &progress)?
+            processes::run(&pcfg, &policies, &progress)
         }
     };
     for (_, bar) in &bars {
         bar.finish();
     }
+    if let Some(sig) = signals::stop_requested() {
+        errln!("marvin: stopped by signal {sig}; temporary files removed, no results written");
+        return Ok(128 + sig);
+    }
+    let results = results?;
     if let (Some(tracer), Some(path)) = (&cfg.tracer, &a.trace) {
         tracer
             .write_to(path)
@@ -321,10 +377,10 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
     }
     let summaries: Vec<_> = results.iter().map(|(s, _)| s.clone()).collect();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summaries)?);
+        outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
     } else {
-        println!("{}", mode.title(budget));
-        print!("{}", summary::table(&summaries));
+        outln!("{}", mode.title(budget))?;
+        out!("{}", summary::table(&summaries))?;
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -338,7 +394,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             Mode::InProcess(_) => system::plot::Counted::Runtime,
         };
         system::write_outputs(dir, &series, budget as u64, counted)?;
-        eprintln!("wrote {}", dir.display());
+        errln!("wrote {}", dir.display());
     }
     Ok(0)
 }
