@@ -3,8 +3,8 @@
 //! path fails at once with a message naming the flag instead of after a long run.
 //!
 //! A file is checked by opening it for appending (nothing is truncated; a file the check
-//! created is removed again); a directory is created if missing and checked by creating
-//! and removing a temporary file in it.
+//! created is removed again); a directory, or its nearest existing ancestor when it is
+//! missing, by creating and removing a temporary file in it. Nothing is left behind.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -47,33 +47,60 @@ pub fn check_output_file(flag: &str, path: &Path) -> Result<(), PathError> {
     }
 }
 
-/// Checks that the directory `path` (named by `flag`) can hold output: created if
-/// missing (with its parents), and a file can be made in it.
+/// Checks that the directory `path` (named by `flag`) can hold output: an existing
+/// directory a file can be made in, or, when missing, a path whose nearest existing
+/// ancestor is such a directory (nothing is created: a command that ends up writing
+/// nothing leaves no directory behind).
 pub fn check_output_dir(flag: &str, path: &Path) -> Result<(), PathError> {
-    ensure_dir(flag, path)?;
-    tempfile::Builder::new()
-        .prefix(".marvin-check-")
-        .tempfile_in(path)
-        .map(drop)
-        .map_err(|e| error(flag, path, format!("cannot be written: {e}")))
-}
-
-/// Checks a swap directory: it must be a directory (created if missing) that files can
-/// be made in.
-pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
-    check_output_dir(flag, path)
-}
-
-fn ensure_dir(flag: &str, path: &Path) -> Result<(), PathError> {
     if path.as_os_str().is_empty() {
         return Err(error(flag, path, "an empty path"));
     }
     match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) if m.is_dir() => {
+            probe(path).map_err(|e| error(flag, path, format!("cannot be written: {e}")))
+        }
         Ok(_) => Err(error(flag, path, "is not a directory")),
-        Err(_) => std::fs::create_dir_all(path)
-            .map_err(|e| error(flag, path, format!("cannot be created: {e}"))),
+        Err(_) => {
+            let mut ancestor = path;
+            let existing = loop {
+                match ancestor.parent() {
+                    Some(p) if p.as_os_str().is_empty() => break Path::new("."),
+                    Some(p) => {
+                        if p.symlink_metadata().is_ok() {
+                            break p;
+                        }
+                        ancestor = p;
+                    }
+                    None => break Path::new("/"),
+                }
+            };
+            if !existing.is_dir() {
+                return Err(error(
+                    flag,
+                    path,
+                    format!(
+                        "cannot be created: {} is not a directory",
+                        existing.display()
+                    ),
+                ));
+            }
+            probe(existing).map_err(|e| error(flag, path, format!("cannot be created: {e}")))
+        }
     }
+}
+
+/// Checks a swap directory: it must be a directory (or be creatable as one) that files
+/// can be made in.
+pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
+    check_output_dir(flag, path)
+}
+
+/// Makes and removes a temporary file in `dir`.
+fn probe(dir: &Path) -> std::io::Result<()> {
+    tempfile::Builder::new()
+        .prefix(".marvin-check-")
+        .tempfile_in(dir)
+        .map(drop)
 }
 
 #[cfg(test)]
@@ -101,8 +128,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("a/b");
         check_output_dir("--out", &out).unwrap();
-        assert!(out.is_dir());
-        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+        assert!(!d.path().join("a").exists(), "nothing created");
+        check_output_dir("--out", d.path()).unwrap();
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        check_output_dir("--out", Path::new("relative/out")).unwrap();
         let file = d.path().join("file");
         std::fs::write(&file, "").unwrap();
         let e = check_swap_dir("--swap-dir", &file).unwrap_err();
@@ -110,7 +139,16 @@ mod tests {
             e.to_string(),
             format!("--swap-dir {}: is not a directory", file.display())
         );
-        let e = check_output_dir("--out", &file.join("sub")).unwrap_err();
+        let e = check_output_dir("--out", &file.join("sub/dir")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--out {}: cannot be created: {} is not a directory",
+                file.join("sub/dir").display(),
+                file.display()
+            )
+        );
+        let e = check_output_dir("--out", Path::new("/proc/marvin-out")).unwrap_err();
         assert!(e.to_string().contains("cannot be created"), "{e}");
     }
 }
