@@ -73,7 +73,46 @@ fn printing_commands(dir: &Path) -> Vec<Vec<String>> {
         ],
         vec!["run".into(), fib().display().to_string()],
         vec!["--help".into()],
+        vec![
+            "bench".into(),
+            "cputime".into(),
+            "--reps".into(),
+            "1".into(),
+        ],
+        vec![
+            "bench".into(),
+            "cputime".into(),
+            "--reps".into(),
+            "1".into(),
+            "--json".into(),
+        ],
+        tiny_pressure(&[]),
+        tiny_pressure(&["--json"]),
     ]
+}
+
+/// A pressure run of a fraction of a second (one app, the kill policy).
+fn tiny_pressure(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "pressure",
+        "--mode",
+        "in-process",
+        "--policy",
+        "kill",
+        "--apps",
+        "1",
+        "--duration",
+        "300ms",
+        "--budget",
+        "64m",
+        "-D",
+        "ARRAYS=32",
+        "--quiet",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
 }
 
 #[test]
@@ -86,8 +125,16 @@ fn a_closed_pipe_on_stdout_ends_quietly_with_141() {
             .stderr(Stdio::piped())
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(141), "{args:?}: {}", stderr_of(&o));
-        assert_eq!(stderr_of(&o), "", "{args:?}: quietly");
+        let err = stderr_of(&o);
+        assert_eq!(o.status.code(), Some(141), "{args:?}: {err}");
+        // Quietly: nothing about the pipe (pressure's own lines about its mode stay).
+        assert!(
+            !err.contains("error") && !err.contains("pipe") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+        if args[0] != "pressure" {
+            assert_eq!(err, "", "{args:?}: quietly");
+        }
     }
 }
 
@@ -156,6 +203,17 @@ fn an_unwritable_stderr_keeps_the_documented_status() {
             run(&fib(), &["--heap-limit", "lots"]),
             Some(2),
             "a bad flag"
+        );
+        let pressure = tiny_pressure(&[]);
+        let status = marvin(&pressure.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdout(Stdio::null())
+            .stderr(stderr())
+            .status()
+            .unwrap();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "pressure reports its mode on stderr"
         );
     }
 }
