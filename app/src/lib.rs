@@ -39,6 +39,6 @@ pub use config::{RunConfig, SwapSetup};
 pub use error::AppError;
 pub use launch::Running;
 pub use memory::{SwapIo, SwapMode, Transition};
-pub use run::{run, Outcome};
+pub use run::{run, run_until, Outcome};
 pub use stats::RunStats;
 pub use tracing::{AppTrace, TraceTarget};

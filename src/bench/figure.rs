@@ -56,15 +56,10 @@ const COLOURS: [RGBColor; 5] = [
     okabe_ito::REDDISH_PURPLE,
 ];
 
-/// Checks that `dir` can take the figure's files (creating it), before a benchmark
-/// spends its time.
+/// Checks that `dir` can take the figure's files before a benchmark spends its time
+/// (creating nothing: the directory is made when the figure is written).
 pub fn prepare(dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("--plot: creating {}", dir.display()))?;
-    let probe = dir.join(".marvin-plot-probe");
-    std::fs::write(&probe, b"")
-        .with_context(|| format!("--plot: {} is not writable", dir.display()))?;
-    std::fs::remove_file(&probe).ok();
-    Ok(())
+    crate::cli::paths::check_output_dir("--plot", dir).map_err(|e| anyhow!("{e}"))
 }
 
 /// Writes the chart into `dir`; returns the files written.
@@ -329,6 +324,11 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
         assert!(prepare(&file).is_err());
-        assert!(prepare(&dir.path().join("new")).is_ok());
+        let new = dir.path().join("new");
+        assert!(prepare(&new).is_ok());
+        assert!(
+            !new.exists(),
+            "nothing is created before the figure is written"
+        );
     }
 }

@@ -15,6 +15,7 @@ use clap::Args;
 
 use super::record::Record;
 use crate::system::{self, series, summary, PolicySeries, Summary};
+use crate::{errln, out, outln};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -131,12 +132,18 @@ fn merge(mut dirs: Vec<Loaded>) -> anyhow::Result<(Vec<Summary>, Vec<PolicySerie
 }
 
 pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
+    if let Some(out) = &a.out {
+        if let Err(e) = super::paths::check_output_dir("--out", out) {
+            errln!("error: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
+    }
     let mut dirs = Vec::new();
     for d in &a.dirs {
         match load(d) {
             Ok(l) => dirs.push(l),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 return Ok(super::EXIT_USAGE);
             }
         }
@@ -144,14 +151,14 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
     let (summaries, series) = match merge(dirs) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             return Ok(super::EXIT_USAGE);
         }
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summaries)?);
+        outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
     } else {
-        print!("{}", summary::table(&summaries));
+        out!("{}", summary::table(&summaries))?;
     }
     if let Some(out) = &a.out {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
@@ -173,7 +180,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
         let caption = format!("marvin compare of {}", sources.join(", "));
         system::write_outputs(out, &series, budget, counted, &caption)?;
         std::fs::write(out.join("sources.txt"), sources.join("\n") + "\n")?;
-        eprintln!("wrote {}", out.display());
+        errln!("wrote {}", out.display());
     }
     Ok(0)
 }

@@ -13,15 +13,19 @@ use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
 use marvin_swap::policy::PolicyConfig;
 
+use super::paths;
 use super::plan::{self, Column, Shard, Sweep};
+use super::program::read_policy;
 use super::record::{self, ColumnRecord, Record, WorkloadRecord};
 use super::size::parse_size;
-use crate::host::{cgroup, swapdev};
+use super::{EXIT_REJECTED, EXIT_USAGE};
+use crate::host::{cgroup, signals, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig};
 use crate::system::provenance::{self, Host};
 use crate::system::timeline::{self, AppEvent};
 use crate::system::workloads::Source;
 use crate::system::{self, summary, PolicySeries, Pressure, Summary, SystemConfig};
+use crate::{errln, out, outln};
 use marvin_runtime::duration::parse as parse_duration;
 
 /// Workload constants the small model sets unless `-D` says otherwise.
@@ -265,27 +269,76 @@ pub enum PolicyCmd {
 pub fn policy(cmd: &PolicyCmd) -> anyhow::Result<i32> {
     match cmd {
         PolicyCmd::Show { experiment: false } => {
-            print!("{}", PolicyConfig::default().to_toml_string())
+            out!("{}", PolicyConfig::default().to_toml_string())?
         }
         PolicyCmd::Show { experiment: true } => {
-            println!(
+            outln!(
                 "# The policy marvin pressure runs Marvin with when no --policy-file is given:\n\
                  # the published settings, except saver.background_period = \
                  saver.foreground_period (see docs/experiments.md).\n\
                  # The experiment scales every period by --time-scale; give this file, edited,\n\
                  # to --policy-file to change one knob.\n"
-            );
-            print!("{}", model_policy().to_toml_string())
+            )?;
+            out!("{}", model_policy().to_toml_string())?
         }
-        PolicyCmd::Check { file } => match PolicyConfig::from_file(file) {
-            Ok(p) => print!("{}", p.to_toml_string()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+        PolicyCmd::Check { file } => match read_policy(file) {
+            Ok(p) => out!("{}", p.to_toml_string())?,
+            Err(code) => return Ok(code),
         },
     }
     Ok(0)
+}
+
+/// The smallest `--budget`: below it not even one app's heap fits.
+pub const MIN_BUDGET: usize = 1 << 20;
+
+/// Checks every flag's range and every output path before anything runs; the message
+/// names the flag.
+fn check_args(a: &PressureArgs) -> Result<(), String> {
+    if a.apps == 0 {
+        return Err("--apps must be at least 1 (found 0)".into());
+    }
+    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
+        return Err(format!(
+            "--time-scale must be a positive, finite number (found {})",
+            a.time_scale
+        ));
+    }
+    if let Some(b) = a.budget {
+        if b < MIN_BUDGET {
+            return Err(format!(
+                "--budget must be at least 1m (found {b} bytes): no app fits in less"
+            ));
+        }
+    }
+    for (flag, d) in [
+        ("--duration", Some(a.duration)),
+        ("--sample-every", Some(a.sample_every)),
+        ("--switch-every", a.switch_every),
+    ] {
+        if d == Some(Duration::ZERO) {
+            return Err(format!("{flag} must be longer than zero"));
+        }
+    }
+    if a.gc_max_free == 0 {
+        return Err("--gc-max-free must be more than zero bytes".into());
+    }
+    if a.swap_size < MIN_BUDGET {
+        return Err(format!(
+            "--swap-size must be at least 1m (found {} bytes)",
+            a.swap_size
+        ));
+    }
+    if let Some(d) = &a.out {
+        paths::check_output_dir("--out", d).map_err(|e| e.to_string())?;
+    }
+    if let Some(f) = &a.trace {
+        paths::check_output_file("--trace", f).map_err(|e| e.to_string())?;
+    }
+    if let Some(d) = &a.swap_dir {
+        paths::check_swap_dir("--swap-dir", d).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The small model's policy: the published settings, except that the background write
@@ -337,39 +390,39 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         Some(path) => match from_record(given, path) {
             Ok(both) => both,
             Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
+                errln!("error: {e}");
+                return Ok(EXIT_USAGE);
             }
         },
     };
     let a = &a;
-    if a.apps == 0 || !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        eprintln!("error: --apps must be at least 1 and --time-scale positive");
-        return Ok(super::EXIT_USAGE);
+    if let Err(e) = check_args(a) {
+        errln!("error: {e}");
+        return Ok(EXIT_USAGE);
     }
     let source = match Source::parse(&a.workload) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: --workload: {e}");
-            return Ok(super::EXIT_USAGE);
+            errln!("error: --workload: {e}");
+            return Ok(EXIT_USAGE);
         }
     };
     let bytes = match source.read() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(1);
+            errln!("error: {e}");
+            return Ok(super::EXIT_FAILURE);
         }
     };
     let hash = provenance::content_hash(&bytes);
     if let Some(rec) = &recorded {
         if rec.workload.fnv1a64 != hash {
-            eprintln!(
+            errln!(
                 "error: the workload {} is not the one recorded (fnv1a64 {} recorded, {hash} now)",
                 source.display(),
                 rec.workload.fnv1a64
             );
-            return Ok(super::EXIT_USAGE);
+            return Ok(EXIT_USAGE);
         }
     }
     // Loads, links with the run's defines and verifies the workload.
@@ -383,17 +436,14 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     let first_defs = match build(a.seed) {
         Ok((_, defs)) => defs,
         Err(d) => {
-            eprintln!("{d}");
-            return Ok(super::EXIT_REJECTED);
+            errln!("{d}");
+            return Ok(EXIT_REJECTED);
         }
     };
     let base = match (&a.policy_file, &recorded) {
-        (Some(f), None) => match PolicyConfig::from_file(f) {
+        (Some(f), None) => match read_policy(f) {
             Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+            Err(code) => return Ok(code),
         },
         _ => model_policy(),
     };
@@ -401,11 +451,11 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     let mode = match choose_mode(a.mode) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(super::EXIT_USAGE);
+            errln!("error: {e}");
+            return Ok(EXIT_USAGE);
         }
     };
-    eprintln!("{}", mode.describe(budget));
+    errln!("{}", mode.describe(budget));
     let policies: Vec<Pressure> = if a.policy.is_empty() {
         match mode {
             Mode::Processes(_) => vec![Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
@@ -419,7 +469,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         Mode::InProcess(_) => Pressure::KernelSwap,
     };
     if policies.contains(&refused) {
-        eprintln!(
+        errln!(
             "error: {} does not run in the {} (the swap baseline there is {})",
             refused.name(),
             mode.name(),
@@ -428,7 +478,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
                 Mode::InProcess(_) => "page-swap",
             }
         );
-        return Ok(super::EXIT_USAGE);
+        return Ok(EXIT_USAGE);
     }
     let columns = match &recorded {
         Some(rec) => recorded_columns(rec),
@@ -437,8 +487,8 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     let columns = match columns {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(super::EXIT_USAGE);
+            errln!("error: {e}");
+            return Ok(EXIT_USAGE);
         }
     };
     let runs: Vec<plan::Run> = plan::grid(columns.len(), a.reps, a.seed)
@@ -446,13 +496,13 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         .filter(|r| a.shard.is_none_or(|s| s.contains(r.index)))
         .collect();
     if runs.is_empty() {
-        eprintln!(
+        errln!(
             "error: shard {} of a grid of {} runs is empty (use at most {} shards)",
             a.shard.map(|s| s.to_string()).unwrap_or_default(),
             columns.len() * a.reps as usize,
             columns.len() * a.reps as usize
         );
-        return Ok(super::EXIT_USAGE);
+        return Ok(EXIT_USAGE);
     }
     let resolved = Resolved {
         mode: match mode {
@@ -493,6 +543,10 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             p
         }
     };
+    // SIGINT, SIGTERM and SIGHUP stop the run: the policy running ends, its apps,
+    // directories (and in the process mode its cgroup and swap) are removed, nothing
+    // more is written, and marvin exits 128 + the signal.
+    signals::install().context("installing the stop-signal handlers")?;
     let bars = std::io::stderr().is_terminal() && !a.quiet;
     let lines = !std::io::stderr().is_terminal() && !a.quiet;
     let mut summaries: Vec<Summary> = Vec::new();
@@ -527,8 +581,8 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         let (loaded, defs) = match build(run.seed) {
             Ok(b) => b,
             Err(d) => {
-                eprintln!("{d}");
-                return Ok(super::EXIT_REJECTED);
+                errln!("{d}");
+                return Ok(EXIT_REJECTED);
             }
         };
         let policy = Arc::new(
@@ -541,14 +595,14 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             seed: run.seed,
             ..cfg.clone()
         };
-        let mut out = match &mode {
+        let out = match &mode {
             Mode::InProcess(_) => system::run(
                 &cfg,
                 &[column.pressure],
                 Arc::new(loaded),
                 policy,
                 &progress,
-            )?,
+            ),
             Mode::Processes(_) => {
                 let pcfg = ProcessConfig {
                     headroom: ProcessConfig::default_headroom(budget as u64),
@@ -563,10 +617,15 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
                     },
                     swap_bytes: a.swap_size as u64,
                 };
-                processes::run(&pcfg, &[column.pressure], &progress)?
+                processes::run(&pcfg, &[column.pressure], &progress)
             }
         };
         bar.finish();
+        if let Some(sig) = signals::stop_requested() {
+            errln!("marvin: stopped by signal {sig}; temporary files removed, no results written");
+            return Ok(128 + sig);
+        }
+        let mut out = out?;
         let (mut s, mut ser) = out.pop().context("a run gave no result")?;
         s.label = column.label.clone();
         s.rep = run.rep;
@@ -574,7 +633,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         ser.policy = column.label.clone();
         ser.rep = run.rep;
         if lines {
-            eprintln!(
+            errln!(
                 "finished {}/{}: {label}: active {} peak / {} final, alive {} final, {} kills, {:.1} s",
                 done + 1,
                 runs.len(),
@@ -595,15 +654,15 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     }
     let warnings = guards(&summaries, budget as u64);
     for w in &warnings {
-        eprintln!("WARNING: {w}");
+        errln!("WARNING: {w}");
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summaries)?);
+        outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
     } else {
-        println!("{}", mode.title(budget));
-        print!("{}", summary::table(&summaries));
+        outln!("{}", mode.title(budget))?;
+        out!("{}", summary::table(&summaries))?;
         for w in &warnings {
-            println!("WARNING: {w}");
+            outln!("WARNING: {w}")?;
         }
     }
     if let Some(dir) = &a.out {
@@ -679,7 +738,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             runs,
         }
         .write(&dir.join("config.toml"))?;
-        eprintln!("wrote {}", dir.display());
+        errln!("wrote {}", dir.display());
     }
     Ok(0)
 }

@@ -21,6 +21,7 @@ use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::timeline::Timeline;
 use super::{Pressure, SystemConfig};
+use crate::host::signals;
 
 /// An app instance slot: the app while it lives, and what is known of it after.
 struct Slot {
@@ -120,7 +121,7 @@ pub fn run_policy(
     let mut fg: Option<usize> = None;
     loop {
         let now = run.start.elapsed();
-        if now >= cfg.duration {
+        if now >= cfg.duration || signals::stop_requested().is_some() {
             break;
         }
         if launched < cfg.apps && now >= next_launch {
@@ -144,7 +145,7 @@ pub fn run_policy(
         let next_sample = Instant::now() + cfg.sample_every;
         loop {
             let left = next_sample.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if left.is_zero() || signals::stop_requested().is_some() {
                 break;
             }
             std::thread::sleep(left.min(ACTIVITY_TICK));

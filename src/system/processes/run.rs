@@ -133,7 +133,7 @@ pub fn run_policy(
     })
     .context("setting up the run's cgroup and swap")?;
     for stale in machine.swept() {
-        eprintln!("marvin: removed {} left by an earlier run", stale.display());
+        crate::errln!("marvin: removed {} left by an earlier run", stale.display());
     }
     let group = machine.group();
     // The same killer for kill and marvin (for marvin it is the backstop: its
