@@ -151,7 +151,7 @@ pub fn run_policy(
         killer = killer.with_swap(swap);
     }
     if let Some(source) = killer.stall_source() {
-        eprintln!(
+        crate::errln!(
             "marvin: the low-memory killer watches complete stalls through {}",
             source.describe()
         );
