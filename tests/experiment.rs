@@ -416,15 +416,26 @@ fn policy_show_experiment_prints_the_policy_the_experiment_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let o = ok(
         marvin(tmp.path())
-            .args(["policy", "show", "--experiment"])
+            .args(["policy", "show", "--experiment", "--mode", "in-process"])
             .output()
             .unwrap(),
         "policy show --experiment",
     );
     let text = String::from_utf8(o.stdout).unwrap();
     let shown: toml::Table = toml::from_str(&text).unwrap();
-    // The background saver runs at the foreground period in the experiment.
+    // The background saver runs at the foreground period in the model's experiment,
+    // every second in both states in the process mode's.
     assert_eq!(shown["saver"]["background_period"].as_str(), Some("5s"));
+    let o = ok(
+        marvin(tmp.path())
+            .args(["policy", "show", "--experiment", "--mode", "processes"])
+            .output()
+            .unwrap(),
+        "policy show --experiment --mode processes",
+    );
+    let processes: toml::Table = toml::from_str(&String::from_utf8(o.stdout).unwrap()).unwrap();
+    assert_eq!(processes["saver"]["background_period"].as_str(), Some("1s"));
+    assert_eq!(processes["saver"]["foreground_period"].as_str(), Some("1s"));
     let published = ok(
         marvin(tmp.path())
             .args(["policy", "show"])
