@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::policy::{PolicyConfig, RestoreMode};
 
 use super::size::parse_size;
 use crate::host::{cgroup, swapdev};
@@ -50,9 +50,21 @@ pub struct PressureArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "50s")]
     pub duration: Duration,
     /// After every app is launched, switch the foreground round robin this often
-    /// (killed apps restart cold). Off by default.
+    /// (killed apps restart cold) instead of the launch phase. Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub switch_every: Option<Duration>,
+    /// The launch phase: once every app is launched, this many launches, each bringing
+    /// a random app other than the one in front back to the foreground (killed apps
+    /// start cold) and timing it to its first frame. 0: no launch phase. The run goes on
+    /// past --duration until the phase is over.
+    #[arg(long, default_value_t = 16)]
+    pub launches: usize,
+    /// Time an app stays in front after its launch's frame before the next launch.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "500ms")]
+    pub launch_gap: Duration,
+    /// The seed of the launch phase's random order (the same for every policy).
+    #[arg(long, default_value_t = 1)]
+    pub launch_seed: u64,
     /// The workload program each app runs.
     #[arg(long, default_value = "examples/workloads/buckets.masm")]
     pub workload: PathBuf,
@@ -61,8 +73,10 @@ pub struct PressureArgs {
     pub defines: Vec<(String, i64)>,
     /// Policies to run, one after the other on identical settings. Default:
     /// kill,kernel-swap,marvin in the process mode, kill,page-swap,marvin in the model.
-    #[arg(long, value_delimiter = ',', value_parser = Pressure::parse)]
-    pub policy: Vec<Pressure>,
+    /// marvin-eager and marvin-on-demand are marvin with the policy file's `[restore]
+    /// mode` set to eager or on-demand.
+    #[arg(long, value_delimiter = ',', value_parser = PolicyChoice::parse)]
+    pub policy: Vec<PolicyChoice>,
     /// Marvin's swap policy knobs (TOML; see `marvin policy show`). Without it, the
     /// published settings with the background write task at the foreground period (see
     /// docs/experiments.md: the model compresses launches more than other periods).
@@ -94,6 +108,56 @@ pub struct PressureArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// One policy to run: a pressure policy, for marvin with a restore mode of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyChoice {
+    pub pressure: Pressure,
+    /// Overrides the policy file's `[restore] mode` (marvin-eager, marvin-on-demand).
+    pub restore: Option<RestoreMode>,
+}
+
+impl PolicyChoice {
+    pub fn parse(s: &str) -> Result<PolicyChoice, String> {
+        let restore = match s.trim() {
+            "marvin-eager" => Some(RestoreMode::Eager),
+            "marvin-on-demand" => Some(RestoreMode::OnDemand),
+            other => {
+                return Pressure::parse(other)
+                    .map(|pressure| PolicyChoice {
+                        pressure,
+                        restore: None,
+                    })
+                    .map_err(|e| format!("{e}; or marvin-eager, marvin-on-demand"))
+            }
+        };
+        Ok(PolicyChoice {
+            pressure: Pressure::Marvin,
+            restore,
+        })
+    }
+
+    /// The name its results carry.
+    pub fn name(&self) -> &'static str {
+        match self.restore {
+            None => self.pressure.name(),
+            Some(RestoreMode::Eager) => "marvin-eager",
+            Some(RestoreMode::OnDemand) => "marvin-on-demand",
+        }
+    }
+
+    /// Marvin's policy for this choice.
+    fn policy(&self, base: &Arc<PolicyConfig>) -> Arc<PolicyConfig> {
+        match self.restore {
+            None => base.clone(),
+            Some(mode) => {
+                let mut p = (**base).clone();
+                p.restore.mode = mode;
+                Arc::new(p)
+            }
+        }
+    }
 }
 
 /// `--mode`.
@@ -218,14 +282,22 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         }
     };
     eprintln!("{}", mode.describe(budget));
-    let policies: Vec<Pressure> = if a.policy.is_empty() {
-        match mode {
-            Mode::Processes(_) => vec![Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
-            Mode::InProcess(_) => vec![Pressure::Kill, Pressure::PageSwap, Pressure::Marvin],
-        }
+    let choices: Vec<PolicyChoice> = if a.policy.is_empty() {
+        let three = match mode {
+            Mode::Processes(_) => [Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
+            Mode::InProcess(_) => [Pressure::Kill, Pressure::PageSwap, Pressure::Marvin],
+        };
+        three
+            .into_iter()
+            .map(|pressure| PolicyChoice {
+                pressure,
+                restore: None,
+            })
+            .collect()
     } else {
         a.policy.clone()
     };
+    let policies: Vec<Pressure> = choices.iter().map(|c| c.pressure).collect();
     let refused = match mode {
         Mode::Processes(_) => Pressure::PageSwap,
         Mode::InProcess(_) => Pressure::KernelSwap,
@@ -248,6 +320,12 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         launch_every: a.launch_every,
         duration: a.duration,
         switch_every: a.switch_every,
+        launch: system::launch::LaunchPlan {
+            launches: a.launches,
+            gap: a.launch_gap,
+            seed: a.launch_seed,
+            ..system::launch::LaunchPlan::default()
+        },
         time_scale: a.time_scale,
         sample_every: a.sample_every,
         gc_max_free: a.gc_max_free,
@@ -258,7 +336,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             .map(|_| marvin_runtime::trace::Tracer::new()),
     };
     let multi = MultiProgress::new();
-    let bars: Vec<(Pressure, ProgressBar)> = policies
+    let bars: Vec<(PolicyChoice, ProgressBar)> = choices
         .iter()
         .map(|&p| {
             let bar = if a.quiet {
@@ -275,8 +353,8 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             (p, bar)
         })
         .collect();
-    let progress = |p: Pressure, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
-        if let Some((_, bar)) = bars.iter().find(|(q, _)| *q == p) {
+    let progress = |i: usize, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
+        if let Some((_, bar)) = bars.get(i) {
             bar.set_position(t.as_millis() as u64);
             bar.set_message(format!(
                 "alive {alive:>3}  active {active:>3}  kills {kills:>3}  resident {:>6.1} MiB",
@@ -284,14 +362,18 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             ));
         }
     };
-    let results = match &mode {
-        Mode::InProcess(_) => system::run(
-            &cfg,
-            &policies,
-            Arc::new(Loaded::new(vp)),
-            policy,
-            &progress,
-        )?,
+    let mut results = Vec::new();
+    match &mode {
+        Mode::InProcess(_) => {
+            let loaded = Arc::new(Loaded::new(vp));
+            for (i, c) in choices.iter().enumerate() {
+                let cb = |_: Pressure, t, alive, active, kills, bytes| {
+                    progress(i, t, alive, active, kills, bytes)
+                };
+                let r = system::run(&cfg, &[c.pressure], loaded.clone(), c.policy(&policy), &cb)?;
+                results.extend(r.into_iter().map(|r| named(r, c)));
+            }
+        }
         Mode::Processes(_) => {
             let workload = std::fs::canonicalize(&a.workload)
                 .with_context(|| format!("the workload {}", a.workload.display()))?;
@@ -308,9 +390,19 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
                 },
                 swap_bytes: a.swap_size as u64,
             };
-            processes::run(&pcfg, &policies, &progress)?
+            for (i, c) in choices.iter().enumerate() {
+                let cb = |_: Pressure, t, alive, active, kills, bytes| {
+                    progress(i, t, alive, active, kills, bytes)
+                };
+                let pc = ProcessConfig {
+                    policy: c.policy(&pcfg.policy),
+                    ..pcfg.clone()
+                };
+                let r = processes::run(&pc, &[c.pressure], &cb)?;
+                results.extend(r.into_iter().map(|r| named(r, c)));
+            }
         }
-    };
+    }
     for (_, bar) in &bars {
         bar.finish();
     }
@@ -338,9 +430,20 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             Mode::InProcess(_) => system::plot::Counted::Runtime,
         };
         system::write_outputs(dir, &series, budget as u64, counted)?;
+        system::write_launch_outputs(dir, &summaries)?;
         eprintln!("wrote {}", dir.display());
     }
     Ok(0)
+}
+
+/// A run's results under its choice's name (marvin-eager, marvin-on-demand).
+fn named(
+    (mut summary, mut series): (summary::Summary, system::PolicySeries),
+    c: &PolicyChoice,
+) -> (summary::Summary, system::PolicySeries) {
+    summary.policy = c.name().to_string();
+    series.policy = c.name().to_string();
+    (summary, series)
 }
 
 /// The mode a run takes, with why.

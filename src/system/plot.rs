@@ -167,7 +167,7 @@ impl Figure {
 }
 
 /// The colour of `policy`, the `index`-th series of the run.
-fn policy_colour(policy: &str, index: usize) -> RGBColor {
+pub(crate) fn policy_colour(policy: &str, index: usize) -> RGBColor {
     POLICY_COLOURS
         .iter()
         .find(|(name, _)| *name == policy)

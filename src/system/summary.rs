@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::launch::{LaunchClass, LaunchRecord, LaunchStats};
 use super::series::SeriesPoint;
 
 /// An app that ended with an error of its own (not a kill, not the end of the run).
@@ -113,6 +114,22 @@ pub struct Summary {
     /// Process mode: every app process, as the kernel saw it last.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppRecord>,
+    /// The launch phase: launches finished, and their latency (from the moment the app
+    /// was told it is in the foreground to its first frame), over all of them and per
+    /// class (hot, warm, cold).
+    pub launches: u64,
+    pub launch_p50_ns: u64,
+    pub launch_p90_ns: u64,
+    pub launch_p99_ns: u64,
+    pub launch_hot: LaunchStats,
+    pub launch_warm: LaunchStats,
+    pub launch_cold: LaunchStats,
+    /// Launches given up: no frame within the timeout, or the app died first.
+    pub launches_unfinished: u64,
+    /// Every finished launch, in order (the app, when, its class, its latency and what
+    /// it brought back).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launch_records: Vec<LaunchRecord>,
 }
 
 impl Summary {
@@ -139,6 +156,20 @@ impl Summary {
         }
     }
 
+    /// Sets the launch figures from the launch phase's records.
+    pub fn set_launches(&mut self, records: Vec<LaunchRecord>, unfinished: u64) {
+        let all = LaunchStats::of_class(&records, None);
+        self.launches = all.count;
+        self.launch_p50_ns = all.p50_ns;
+        self.launch_p90_ns = all.p90_ns;
+        self.launch_p99_ns = all.p99_ns;
+        self.launch_hot = LaunchStats::of_class(&records, Some(LaunchClass::Hot));
+        self.launch_warm = LaunchStats::of_class(&records, Some(LaunchClass::Warm));
+        self.launch_cold = LaunchStats::of_class(&records, Some(LaunchClass::Cold));
+        self.launches_unfinished = unfinished;
+        self.launch_records = records;
+    }
+
     /// Sets the reclaim latency percentiles from the samples (ns).
     pub fn set_latencies(&mut self, lat: &mut [u64]) {
         lat.sort_unstable();
@@ -153,6 +184,18 @@ impl Summary {
         self.reclaim_p50_ns = pct(50.0);
         self.reclaim_p99_ns = pct(99.0);
         self.reclaim_max_ns = lat.last().copied().unwrap_or(0);
+    }
+}
+
+/// Milliseconds with as many decimals as a short cell affords.
+fn short_ms(ns: u64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms < 10.0 {
+        format!("{ms:.2}")
+    } else if ms < 100.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.0}")
     }
 }
 
@@ -237,6 +280,47 @@ pub fn table(summaries: &[Summary]) -> String {
             Box::new(move |s| mib(s.max_over_budget_bytes)),
         ),
     ];
+    // Launch latencies, compactly: p50/p90/p99 in ms.
+    let three = |st: LaunchStats| {
+        if st.count == 0 {
+            return "-".to_string();
+        }
+        [st.p50_ns, st.p90_ns, st.p99_ns]
+            .iter()
+            .map(|&ns| short_ms(ns))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let launch: Vec<(&str, Cell)> = vec![
+        (
+            "launches (hot/warm/cold)",
+            Box::new(|s| {
+                format!(
+                    "{} ({}/{}/{})",
+                    s.launches, s.launch_hot.count, s.launch_warm.count, s.launch_cold.count
+                )
+            }),
+        ),
+        (
+            "launch p50/p90/p99 ms",
+            Box::new(move |s| {
+                three(LaunchStats {
+                    count: s.launches,
+                    p50_ns: s.launch_p50_ns,
+                    p90_ns: s.launch_p90_ns,
+                    p99_ns: s.launch_p99_ns,
+                })
+            }),
+        ),
+        ("  hot", Box::new(move |s| three(s.launch_hot))),
+        ("  warm", Box::new(move |s| three(s.launch_warm))),
+        ("  cold", Box::new(move |s| three(s.launch_cold))),
+        (
+            "launches unfinished",
+            Box::new(|s| s.launches_unfinished.to_string()),
+        ),
+    ];
+    rows.extend(launch);
     if summaries.iter().any(|s| s.mode == "processes") {
         let kernel: Vec<(&str, Cell)> = vec![
             ("cgroup limit", Box::new(move |s| mib(s.limit_bytes))),
@@ -263,15 +347,20 @@ pub fn table(summaries: &[Summary]) -> String {
         ];
         rows.extend(kernel);
     }
+    // Columns of 16, wider where a policy's name needs it (marvin-on-demand).
+    let w = summaries
+        .iter()
+        .map(|s| s.policy.len() + 2)
+        .fold(16, usize::max);
     let mut out = format!("{:<26}", "");
     for s in summaries {
-        out.push_str(&format!("{:>16}", s.policy));
+        out.push_str(&format!("{:>w$}", s.policy));
     }
     out.push('\n');
     for (name, f) in rows {
         out.push_str(&format!("{name:<26}"));
         for s in summaries {
-            out.push_str(&format!("{:>16}", f(s)));
+            out.push_str(&format!("{:>w$}", f(s)));
         }
         out.push('\n');
     }
