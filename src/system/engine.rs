@@ -28,6 +28,8 @@ struct Slot {
     member: Arc<Member>,
     app: Option<Running>,
     activity: Activity,
+    /// It ended by itself (finished or crashed): the launch phase leaves it be.
+    ended: bool,
 }
 
 /// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
@@ -224,6 +226,7 @@ impl Run {
             member,
             app: Some(running),
             activity: Activity::launched(Instant::now()),
+            ended: false,
         })
     }
 
@@ -283,8 +286,15 @@ impl Run {
                 }
             }
         }
-        let apps = self.slots.lock().len();
-        if let Some(next) = phase.next_app(now, apps, *fg) {
+        let candidates: Vec<usize> = self
+            .slots
+            .lock()
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| Some(*i) != *fg && !s.ended)
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(next) = phase.next_app(now, &candidates) {
             phase.pending = Some(self.bring_to_foreground(next, fg)?);
         }
         Ok(())
@@ -425,6 +435,7 @@ impl Run {
                 })
                 .filter_map(|s| {
                     s.member.alive.store(false, Ordering::SeqCst);
+                    s.ended = true;
                     Some((s.member.id, s.app.take()?))
                 })
                 .collect()

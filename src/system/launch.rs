@@ -202,23 +202,19 @@ impl<C> LaunchPhase<C> {
         self.started >= self.plan.launches && self.pending.is_none()
     }
 
-    /// The app to launch now, if it is time: a random one of the `apps` other than
-    /// `foreground` (nothing with fewer than two apps).
-    pub fn next_app(
-        &mut self,
-        now: Duration,
-        apps: usize,
-        foreground: Option<usize>,
-    ) -> Option<usize> {
+    /// The app to launch now, if it is time: a random one of `candidates` (every app
+    /// but the one in front and those that ended by themselves). With no candidate
+    /// left the phase is over.
+    pub fn next_app(&mut self, now: Duration, candidates: &[usize]) -> Option<usize> {
         if self.pending.is_some() || self.started >= self.plan.launches || now < self.next_at {
             return None;
         }
-        let choices: Vec<usize> = (0..apps).filter(|&a| Some(a) != foreground).collect();
-        if choices.is_empty() {
+        if candidates.is_empty() {
+            self.started = self.plan.launches;
             return None;
         }
         self.started += 1;
-        Some(choices[self.rng.gen_range(0..choices.len())])
+        Some(candidates[self.rng.gen_range(0..candidates.len())])
     }
 
     /// The launch under way ended with a frame at `frame_ns`.
@@ -343,7 +339,8 @@ mod tests {
                 LaunchPhase::new(LaunchPlan { seed, ..plan }, Duration::ZERO);
             let mut fg = Some(0);
             let mut out = Vec::new();
-            while let Some(a) = ph.next_app(Duration::from_secs(1), 5, fg) {
+            let others = |fg: Option<usize>| (0..5).filter(|&a| Some(a) != fg).collect::<Vec<_>>();
+            while let Some(a) = ph.next_app(Duration::from_secs(1), &others(fg)) {
                 assert_ne!(Some(a), fg, "the app in front is not launched");
                 assert!(a < 5);
                 out.push(a);
@@ -424,5 +421,14 @@ mod tests {
         ph.give_up(Duration::from_secs(6));
         assert_eq!(ph.unfinished, 1);
         assert!(ph.is_done(), "both launches made and ended");
+    }
+
+    #[test]
+    fn without_candidates_the_phase_is_over() {
+        let mut ph: LaunchPhase<()> = LaunchPhase::new(LaunchPlan::default(), Duration::ZERO);
+        assert!(!ph.is_done());
+        assert_eq!(ph.next_app(Duration::from_secs(1), &[]), None);
+        assert!(ph.is_done(), "every app ended by itself: nothing to launch");
+        assert!(ph.records.is_empty());
     }
 }
