@@ -367,12 +367,13 @@ mod tests {
             timeout: Duration::from_secs(5),
         };
         let mut ph: LaunchPhase<u64> = LaunchPhase::new(plan, Duration::from_secs(3));
+        let all = [0, 1, 2];
         assert_eq!(
-            ph.next_app(Duration::from_secs(2), 3, None),
+            ph.next_app(Duration::from_secs(2), &all),
             None,
             "not before its start"
         );
-        let a = ph.next_app(Duration::from_secs(3), 3, None).unwrap();
+        let a = ph.next_app(Duration::from_secs(3), &all).unwrap();
         ph.pending = Some(Pending {
             app: a,
             cold: false,
@@ -383,7 +384,7 @@ mod tests {
             restored_objects: 4,
         });
         assert_eq!(
-            ph.next_app(Duration::from_secs(4), 3, None),
+            ph.next_app(Duration::from_secs(4), &all),
             None,
             "one at a time"
         );
@@ -403,11 +404,11 @@ mod tests {
             (4, 2)
         );
         assert_eq!(
-            ph.next_app(Duration::from_millis(4_500), 3, Some(a)),
+            ph.next_app(Duration::from_millis(4_500), &all),
             None,
             "the gap"
         );
-        let b = ph.next_app(Duration::from_secs(5), 3, Some(a)).unwrap();
+        let b = ph.next_app(Duration::from_secs(5), &all).unwrap();
         ph.pending = Some(Pending {
             app: b,
             cold: true,
