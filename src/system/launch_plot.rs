@@ -12,6 +12,9 @@ use super::plot::{policy_colour, register_font, FONT};
 
 const SIZE: (u32, u32) = (1000, 600);
 
+/// One policy's curve: its name, colour and CDF points.
+type Curve = (String, RGBColor, Vec<(f64, f64)>);
+
 /// Each policy's CDF points: (latency in ms, fraction of launches at most that).
 pub fn cdf_points(records: &[LaunchRecord]) -> Vec<(f64, f64)> {
     let mut ms: Vec<f64> = records
@@ -47,7 +50,7 @@ fn draw<DB: DrawingBackend>(
     policies: &[(String, Vec<LaunchRecord>)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let curves: Vec<(String, RGBColor, Vec<(f64, f64)>)> = policies
+    let curves: Vec<Curve> = policies
         .iter()
         .enumerate()
         .map(|(i, (name, records))| (name.clone(), policy_colour(name, i), cdf_points(records)))
