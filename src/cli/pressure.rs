@@ -204,10 +204,13 @@ pub fn policy(cmd: &PolicyCmd) -> anyhow::Result<i32> {
 /// task runs at the foreground period. The published experiment launches an app every
 /// 10 minutes, so its 30 s background period still gives about twenty saver runs between
 /// launches; the model launches every 1.5 s (a 400x compression, against 10x for every
-/// other period), and keeps several saver runs between launches this way.
+/// other period), and keeps several saver runs between launches this way. Restore is on
+/// demand: it gave the better median launch in both modes (docs/experiments.md,
+/// "Launches: hot, warm and cold"); `--policy marvin-eager` runs the published eager one.
 pub fn model_policy() -> PolicyConfig {
     let mut p = PolicyConfig::default();
     p.saver.background_period = p.saver.foreground_period;
+    p.restore.mode = RestoreMode::OnDemand;
     p
 }
 
