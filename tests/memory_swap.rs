@@ -235,7 +235,13 @@ fn an_unusable_swap_directory_is_a_clear_error_at_start() {
     ]);
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("cannot create"), "{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "checked before the run: {stderr}"
+    );
+    assert!(stderr.contains("--swap-dir"), "{stderr}");
+    assert!(stderr.contains("cannot be created"), "{stderr}");
     assert!(stderr.contains(swap_dir.to_str().unwrap()), "{stderr}");
     assert!(text(&out.stdout).is_empty(), "the app ran without its swap");
 }

@@ -99,6 +99,25 @@ fn common_checks(s: &Value) {
     );
 }
 
+/// Every kill of the low-memory killer is booked under one of `allowed` reasons.
+fn kills_only_for(s: &Value, allowed: &[&str]) {
+    let kills = field(s, "lmk_kills");
+    let reasons = s["lmk_kill_reasons"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut booked = 0;
+    for (why, n) in &reasons {
+        assert!(
+            allowed.contains(&why.as_str()),
+            "{} killed for {why}: {s}",
+            s["policy"]
+        );
+        booked += n.as_u64().unwrap();
+    }
+    assert_eq!(booked, kills, "every kill has its reason: {s}");
+}
+
 /// Nothing of the run stays on the machine: no cgroup named after it, no swap of ours.
 fn nothing_left_behind(pid: u32) {
     let h = marvin::host::cgroup::Hierarchy::available().unwrap();
@@ -134,6 +153,11 @@ fn every_policy_for_real_under_a_kernel_enforced_limit() {
         "eight apps do not fit: the killer kills: {kill}"
     );
     assert_eq!(field(kill, "swap_out_bytes"), 0, "{kill}");
+    // Without swap the killer acts on usage; with swap only on lmkd's PSI signals;
+    // behind Marvin's reclaimer only when it has nothing left or falls behind.
+    kills_only_for(kill, &["headroom"]);
+    kills_only_for(swap, &["complete-stall", "swap-low"]);
+    kills_only_for(marvin, &["nothing-reclaimable", "reclaim-behind"]);
     assert_eq!(swap["policy"], "kernel-swap");
     assert!(
         field(swap, "swap_out_bytes") > 0,

@@ -52,6 +52,9 @@ pub struct App {
     pub(crate) stack_slots: usize,
     pub(crate) max_frames: usize,
     out: Mutex<std::io::BufWriter<Box<dyn Write + Send>>>,
+    /// The first error writing program output; once set, output is dropped and the
+    /// app is ended (see [`App::write_out`]).
+    out_error: Mutex<Option<std::io::Error>>,
     /// `mark` counts, one per string of the program.
     marks: Vec<AtomicU64>,
     pub(crate) gc: Mutex<GcTotals>,
@@ -106,6 +109,7 @@ impl App {
             stack_slots: cfg.stack_slots,
             max_frames: cfg.max_frames,
             out: Mutex::new(std::io::BufWriter::new(cfg.out)),
+            out_error: Mutex::new(None),
             marks,
             gc: Mutex::new(GcTotals::default()),
             start: Instant::now(),
@@ -125,15 +129,51 @@ impl App {
         })
     }
 
-    /// Writes program output.
+    /// Writes program output. The first write error (a closed pipe, a full disk) ends
+    /// the app, as SIGPIPE or a failed `write` ends a native program: the output is lost
+    /// and the run must not report success. The error is kept for
+    /// [`take_output_error`](App::take_output_error); later output is dropped.
     pub fn write_out(&self, bytes: &[u8]) {
-        // Output errors (a closed pipe) are not the program's fault: ignore them.
-        let _ = self.out.lock().write_all(bytes);
+        let res = {
+            let mut out = self.out.lock();
+            if self.out_error.lock().is_some() {
+                return;
+            }
+            out.write_all(bytes)
+        };
+        if let Err(e) = res {
+            self.output_failed(e);
+        }
     }
 
-    /// Flushes program output.
+    /// Flushes program output (an error is kept as by [`write_out`](App::write_out)).
     pub fn flush(&self) {
-        let _ = self.out.lock().flush();
+        let res = {
+            let mut out = self.out.lock();
+            if self.out_error.lock().is_some() {
+                return;
+            }
+            out.flush()
+        };
+        if let Err(e) = res {
+            self.output_failed(e);
+        }
+    }
+
+    /// The first error writing program output, if any (taken: later calls see `None`).
+    pub fn take_output_error(&self) -> Option<std::io::Error> {
+        self.out_error.lock().take()
+    }
+
+    fn output_failed(&self, e: std::io::Error) {
+        {
+            let mut slot = self.out_error.lock();
+            if slot.is_some() {
+                return;
+            }
+            *slot = Some(e);
+        }
+        self.end();
     }
 
     /// When the app started.

@@ -43,6 +43,6 @@ pub use error::AppError;
 pub use foreground::{Frames, FOREGROUND_HANDLER, FRAME_MARK};
 pub use launch::Running;
 pub use memory::{SwapIo, SwapMode, Transition};
-pub use run::{run, Outcome};
+pub use run::{run, run_until, Outcome};
 pub use stats::RunStats;
 pub use tracing::{AppTrace, TraceTarget};

@@ -3,6 +3,7 @@
 //! reclaimable at 3 s and brings the app back to the foreground at 6 s (times from the
 //! app's start). Each step is a [`Command`], carried out as a command from outside is.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,7 +78,12 @@ pub fn start(app: &Arc<App>, lifecycle: Lifecycle) -> std::thread::JoinHandle<()
                     return;
                 }
                 if let Err(e) = app.apply(action) {
-                    eprintln!("lifecycle: {} at {at:?}: {e}", step_name(action));
+                    // Not eprintln!, which panics when stderr cannot be written.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "lifecycle: {} at {at:?}: {e}",
+                        step_name(action)
+                    );
                 }
             }
         })

@@ -1,7 +1,9 @@
 //! The front door used by the command line and the experiments: [`run`] runs a verified
 //! program as one app to its end.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_interpreter::isa::VerifiedProgram;
@@ -20,11 +22,30 @@ pub struct Outcome {
     pub status: i32,
     /// The rendered runtime error, if any.
     pub error: Option<String>,
+    /// Writing the program's output failed (a closed pipe, a full disk): the app was
+    /// ended at the first failed write, and `status` is not to be trusted as success.
+    pub output_error: Option<std::io::Error>,
+    /// The run was ended from outside by [`run_until`]'s `stop`.
+    pub stopped: bool,
     pub stats: RunStats,
 }
 
+/// How often [`run_until`] asks its `stop` whether to end the app.
+const STOP_POLL: Duration = Duration::from_millis(10);
+
 /// Runs a verified program to its end.
 pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> Result<Outcome, AppError> {
+    run_until(vp, cfg, None)
+}
+
+/// Runs a verified program to its end, or until `stop` (asked every 10 ms from a
+/// watcher thread) says to end it: then the app is ended as by [`App::end`], its
+/// helpers are joined and its output flushed, and the outcome says `stopped`.
+pub fn run_until(
+    vp: VerifiedProgram,
+    cfg: RunConfig,
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Result<Outcome, AppError> {
     let loaded = Arc::new(Loaded::translated(vp, cfg.resolve));
     let mut cfg = cfg;
     let swap = cfg.swap.take();
@@ -40,7 +61,26 @@ pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> Result<Outcome, AppError> {
             helpers.push(lifecycle::start(&app, l));
         }
     }
-    let result = App::run_looper(&app);
+    let done = AtomicBool::new(false);
+    let stopped = AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        if let Some(stop) = stop {
+            let (app, done, stopped) = (&app, &done, &stopped);
+            scope.spawn(move || {
+                while !done.load(Ordering::Acquire) {
+                    if stop() {
+                        stopped.store(true, Ordering::Release);
+                        app.end();
+                        return;
+                    }
+                    std::thread::sleep(STOP_POLL);
+                }
+            });
+        }
+        let result = App::run_looper(&app);
+        done.store(true, Ordering::Release);
+        result
+    });
     for h in helpers {
         let _ = h.join();
     }
@@ -53,6 +93,8 @@ pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> Result<Outcome, AppError> {
     Ok(Outcome {
         status,
         error,
+        output_error: app.take_output_error(),
+        stopped: stopped.load(Ordering::Acquire),
         stats: app.stats(),
     })
 }

@@ -7,6 +7,7 @@ pub mod binary;
 pub mod diag;
 pub mod disasm;
 pub mod exec;
+pub mod fuzzing;
 pub mod isa;
 mod lexer;
 pub mod link;

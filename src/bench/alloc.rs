@@ -227,6 +227,6 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
         if marvin / free <= 1.25 { "met" } else { "NOT met" },
         page / free
     ));
-    finish(samples, FREE, args.common.json, &notes);
+    finish(samples, FREE, args.common.json, &notes)?;
     Ok(())
 }

@@ -158,6 +158,6 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
         "going from 10% to 20% faulted, walk speed drops {:.0}% (published: 49%)",
         100.0 * (1.0 - speeds[2] / speeds[1])
     ));
-    finish(samples, IMPL, args.common.json, &notes);
+    finish(samples, IMPL, args.common.json, &notes)?;
     Ok(())
 }

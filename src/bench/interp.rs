@@ -276,6 +276,6 @@ pub fn run(args: &InterpArgs) -> anyhow::Result<()> {
         }
         notes.push(format!("{}: {}", scenario, program.about));
     }
-    finish(samples, "lua", args.common.json, &notes);
+    finish(samples, "lua", args.common.json, &notes)?;
     Ok(())
 }

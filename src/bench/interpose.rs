@@ -149,6 +149,6 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
          the barrier build's loop came out faster as a whole"
             .to_string(),
     );
-    finish(samples, OFF, args.common.json, &notes);
+    finish(samples, OFF, args.common.json, &notes)?;
     Ok(())
 }

@@ -415,6 +415,6 @@ pub fn run(args: &InversionArgs) -> anyhow::Result<()> {
         "goal (at least -72% p99.9, -47.7% count, at most 0.74% CPU): {}",
         if met { "met" } else { "NOT met" }
     ));
-    finish(samples, "off", args.common.json, &notes);
+    finish(samples, "off", args.common.json, &notes)?;
     Ok(())
 }

@@ -10,6 +10,9 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use crate::cli::output::OutputError;
+use crate::{errln, outln};
+
 pub mod alloc;
 pub mod atomics;
 pub mod cputime;
@@ -51,8 +54,8 @@ pub struct CommonArgs {
     /// Print a JSON array of results instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Repetitions per scenario and implementation (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Repetitions per scenario and implementation (the median is reported; at least 1).
+    #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub reps: usize,
 }
 
@@ -136,8 +139,13 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 }
 
 /// Fills in each sample's ratio to `baseline` in the same scenario, then prints the
-/// table (or the JSON array with `json`).
-pub fn finish(mut samples: Vec<Sample>, baseline: &str, json: bool, notes: &[String]) {
+/// table (or the JSON array with `json`); a failed write to stdout is returned.
+pub fn finish(
+    mut samples: Vec<Sample>,
+    baseline: &str,
+    json: bool,
+    notes: &[String],
+) -> Result<(), OutputError> {
     let base: std::collections::HashMap<String, f64> = samples
         .iter()
         .filter(|s| s.implementation == baseline)
@@ -152,38 +160,38 @@ pub fn finish(mut samples: Vec<Sample>, baseline: &str, json: bool, notes: &[Str
         }
     }
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&samples).expect("samples serialise")
-        );
+        let text = serde_json::to_string_pretty(&samples)
+            .unwrap_or_else(|e| format!("{{\"error\": \"the samples do not serialise: {e}\"}}"));
+        outln!("{text}")?;
         for n in notes {
-            eprintln!("note: {n}");
+            errln!("note: {n}");
         }
-        return;
+        return Ok(());
     }
-    println!(
+    outln!(
         "{:<34} {:<22} {:>14} {:>10}",
         "scenario",
         "impl",
         "median",
         format!("x {baseline}")
-    );
+    )?;
     for s in &samples {
         let ratio = s
             .ratio_to_baseline
             .map(|r| format!("{r:.3}"))
             .unwrap_or_else(|| "-".into());
-        println!(
+        outln!(
             "{:<34} {:<22} {:>14} {:>10}",
             s.scenario,
             s.implementation,
             human_ns(s.median_ns),
             ratio
-        );
+        )?;
     }
     for n in notes {
-        println!("note: {n}");
+        outln!("note: {n}")?;
     }
+    Ok(())
 }
 
 /// Formats nanoseconds with a sensible unit.

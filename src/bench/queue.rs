@@ -700,6 +700,9 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
 
 pub fn run(args: &QueueArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.common.reps > 0, "--reps must be at least 1");
+    if let Some(dir) = &args.plot {
+        crate::cli::paths::check_output_dir("--plot", dir)?;
+    }
     if let Some(only) = args.only.as_deref() {
         anyhow::ensure!(
             SCENARIOS.iter().any(|s| s.contains(only)),
@@ -722,7 +725,7 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<()> {
         }
     }
     notes.extend(goal_notes(&samples));
-    finish(samples, "legacy", args.common.json, &notes);
+    finish(samples, "legacy", args.common.json, &notes)?;
     Ok(())
 }
 

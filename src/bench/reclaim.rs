@@ -490,6 +490,6 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
             ));
         }
     }
-    finish(samples, PUBLISHED, args.common.json, &notes);
+    finish(samples, PUBLISHED, args.common.json, &notes)?;
     Ok(())
 }

@@ -42,12 +42,9 @@ pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let policy = match &a.policy_file {
-        Some(f) => match PolicyConfig::from_file(f) {
+        Some(f) => match super::program::read_policy(f) {
             Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+            Err(code) => return Ok(code),
         },
         None => PolicyConfig::default(),
     };

@@ -1,6 +1,8 @@
 //! The `marvin` command line: argument types and one module per subcommand family.
 
 pub mod app;
+pub mod output;
+pub mod paths;
 pub mod pressure;
 pub mod program;
 pub mod reclaim;
@@ -8,10 +10,15 @@ pub mod size;
 
 use clap::{Parser, Subcommand};
 
+use crate::{errln, out};
+
 /// The exit status of a program rejected before it runs.
 pub const EXIT_REJECTED: i32 = 65;
-/// The exit status of a wrong flag or an unusable file given to marvin itself.
+/// The exit status of a wrong flag, policy or lifecycle given to marvin itself.
 pub const EXIT_USAGE: i32 = 2;
+/// The exit status when a file given to marvin cannot be read, or another error ends a
+/// command (with a message).
+pub const EXIT_FAILURE: i32 = 1;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,7 +59,10 @@ pub enum Cmd {
 
 /// Runs the command line; returns the process exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     let res = match &cli.cmd {
         Cmd::Run(a) => program::run(a),
         Cmd::Asm(a) => program::asm(a),
@@ -66,9 +76,30 @@ pub fn main() -> i32 {
     };
     match res {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            1
-        }
+        Err(e) => output::report(&e),
+    }
+}
+
+/// Prints clap's help, version or usage error through the checked streams (help piped
+/// into `head` ends quietly; a bad value is quoted shortened) and returns its status.
+fn clap_exit(e: &clap::Error) -> i32 {
+    use std::io::IsTerminal;
+    if e.use_stderr() {
+        let text = if std::io::stderr().is_terminal() {
+            e.render().ansi().to_string()
+        } else {
+            e.render().to_string()
+        };
+        errln!("{}", text.trim_end());
+        return e.exit_code();
+    }
+    let text = if std::io::stdout().is_terminal() {
+        e.render().ansi().to_string()
+    } else {
+        e.render().to_string()
+    };
+    match out!("{text}") {
+        Ok(()) => e.exit_code(),
+        Err(o) => output::report(&o.into()),
     }
 }

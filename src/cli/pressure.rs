@@ -8,13 +8,17 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use marvin_interpreter::exec::Loaded;
-use marvin_interpreter::{link, load, verify};
+use marvin_interpreter::{link, verify};
 use marvin_swap::policy::{PolicyConfig, RestoreMode};
 
+use super::paths;
+use super::program::{load_program, read_policy};
 use super::size::parse_size;
-use crate::host::{cgroup, swapdev};
+use super::{EXIT_REJECTED, EXIT_USAGE};
+use crate::host::{cgroup, signals, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig};
 use crate::system::{self, summary, Pressure, SystemConfig};
+use crate::{errln, out, outln};
 use marvin_runtime::duration::parse as parse_duration;
 
 /// Workload constants the small model sets unless `-D` says otherwise.
@@ -50,7 +54,7 @@ pub struct PressureArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "50s")]
     pub duration: Duration,
     /// After every app is launched, switch the foreground round robin this often
-    /// (killed apps restart cold) instead of the launch phase. Off by default.
+    /// (killed apps restart cold). Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub switch_every: Option<Duration>,
     /// The launch phase: once every app is launched, this many launches, each bringing
@@ -188,16 +192,65 @@ pub enum PolicyCmd {
 
 pub fn policy(cmd: &PolicyCmd) -> anyhow::Result<i32> {
     match cmd {
-        PolicyCmd::Show => print!("{}", PolicyConfig::default().to_toml_string()),
-        PolicyCmd::Check { file } => match PolicyConfig::from_file(file) {
-            Ok(p) => print!("{}", p.to_toml_string()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+        PolicyCmd::Show => out!("{}", PolicyConfig::default().to_toml_string())?,
+        PolicyCmd::Check { file } => match read_policy(file) {
+            Ok(p) => out!("{}", p.to_toml_string())?,
+            Err(code) => return Ok(code),
         },
     }
     Ok(0)
+}
+
+/// The smallest `--budget`: below it not even one app's heap fits.
+pub const MIN_BUDGET: usize = 1 << 20;
+
+/// Checks every flag's range and every output path before anything runs; the message
+/// names the flag.
+fn check_args(a: &PressureArgs) -> Result<(), String> {
+    if a.apps == 0 {
+        return Err("--apps must be at least 1 (found 0)".into());
+    }
+    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
+        return Err(format!(
+            "--time-scale must be a positive, finite number (found {})",
+            a.time_scale
+        ));
+    }
+    if let Some(b) = a.budget {
+        if b < MIN_BUDGET {
+            return Err(format!(
+                "--budget must be at least 1m (found {b} bytes): no app fits in less"
+            ));
+        }
+    }
+    for (flag, d) in [
+        ("--duration", Some(a.duration)),
+        ("--sample-every", Some(a.sample_every)),
+        ("--switch-every", a.switch_every),
+    ] {
+        if d == Some(Duration::ZERO) {
+            return Err(format!("{flag} must be longer than zero"));
+        }
+    }
+    if a.gc_max_free == 0 {
+        return Err("--gc-max-free must be more than zero bytes".into());
+    }
+    if a.swap_size < MIN_BUDGET {
+        return Err(format!(
+            "--swap-size must be at least 1m (found {} bytes)",
+            a.swap_size
+        ));
+    }
+    if let Some(d) = &a.out {
+        paths::check_output_dir("--out", d).map_err(|e| e.to_string())?;
+    }
+    if let Some(f) = &a.trace {
+        paths::check_output_file("--trace", f).map_err(|e| e.to_string())?;
+    }
+    if let Some(d) = &a.swap_dir {
+        paths::check_swap_dir("--swap-dir", d).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The small model's policy: the published settings, except that the background write
@@ -211,6 +264,19 @@ pub fn model_policy() -> PolicyConfig {
     let mut p = PolicyConfig::default();
     p.saver.background_period = p.saver.foreground_period;
     p.restore.mode = RestoreMode::OnDemand;
+    p
+}
+
+/// The process mode's policy: the model's, with the background write task every second
+/// (100 ms at the default time scale) in both states. In the process mode the kernel
+/// charges every byte an app holds, and a background app's new objects can be reclaimed
+/// only once they are saved: the published experiment's 30 s period gave about twenty
+/// saver runs between two launches (one every 10 minutes), 1 s gives fourteen between the
+/// model's launches (every 1.4 s), where 5 s gave three.
+pub fn process_model_policy() -> PolicyConfig {
+    let mut p = model_policy();
+    p.saver.foreground_period = Duration::from_secs(1);
+    p.saver.background_period = Duration::from_secs(1);
     p
 }
 
@@ -239,52 +305,50 @@ fn defines(a: &PressureArgs, program: &marvin_interpreter::isa::Program) -> Vec<
 }
 
 pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
-    if a.apps == 0 || !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        eprintln!("error: --apps must be at least 1 and --time-scale positive");
-        return Ok(super::EXIT_USAGE);
+    if let Err(e) = check_args(a) {
+        errln!("error: {e}");
+        return Ok(EXIT_USAGE);
     }
-    let mut program = match load::load(&a.workload) {
+    let mut program = match load_program(&a.workload) {
         Ok(p) => p,
-        Err(d) => {
-            eprintln!("{d}");
-            return Ok(super::EXIT_REJECTED);
-        }
+        Err(code) => return Ok(code),
     };
     let defs = defines(a, &program);
     if let Err(d) = program.link(&defs) {
-        eprintln!("{d}");
-        return Ok(super::EXIT_REJECTED);
+        errln!("{d}");
+        return Ok(EXIT_REJECTED);
     }
     let vp = match verify::verify(program) {
         Ok(vp) => vp,
         Err(d) => {
-            eprintln!("{d}");
-            return Ok(super::EXIT_REJECTED);
+            errln!("{d}");
+            return Ok(EXIT_REJECTED);
         }
     };
     let base = match &a.policy_file {
-        Some(f) => match PolicyConfig::from_file(f) {
+        Some(f) => match read_policy(f) {
             Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+            Err(code) => return Ok(code),
         },
         None => model_policy(),
+    };
+    let mode = match choose_mode(a.mode) {
+        Ok(m) => m,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let base = match (&a.policy_file, &mode) {
+        (None, Mode::Processes(_)) => process_model_policy(),
+        _ => base,
     };
     let policy = Arc::new(
         base.scaled(a.time_scale)
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
     let budget = a.budget.unwrap_or(DEFAULT_BUDGET);
-    let mode = match choose_mode(a.mode) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(super::EXIT_USAGE);
-        }
-    };
-    eprintln!("{}", mode.describe(budget));
+    errln!("{}", mode.describe(budget));
     let choices: Vec<PolicyChoice> = if a.policy.is_empty() {
         let three = match mode {
             Mode::Processes(_) => [Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
@@ -306,7 +370,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         Mode::InProcess(_) => Pressure::KernelSwap,
     };
     if policies.contains(&refused) {
-        eprintln!(
+        errln!(
             "error: {} does not run in the {} (the swap baseline there is {})",
             refused.name(),
             mode.name(),
@@ -315,8 +379,12 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
                 Mode::InProcess(_) => "page-swap",
             }
         );
-        return Ok(super::EXIT_USAGE);
+        return Ok(EXIT_USAGE);
     }
+    // SIGINT, SIGTERM and SIGHUP stop the run: the policy running ends, its apps,
+    // directories (and in the process mode its cgroup and swap) are removed, nothing
+    // more is written, and marvin exits 128 + the signal.
+    signals::install().context("installing the stop-signal handlers")?;
     let cfg = SystemConfig {
         apps: a.apps,
         budget,
@@ -365,16 +433,28 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
             ));
         }
     };
-    let mut results = Vec::new();
+    // One run per choice (marvin-eager and marvin-on-demand are both marvin), each under
+    // its choice's name; a stop signal ends the one under way and the rest.
+    let mut results: anyhow::Result<Vec<_>> = Ok(Vec::new());
     match &mode {
         Mode::InProcess(_) => {
             let loaded = Arc::new(Loaded::new(vp));
             for (i, c) in choices.iter().enumerate() {
+                if signals::stop_requested().is_some() {
+                    break;
+                }
                 let cb = |_: Pressure, t, alive, active, kills, bytes| {
                     progress(i, t, alive, active, kills, bytes)
                 };
-                let r = system::run(&cfg, &[c.pressure], loaded.clone(), c.policy(&policy), &cb)?;
-                results.extend(r.into_iter().map(|r| named(r, c)));
+                let r = system::run(&cfg, &[c.pressure], loaded.clone(), c.policy(&policy), &cb);
+                match (r, &mut results) {
+                    (Ok(r), Ok(all)) => all.extend(r.into_iter().map(|r| named(r, c))),
+                    (Err(e), _) => {
+                        results = Err(e);
+                        break;
+                    }
+                    (Ok(_), Err(_)) => break,
+                }
             }
         }
         Mode::Processes(_) => {
@@ -394,6 +474,9 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
                 swap_bytes: a.swap_size as u64,
             };
             for (i, c) in choices.iter().enumerate() {
+                if signals::stop_requested().is_some() {
+                    break;
+                }
                 let cb = |_: Pressure, t, alive, active, kills, bytes| {
                     progress(i, t, alive, active, kills, bytes)
                 };
@@ -401,14 +484,26 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
                     policy: c.policy(&pcfg.policy),
                     ..pcfg.clone()
                 };
-                let r = processes::run(&pc, &[c.pressure], &cb)?;
-                results.extend(r.into_iter().map(|r| named(r, c)));
+                let r = processes::run(&pc, &[c.pressure], &cb);
+                match (r, &mut results) {
+                    (Ok(r), Ok(all)) => all.extend(r.into_iter().map(|r| named(r, c))),
+                    (Err(e), _) => {
+                        results = Err(e);
+                        break;
+                    }
+                    (Ok(_), Err(_)) => break,
+                }
             }
         }
     }
     for (_, bar) in &bars {
         bar.finish();
     }
+    if let Some(sig) = signals::stop_requested() {
+        errln!("marvin: stopped by signal {sig}; temporary files removed, no results written");
+        return Ok(128 + sig);
+    }
+    let results = results?;
     if let (Some(tracer), Some(path)) = (&cfg.tracer, &a.trace) {
         tracer
             .write_to(path)
@@ -416,10 +511,10 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
     }
     let summaries: Vec<_> = results.iter().map(|(s, _)| s.clone()).collect();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summaries)?);
+        outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
     } else {
-        println!("{}", mode.title(budget));
-        print!("{}", summary::table(&summaries));
+        outln!("{}", mode.title(budget))?;
+        out!("{}", summary::table(&summaries))?;
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -434,7 +529,7 @@ pub fn pressure(a: &PressureArgs) -> anyhow::Result<i32> {
         };
         system::write_outputs(dir, &series, budget as u64, counted)?;
         system::write_launch_outputs(dir, &summaries)?;
-        eprintln!("wrote {}", dir.display());
+        errln!("wrote {}", dir.display());
     }
     Ok(0)
 }

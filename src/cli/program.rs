@@ -12,10 +12,14 @@ use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::policy::{PolicyConfig, PolicyError};
 
+use super::output::{OutputError, EXIT_OUTPUT};
+use super::paths;
 use super::size::parse_size;
-use super::EXIT_REJECTED;
+use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
+use crate::host::signals;
+use crate::{errln, out};
 
 /// Options shared by every command that loads a program.
 #[derive(Debug, Clone, Args)]
@@ -102,24 +106,71 @@ pub struct DisasmArgs {
 }
 
 /// Loads, links and verifies a program; on rejection prints the diagnostics and
-/// returns the exit status 65.
+/// returns the exit status 65 (1 when the file cannot be read).
 pub fn load_verified(args: &LoadArgs) -> Result<VerifiedProgram, i32> {
     let mut p = load_program(&args.file)?;
     if let Err(d) = p.link(&args.defines) {
-        eprintln!("{d}");
+        errln!("{d}");
         return Err(EXIT_REJECTED);
     }
     verify::verify(p).map_err(|d| {
-        eprintln!("{d}");
+        errln!("{d}");
         EXIT_REJECTED
     })
 }
 
-fn load_program(path: &Path) -> Result<Program, i32> {
-    load::load(path).map_err(|d| {
-        eprintln!("{d}");
+/// Reads and parses a program file: a file that cannot be read is exit status 1 with
+/// `error: cannot read FILE: reason`; a program that does not parse is 65 with its
+/// diagnostics.
+pub fn load_program(path: &Path) -> Result<Program, i32> {
+    let bytes = read_file(path)?;
+    load::load_bytes(&path.display().to_string(), &bytes).map_err(|d| {
+        errln!("{d}");
         EXIT_REJECTED
     })
+}
+
+/// Reads a file given to marvin; failing that prints `error: cannot read FILE: reason`
+/// and returns the exit status 1.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, i32> {
+    let res = if path.is_dir() {
+        Err(std::io::Error::other("is a directory"))
+    } else {
+        std::fs::read(path)
+    };
+    res.map_err(|e| {
+        errln!("error: cannot read {}: {e}", path.display());
+        EXIT_FAILURE
+    })
+}
+
+/// Reads a policy file: unreadable is status 1 (as every unreadable file), a bad policy
+/// status 2.
+pub fn read_policy(path: &Path) -> Result<PolicyConfig, i32> {
+    PolicyConfig::from_file(path).map_err(|e| match e {
+        PolicyError::Io { path, source } => {
+            errln!("error: cannot read {}: {source}", path.display());
+            EXIT_FAILURE
+        }
+        e => {
+            errln!("error: {e}");
+            EXIT_USAGE
+        }
+    })
+}
+
+/// Checks every output path of `run` before anything runs.
+fn check_run_paths(a: &RunArgs) -> Result<(), paths::PathError> {
+    if let Some(p) = &a.stats_json {
+        paths::check_output_file("--stats-json", p)?;
+    }
+    if let Some(p) = &a.trace {
+        paths::check_output_file("--trace", p)?;
+    }
+    if let Some(d) = &a.swap_dir {
+        paths::check_swap_dir("--swap-dir", d)?;
+    }
+    Ok(())
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
@@ -130,26 +181,30 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let lifecycle = match a.lifecycle.as_deref().map(Lifecycle::parse).transpose() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("error: --lifecycle: {e}");
-            return Ok(super::EXIT_USAGE);
+            errln!("error: --lifecycle: {e}");
+            return Ok(EXIT_USAGE);
         }
     };
     let policy = match &a.policy {
-        Some(f) => match PolicyConfig::from_file(f) {
+        Some(f) => match read_policy(f) {
             Ok(p) => Some(p),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(super::EXIT_USAGE);
-            }
+            Err(code) => return Ok(code),
         },
         None => None,
     };
     let swap_flags =
         lifecycle.is_some() || policy.is_some() || a.swap_dir.is_some() || a.swap_limit.is_some();
     if a.no_barrier && swap_flags {
-        eprintln!("error: --no-barrier cannot be combined with swapping (--lifecycle, --swap-dir, --policy)");
-        return Ok(super::EXIT_USAGE);
+        errln!("error: --no-barrier cannot be combined with swapping (--lifecycle, --swap-dir, --policy)");
+        return Ok(EXIT_USAGE);
     }
+    if let Err(e) = check_run_paths(a) {
+        errln!("error: {e}");
+        return Ok(EXIT_USAGE);
+    }
+    // SIGINT, SIGTERM and SIGHUP end the app; the run then flushes its output, removes
+    // its temporary swap directory and exits 128 + the signal.
+    signals::install().context("installing the stop-signal handlers")?;
     // Keeps a temporary swap directory alive until the run ends.
     let mut _tmp = None;
     let swap = if swap_flags {
@@ -190,29 +245,59 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         fast_track: a.fast_track,
         ..RunConfig::default()
     };
-    let outcome = match marvin_app::run(vp, cfg) {
+    let stop = || signals::stop_requested().is_some();
+    let outcome = match marvin_app::run_until(vp, cfg, Some(&stop)) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: cannot start the app: {e}");
-            return Ok(super::EXIT_USAGE);
+            errln!("error: cannot start the app: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    // The program's own status, unless its output was lost.
+    let mut status = outcome.status;
+    if let Some(e) = outcome.output_error {
+        let e = OutputError {
+            stream: "stdout",
+            source: e,
+        };
+        if !e.is_broken_pipe() {
+            errln!("error: the program's output: {e}");
+        }
+        status = e.exit_status();
+    }
+    if let Some(e) = &outcome.error {
+        errln!("{e}");
+    }
+    if a.stats {
+        errln!("{}", outcome.stats.render().trim_end());
+    }
+    // The output files were checked before the run; a write that still fails (a full
+    // disk) is reported and turns a success into EXIT_OUTPUT, keeping any other status.
+    let mut late = |what: &str, path: &Path, res: anyhow::Result<()>| {
+        if let Err(e) = res {
+            errln!("error: writing {what} {}: {e:#}", path.display());
+            if status == 0 {
+                status = EXIT_OUTPUT;
+            }
         }
     };
     if let (Some(tracer), Some(path)) = (&tracer, &a.trace) {
-        tracer
-            .write_to(path)
-            .with_context(|| format!("writing the trace {}", path.display()))?;
-    }
-    if let Some(e) = &outcome.error {
-        eprintln!("{e}");
-    }
-    if a.stats {
-        eprint!("{}", outcome.stats.render());
+        late("the trace", path, tracer.write_to(path).map_err(Into::into));
     }
     if let Some(path) = &a.stats_json {
-        let json = serde_json::to_string_pretty(&outcome.stats)?;
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        let res = serde_json::to_string_pretty(&outcome.stats)
+            .map_err(anyhow::Error::from)
+            .and_then(|json| std::fs::write(path, json).map_err(Into::into));
+        late("the statistics", path, res);
     }
-    Ok(outcome.status)
+    if outcome.stopped {
+        if let Some(sig) = signals::stop_requested() {
+            drop(_tmp);
+            errln!("marvin: stopped by signal {sig}; output flushed, temporary files removed");
+            return Ok(128 + sig);
+        }
+    }
+    Ok(status)
 }
 
 /// The name an app's process track gets: its program's file name without extension.
@@ -231,8 +316,10 @@ pub fn asm(a: &AsmArgs) -> anyhow::Result<i32> {
     if let Err(code) = load_verified(&a.load) {
         return Ok(code);
     }
-    std::fs::write(&a.out, binary::encode(&p))
-        .with_context(|| format!("writing {}", a.out.display()))?;
+    if let Err(e) = std::fs::write(&a.out, binary::encode(&p)) {
+        errln!("error: -o {}: cannot be written: {e}", a.out.display());
+        return Ok(EXIT_FAILURE);
+    }
     Ok(0)
 }
 
@@ -248,6 +335,6 @@ pub fn disasm(a: &DisasmArgs) -> anyhow::Result<i32> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    print!("{}", disasm::disassemble(&p));
+    out!("{}", disasm::disassemble(&p))?;
     Ok(0)
 }

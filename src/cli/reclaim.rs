@@ -52,13 +52,13 @@ pub fn reclaim(a: &ReclaimArgs) -> anyhow::Result<i32> {
         )
     })?;
     if app.table().is_foreground() {
-        println!("process {} is in the foreground: nothing taken", a.pid);
+        crate::outln!("process {} is in the foreground: nothing taken", a.pid)?;
         return Ok(0);
     }
     let before = rss_shmem(a.pid);
     let r = app.reclaim(a.bytes.map_or(u64::MAX, |b| b as u64));
     let after = rss_shmem(a.pid);
-    println!(
+    crate::outln!(
         "reclaimed {} objects, {} bytes from process {} in {:.3} ms ({} fallocate calls, {} failed; {} entries contended, {} unreachable)",
         r.objects,
         r.bytes,
@@ -68,11 +68,11 @@ pub fn reclaim(a: &ReclaimArgs) -> anyhow::Result<i32> {
         r.failed_calls,
         r.contended,
         r.unreachable
-    );
+    )?;
     if let (Some(b), Some(f)) = (before, after) {
-        println!("RssShmem of process {}: {b} -> {f} bytes", a.pid);
+        crate::outln!("RssShmem of process {}: {b} -> {f} bytes", a.pid)?;
     }
     let (bytes, objects) = app.table().reclaimed_out();
-    println!("reclaimed from outside so far: {objects} objects, {bytes} bytes");
+    crate::outln!("reclaimed from outside so far: {objects} objects, {bytes} bytes")?;
     Ok(0)
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::cgroup::Group;
 use super::error::{HostError, Result};
 use super::lmk_policy::{self, AppState, Candidate, Reason, Sample, Trigger};
-use super::pressure::{self, Level, PressureEvents};
+use super::pressure::{self, PressureEvents, StallSource};
 use super::swapdev::{self, SwapDevice};
 use super::{procstat, sys};
 
@@ -44,8 +44,9 @@ pub struct Killer<'g> {
     /// What wakes the killer before its poll interval: critical pressure (when the
     /// trigger kills on it) and, on v1, the usage threshold crossing.
     events: Vec<PressureEvents>,
-    /// Which of `events` is the critical pressure registration.
+    /// Which of `events` is the complete-stall registration, and where it comes from.
     critical_at: Option<usize>,
+    stall_source: Option<StallSource>,
     /// The run's swap device, whose free space the trigger may watch.
     swap: Option<PathBuf>,
     apps: BTreeMap<u32, Tracked>,
@@ -55,15 +56,19 @@ pub struct Killer<'g> {
 }
 
 impl<'g> Killer<'g> {
-    /// A killer for `group`; with `trigger.on_critical` it registers for critical
-    /// pressure events, with a usage threshold for its crossing where the kernel
-    /// offers that (v1); an error if the kernel refuses a registration.
+    /// A killer for `group`; with `trigger.on_critical` it registers for complete
+    /// stalls ([`PressureEvents::complete_stall`]), with a usage threshold for its
+    /// crossing where the kernel offers that (v1); an error if the kernel refuses a
+    /// registration.
     pub fn new(group: &'g Group, trigger: Trigger) -> Result<Killer<'g>> {
         let mut events = Vec::new();
         let mut critical_at = None;
+        let mut stall_source = None;
         if trigger.on_critical {
             critical_at = Some(events.len());
-            events.push(PressureEvents::open(group, Level::Critical)?);
+            let (ev, source) = PressureEvents::complete_stall(group)?;
+            events.push(ev);
+            stall_source = Some(source);
         }
         if let Some(h) = trigger.headroom_bytes {
             let threshold = group.limit()?.saturating_sub(h);
@@ -74,6 +79,7 @@ impl<'g> Killer<'g> {
             trigger,
             events,
             critical_at,
+            stall_source,
             swap: None,
             apps: BTreeMap::new(),
             dying: None,
@@ -123,6 +129,11 @@ impl<'g> Killer<'g> {
         self.apps.remove(&pid);
     }
 
+    /// Where the complete-stall signal comes from, when the trigger kills on it.
+    pub fn stall_source(&self) -> Option<StallSource> {
+        self.stall_source
+    }
+
     /// The kills so far, in order.
     pub fn kills(&self) -> &[Kill] {
         &self.kills
@@ -132,6 +143,13 @@ impl<'g> Killer<'g> {
     /// threshold, then samples the group and kills one app if the trigger says so.
     /// Returns the kill made, if any.
     pub fn watch(&mut self, interval: Duration) -> Result<Option<Kill>> {
+        self.watch_held(interval, false)
+    }
+
+    /// As [`Killer::watch`], but with `hold` it only waits and kills nothing (the
+    /// caller knows that memory is coming back without a kill: Marvin's reclaimer still
+    /// has bytes to take). A complete stall seen while held is not carried over.
+    pub fn watch_held(&mut self, interval: Duration, hold: bool) -> Result<Option<Kill>> {
         let critical = if self.events.is_empty() {
             std::thread::sleep(interval);
             false
@@ -139,6 +157,9 @@ impl<'g> Killer<'g> {
             let fired = pressure::wait_any(&mut self.events, interval)?;
             self.critical_at.is_some_and(|i| fired[i])
         };
+        if hold {
+            return Ok(None);
+        }
         self.step(critical)
     }
 

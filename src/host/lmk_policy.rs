@@ -66,13 +66,17 @@ pub struct Trigger {
     /// Kill while the group's usage is above `limit - headroom` (the mode without
     /// swap: act before the kernel's OOM killer must). `None`: never on usage alone.
     pub headroom_bytes: Option<u64>,
-    /// Kill on a critical pressure event (v1 `memory.pressure_level` critical, v2 a
-    /// PSI `full` stall), the signal lmkd acts on when the device has swap.
+    /// Kill on a complete stall (a PSI `full` memory stall of 700 ms in a second,
+    /// lmkd's `psi_complete_stall_ms`, or v1's `critical` vmpressure level where the
+    /// kernel has no PSI): lmkd's `NOT_RESPONDING` kill when the device has swap.
     pub on_critical: bool,
     /// With swap: kill when the run's swap device has less than this free (lmkd's
     /// `swap_free_low_percentage`), since a group that cannot swap any more meets the
-    /// kernel's OOM killer at its limit.
+    /// kernel's OOM killer at its limit ...
     pub swap_free_low_bytes: Option<u64>,
+    /// ... and, where set, only while usage is also above the limit less this (lmkd's
+    /// `LOW_MEM_AND_SWAP`: the watermark breached and swap low).
+    pub swap_low_headroom_bytes: Option<u64>,
     /// Apps with a lower adj are never killed.
     pub min_adj: i32,
 }
@@ -84,17 +88,20 @@ impl Trigger {
             headroom_bytes: Some(headroom_bytes),
             on_critical: false,
             swap_free_low_bytes: None,
+            swap_low_headroom_bytes: None,
             min_adj: FOREGROUND_APP_ADJ,
         }
     }
 
-    /// With swap: usage sits at the limit by design; kill on critical pressure (and,
-    /// with [`Trigger::with_swap_free_low`], when the swap device runs low).
+    /// With swap, lmkd's PSI strategy: usage sits at the limit by design and is no
+    /// reason to kill; kill on a complete stall (and, with
+    /// [`Trigger::with_swap_free_low`], when the swap device runs low).
     pub fn pressure() -> Trigger {
         Trigger {
             headroom_bytes: None,
             on_critical: true,
             swap_free_low_bytes: None,
+            swap_low_headroom_bytes: None,
             min_adj: FOREGROUND_APP_ADJ,
         }
     }
@@ -103,6 +110,15 @@ impl Trigger {
     pub fn with_swap_free_low(self, bytes: u64) -> Trigger {
         Trigger {
             swap_free_low_bytes: Some(bytes),
+            ..self
+        }
+    }
+
+    /// The swap-low kill waits until usage is also above the limit less
+    /// `headroom_bytes` (memory low as well as swap).
+    pub fn with_swap_low_needing_headroom(self, headroom_bytes: u64) -> Trigger {
+        Trigger {
+            swap_low_headroom_bytes: Some(headroom_bytes),
             ..self
         }
     }
@@ -124,10 +140,21 @@ pub struct Sample {
 pub enum Reason {
     /// Usage above the limit less the headroom.
     Headroom { usage: u64, threshold: u64 },
-    /// A critical pressure event.
+    /// A complete stall (or, without PSI, a critical vmpressure event).
     Critical,
     /// The swap device is nearly full.
     SwapLow { free: u64, threshold: u64 },
+}
+
+impl Reason {
+    /// A short name for counts and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reason::Headroom { .. } => "headroom",
+            Reason::Critical => "complete-stall",
+            Reason::SwapLow { .. } => "swap-low",
+        }
+    }
 }
 
 /// Whether `sample` calls for a kill under `trigger`, and why.
@@ -145,7 +172,10 @@ pub fn kill_reason(sample: &Sample, trigger: &Trigger) -> Option<Reason> {
         return Some(Reason::Critical);
     }
     if let (Some(threshold), Some(free)) = (trigger.swap_free_low_bytes, sample.swap_free) {
-        if free < threshold {
+        let memory_low = trigger
+            .swap_low_headroom_bytes
+            .is_none_or(|h| sample.usage > sample.limit.saturating_sub(h));
+        if free < threshold && memory_low {
             return Some(Reason::SwapLow { free, threshold });
         }
     }
@@ -295,5 +325,46 @@ mod tests {
             ..full
         };
         assert_eq!(kill_reason(&unknown, &t), None, "no swap device known");
+    }
+
+    #[test]
+    fn swap_low_kills_wait_for_memory_low_too() {
+        let t = Trigger::pressure()
+            .with_swap_free_low(8 << 20)
+            .with_swap_low_needing_headroom(4 << 20);
+        let low_swap = Sample {
+            usage: 60 << 20,
+            limit: 64 << 20,
+            critical: false,
+            swap_free: Some(1 << 20),
+        };
+        assert_eq!(
+            kill_reason(&low_swap, &t),
+            None,
+            "usage exactly at limit less headroom: memory is not low"
+        );
+        let both = Sample {
+            usage: (60 << 20) + 1,
+            ..low_swap
+        };
+        assert_eq!(
+            kill_reason(&both, &t),
+            Some(Reason::SwapLow {
+                free: 1 << 20,
+                threshold: 8 << 20
+            })
+        );
+        let plenty = Sample {
+            swap_free: Some(9 << 20),
+            ..both
+        };
+        assert_eq!(kill_reason(&plenty, &t), None, "memory low, swap not");
+        // A complete stall kills whatever usage and swap say.
+        let stalled = Sample {
+            critical: true,
+            usage: 0,
+            ..plenty
+        };
+        assert_eq!(kill_reason(&stalled, &t), Some(Reason::Critical));
     }
 }

@@ -35,7 +35,7 @@ pub use machine::{Machine, MachineConfig, SwapChoice};
 
 /// Says on stderr what the run does to the machine.
 pub(crate) fn announce(msg: &str) {
-    eprintln!("marvin: {msg}");
+    crate::errln!("marvin: {msg}");
 }
 
 /// Bytes as whole MiB, for announcements.

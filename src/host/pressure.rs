@@ -31,15 +31,43 @@ impl Level {
         }
     }
 
-    /// The PSI trigger for the level: lmkd's stall thresholds (70 ms `some`, 100 ms
-    /// `some`, 70 ms `full` per second), over 2-second windows, because without
-    /// `CAP_SYS_RESOURCE` (root in a container often lacks it) the kernel only takes
+    /// The PSI triggers for the level, the preferred first: lmkd's stall thresholds
+    /// (`psi_partial_stall_ms` 70 ms of `some` stall per second for low, 100 ms for
+    /// medium, and `psi_complete_stall_ms` 700 ms of `full` stall per second for
+    /// critical: every task of the group stalled on memory for most of a second),
+    /// over a 1-second window, and the same share over 2 seconds: without
+    /// `CAP_SYS_RESOURCE` (root in a container often lacks it) the kernel takes only
     /// windows that are whole multiples of 2 s.
-    fn psi_trigger(self) -> &'static str {
+    fn psi_triggers(self) -> [&'static str; 2] {
         match self {
-            Level::Low => "some 140000 2000000",
-            Level::Medium => "some 200000 2000000",
-            Level::Critical => "full 140000 2000000",
+            Level::Low => ["some 70000 1000000", "some 140000 2000000"],
+            Level::Medium => ["some 100000 1000000", "some 200000 2000000"],
+            Level::Critical => ["full 700000 1000000", "full 1400000 2000000"],
+        }
+    }
+}
+
+/// The machine's memory pressure file (PSI).
+pub const MACHINE_PSI: &str = "/proc/pressure/memory";
+
+/// Where the complete-stall signal of [`PressureEvents::complete_stall`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StallSource {
+    /// The group's own `memory.pressure` (cgroup v2).
+    GroupPsi,
+    /// The machine's `/proc/pressure/memory` (cgroup v1 with PSI).
+    MachinePsi,
+    /// v1's `memory.pressure_level` at `critical` (no PSI).
+    Vmpressure,
+}
+
+impl StallSource {
+    /// What it is, for messages and the summary.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StallSource::GroupPsi => "the group's PSI (memory.pressure)",
+            StallSource::MachinePsi => "the machine's PSI (/proc/pressure/memory)",
+            StallSource::Vmpressure => "v1 vmpressure at critical",
         }
     }
 }
@@ -79,21 +107,58 @@ impl PressureEvents {
     }
 
     /// Registers a PSI trigger on a `memory.pressure` file (a v2 group's, or the
-    /// machine's `/proc/pressure/memory`).
+    /// machine's `/proc/pressure/memory`): the level's 1-second trigger, or its
+    /// 2-second one where the kernel refuses the first.
     pub fn open_psi(path: &Path, level: Level) -> Result<PressureEvents> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| HostError::io("opening", path, e))?;
-        // The trigger is one write with its terminating NUL, as the PSI docs show.
-        let mut trigger = level.psi_trigger().as_bytes().to_vec();
-        trigger.push(0);
-        file.write_all(&trigger)
-            .map_err(|e| HostError::io("writing a PSI trigger to", path, e))?;
-        Ok(PressureEvents {
-            source: Source::Psi { file },
-        })
+        let mut last = None;
+        for trigger in level.psi_triggers() {
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map_err(|e| HostError::io("opening", path, e))?;
+            // The trigger is one write with its terminating NUL, as the PSI docs show.
+            let mut bytes = trigger.as_bytes().to_vec();
+            bytes.push(0);
+            match file.write_all(&bytes) {
+                Ok(()) => {
+                    return Ok(PressureEvents {
+                        source: Source::Psi { file },
+                    })
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.expect("every level has triggers");
+        Err(HostError::io("writing a PSI trigger to", path, e))
+    }
+
+    /// Registers for the complete stalls lmkd kills on when a device has swap
+    /// (`NOT_RESPONDING`: `full` memory stall of 700 ms in a second): on v2 the group's
+    /// own `memory.pressure`; on v1, which keeps no pressure figures per group, the
+    /// machine's `/proc/pressure/memory` where the kernel has PSI (every stall of the
+    /// group's tasks counts there, and so do other processes' stalls, if any), else
+    /// v1's `critical` vmpressure level. Says which it chose.
+    pub fn complete_stall(group: &Group) -> Result<(PressureEvents, StallSource)> {
+        match group.version() {
+            Version::V2 => {
+                let ev = PressureEvents::open_psi(
+                    &group.path().join("memory.pressure"),
+                    Level::Critical,
+                )?;
+                Ok((ev, StallSource::GroupPsi))
+            }
+            Version::V1 => {
+                let machine = Path::new(MACHINE_PSI);
+                if machine.exists() {
+                    if let Ok(ev) = PressureEvents::open_psi(machine, Level::Critical) {
+                        return Ok((ev, StallSource::MachinePsi));
+                    }
+                }
+                let ev = register_v1(group, "memory.pressure_level", Level::Critical.name())?;
+                Ok((ev, StallSource::Vmpressure))
+            }
+        }
     }
 
     /// Waits up to `timeout` for an event; true if one (or more) arrived.

@@ -22,6 +22,7 @@ use super::launch::{Brought, LaunchPhase, Pending};
 use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::{Pressure, SystemConfig};
+use crate::host::signals;
 
 /// An app instance slot: the app while it lives, and what is known of it after.
 struct Slot {
@@ -125,7 +126,8 @@ pub fn run_policy(
     loop {
         let now = run.start.elapsed();
         // The run lasts its duration, and longer if its launch phase is still going.
-        if now >= cfg.duration && (!phase_on || launched < cfg.apps || phase.is_done()) {
+        let over = now >= cfg.duration && (!phase_on || launched < cfg.apps || phase.is_done());
+        if over || signals::stop_requested().is_some() {
             break;
         }
         if launched < cfg.apps && now >= next_launch {
@@ -152,7 +154,7 @@ pub fn run_policy(
         let next_sample = Instant::now() + cfg.sample_every;
         loop {
             let left = next_sample.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if left.is_zero() || signals::stop_requested().is_some() {
                 break;
             }
             std::thread::sleep(left.min(ACTIVITY_TICK));

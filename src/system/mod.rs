@@ -127,6 +127,9 @@ pub fn run(
             policy.clone(),
             &cb,
         )?);
+        if let Some(sig) = crate::host::signals::stop_requested() {
+            anyhow::bail!("stopped by signal {sig}");
+        }
     }
     Ok(out)
 }

@@ -102,6 +102,13 @@ pub struct Summary {
     /// the low-memory killer killed.
     pub kernel_oom_kills: u64,
     pub lmk_kills: u64,
+    /// Process mode: the low-memory killer's kills by why it killed (`headroom`: usage
+    /// within the headroom of the limit; `complete-stall`; `swap-low`; for marvin,
+    /// `nothing-reclaimable`: the reclaimer had nothing left to take, and
+    /// `reclaim-behind`: usage reached the last margin before the limit while it still
+    /// took). Empty without kills.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lmk_kill_reasons: std::collections::BTreeMap<String, u64>,
     /// Process mode: major faults of the apps' processes, and those that happened
     /// during their collections (the GC pathology of page swap).
     pub major_faults: u64,

@@ -413,6 +413,17 @@ impl PolicyConfig {
 
     /// Checks every range; the error names the key.
     fn validate(&self) -> Result<(), (&'static str, String)> {
+        let large = marvin_runtime::heap::LARGE_OBJECT_BYTES as u64;
+        if self.candidates.min_size_bytes < large {
+            return Err((
+                "candidates.min_size_bytes",
+                format!(
+                    "must be at least {large}, found {}: objects under {large} bytes live in \
+                     the small-object space, which is never stubbed or swapped",
+                    self.candidates.min_size_bytes
+                ),
+            ));
+        }
         if self.candidates.kinds.contains(&CandidateKind::RefArray) {
             return Err((
                 "candidates.kinds",
@@ -509,7 +520,8 @@ impl PolicyConfig {
 # shown here for the published Marvin setting; unknown keys are errors.
 
 [candidates]
-# Smallest object (header included, in bytes) that may be stubbed and swapped. Marvin: 2048.
+# Smallest object (header included, in bytes) that may be stubbed and swapped: at least
+# 2048, the large-object threshold (smaller objects are never stubbed). Marvin: 2048.
 min_size_bytes = {min_size}
 # Kinds of object that may be candidates: "instance", "int-array", "byte-array".
 # Reference arrays ("ref-array") are never candidates. Marvin: all three.

@@ -685,6 +685,8 @@ impl SwapFile {
         // The chunk being gathered: the bytes of the new file from `chunk_at` on.
         let mut chunk: Vec<u8> = Vec::new();
         let mut chunk_at = FILE_HEADER_BYTES;
+        // The chunk written before the last one, still to be waited for and dropped.
+        let mut behind: Option<(u64, usize)> = None;
         for &(old, new) in remap {
             let info = new_slots[&new.0];
             let live = info.live.expect("only live slots are remapped");
@@ -704,6 +706,7 @@ impl SwapFile {
             let slot_bytes = SLOT_HEADER_BYTES as usize + info.capacity as usize;
             if !chunk.is_empty() && chunk.len() + slot_bytes > COMPACT_CHUNK {
                 file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
+                self.write_behind(&file, (chunk_at, chunk.len()), &mut behind);
                 chunk.clear();
             }
             if chunk.is_empty() {
@@ -745,6 +748,43 @@ impl SwapFile {
         // SAFETY: a plain advice call on a descriptor `file` owns; it reads no memory.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         Ok(file)
+    }
+
+    /// Keeps a compaction's page cache to about two chunks: starts writing back the chunk
+    /// just written to `file`, waits for the one before it and drops it, and drops what
+    /// was read of this (old) file so far. A compaction copies every live checkpoint, and
+    /// without this the whole copy would sit dirty in the page cache, charged to the app,
+    /// until the final flush. Errors only leave pages cached (the final `sync_data`
+    /// reports real write errors), so they are ignored.
+    fn write_behind(&self, file: &File, written: (u64, usize), behind: &mut Option<(u64, usize)>) {
+        let fd = file.as_raw_fd();
+        // SAFETY: plain calls on descriptors `file` and `self.file` own, for ranges of
+        // their files; they read no memory of ours.
+        unsafe {
+            libc::sync_file_range(
+                fd,
+                written.0 as libc::off64_t,
+                written.1 as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+            if let Some((at, len)) = behind.replace(written) {
+                libc::sync_file_range(
+                    fd,
+                    at as libc::off64_t,
+                    len as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                        | libc::SYNC_FILE_RANGE_WRITE
+                        | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+                );
+                libc::posix_fadvise(
+                    fd,
+                    at as libc::off64_t,
+                    len as libc::off64_t,
+                    libc::POSIX_FADV_DONTNEED,
+                );
+            }
+            libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
     }
 
     /// Reads `out.len()` bytes at `offset` of the file. A file that ends before them was

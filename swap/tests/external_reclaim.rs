@@ -26,7 +26,7 @@ fn main() {
     if let Ok(dir) = std::env::var(APP_ENV) {
         std::process::exit(app::main(Path::new(&dir)));
     }
-    let tests: [(&str, fn()); 4] = [
+    let tests: [(&str, fn()); 5] = [
         (
             "reclaim_from_outside_returns_the_pages_and_the_app_gets_every_byte_back",
             reclaim_from_outside_returns_the_pages_and_the_app_gets_every_byte_back,
@@ -42,6 +42,10 @@ fn main() {
         (
             "an_entry_the_app_holds_is_skipped_not_waited_for",
             an_entry_the_app_holds_is_skipped_not_waited_for,
+        ),
+        (
+            "a_region_added_after_opening_is_found_by_reading_the_directory_again",
+            a_region_added_after_opening_is_found_by_reading_the_directory_again,
         ),
     ];
     let filter: Vec<String> = std::env::args()
@@ -423,4 +427,84 @@ fn an_entry_the_app_holds_is_skipped_not_waited_for() {
     assert_eq!((r.objects, r.bytes), (1, 4096));
     assert!(!space.table.entry(id).is_resident());
     assert_eq!(space.out_bytes(), 4096);
+}
+
+fn a_region_added_after_opening_is_found_by_reading_the_directory_again() {
+    use marvin_runtime::barrier::{AccessKind, Barriers};
+    use marvin_runtime::header::ObjKind;
+    use marvin_runtime::heap::large_space::REGION_BYTES;
+    use marvin_runtime::heap::PAGE;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    let heap = Heap::new(HeapConfig {
+        handle_capacity: 1024,
+        large_backing: LargeBacking::Memfd,
+        ..HeapConfig::default()
+    })
+    .unwrap();
+    // One page in the first region, the swap side attached (it publishes the
+    // directory), and the System's view opened now: one region.
+    let first = heap.alloc(ObjKind::IntArray, u32::MAX, 509, 0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let swap = AppSwap::attach(
+        &heap,
+        dir.path(),
+        NAME,
+        std::sync::Arc::new(PolicyConfig::default()),
+        64,
+        true,
+    )
+    .unwrap();
+    let me = std::process::id();
+    let mut ext = ExternalApp::open(me, dir.path(), NAME).unwrap();
+    assert_eq!(ext.memory().regions(), 1);
+
+    // Fill the first region to one page short (the filler is never touched beyond its
+    // header, so its memory-file pages stay holes), then a two-page array needs a second
+    // region, which the app publishes by rewriting the directory.
+    let filler_words = ((REGION_BYTES - 2 * PAGE - 16) / 8) as u32;
+    let _filler = heap
+        .alloc(ObjKind::IntArray, u32::MAX, filler_words, 0)
+        .unwrap();
+    let second = heap.alloc(ObjKind::IntArray, u32::MAX, 1022, 0).unwrap();
+    assert_eq!(
+        RegionDirectory::read(&regions_path(dir.path(), NAME))
+            .unwrap()
+            .regions
+            .len(),
+        2,
+        "the app published its second region"
+    );
+    assert_eq!(ext.memory().regions(), 1, "the System has not looked yet");
+    {
+        let a = heap.access::<Barriers>(second, AccessKind::Write).unwrap();
+        for (i, w) in a.obj().words().iter().enumerate() {
+            w.store(i as u64 ^ 0x5eed, Relaxed);
+        }
+    }
+    for h in [first, second] {
+        // SAFETY: single-threaded: no mutator runs.
+        assert!(unsafe { heap.stub_object(h) }.unwrap());
+    }
+    let space = heap.stub_space().unwrap();
+    space.table.set_foreground(false);
+    let saved = marvin_swap::saver::save(&heap, &swap, std::time::Duration::MAX, true);
+    assert_eq!(saved.saved_objects, 2);
+
+    // One reclaim reaches both: the object in the new region makes the reclaimer read
+    // the directory again and open the new region's memory file.
+    let r = ext.reclaim(u64::MAX);
+    assert_eq!(ext.memory().regions(), 2, "the directory was read again");
+    assert_eq!((r.objects, r.bytes), (2, (PAGE + 2 * PAGE) as u64));
+    assert_eq!(r.unreachable, 0);
+    assert_eq!(space.out_bytes(), (3 * PAGE) as u64);
+
+    // The app gets the second region's object back, every word.
+    let a = heap.access::<Barriers>(second, AccessKind::Read).unwrap();
+    let words = a.obj().words();
+    assert_eq!(words.len(), 1022);
+    assert!(words
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.load(Relaxed) == i as u64 ^ 0x5eed));
 }

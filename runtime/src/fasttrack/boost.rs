@@ -3,6 +3,7 @@
 //! blocker acquiring) and the path that gives their priority back (a release).
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::atomic::Ordering;
 
 use super::{is_latency_critical, Event, FastTracker, LockKey, Mode};
@@ -99,7 +100,9 @@ impl FastTracker {
             if let Err(e) = self.priorities.set_nice(holder, target) {
                 self.counters.denied.fetch_add(1, Ordering::Relaxed);
                 if !self.warned.swap(true, Ordering::Relaxed) {
-                    eprintln!(
+                    // Not eprintln!, which panics when stderr cannot be written.
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "warning: cannot raise a lock holder's priority ({e}); fast-tracking \
                          needs CAP_SYS_NICE or RLIMIT_NICE, continuing without it"
                     );

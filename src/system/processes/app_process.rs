@@ -21,6 +21,11 @@ use parking_lot::Mutex;
 
 use super::protocol::{self, Command, Report};
 
+/// How often an app process gives its allocator's free memory back to the kernel: the
+/// cgroup charges every resident page, and the allocator keeps what stubs, registries
+/// and indices free (1.6 of 3.5 MiB of a background app's heap, measured).
+const TRIM_EVERY: Duration = Duration::from_millis(500);
+
 /// How an app process handles memory: the kill and kernel-swap baselines run a plain
 /// heap (the kernel and the killer act from outside); marvin runs Marvin's runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -97,9 +102,14 @@ pub fn run(
             .name("control".into())
             .spawn(move || obey(&a, commands, &o, &t))?;
     }
+    let mut next_trim = std::time::Instant::now() + TRIM_EVERY;
     while !running.looper_finished() {
         report_marks(&app, &out);
         park_until_finished(&running, cfg.report_every);
+        if std::time::Instant::now() >= next_trim {
+            crate::system::native_heap::release_free_memory();
+            next_trim += TRIM_EVERY;
+        }
     }
     let trap = running.join();
     report_marks(&app, &out);

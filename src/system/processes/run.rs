@@ -137,19 +137,28 @@ pub fn run_policy(
     })
     .context("setting up the run's cgroup and swap")?;
     for stale in machine.swept() {
-        eprintln!("marvin: removed {} left by an earlier run", stale.display());
+        crate::errln!("marvin: removed {} left by an earlier run", stale.display());
     }
     let group = machine.group();
     // The same killer for kill and marvin (for marvin it is the backstop: its
     // reclaimer starts at twice the headroom); with swap, lmkd waits for pressure.
     let trigger = match pressure {
-        // lmkd's swap_free_low_percentage: 10 % of the swap device.
-        Pressure::KernelSwap => Trigger::pressure().with_swap_free_low(cfg.swap_bytes / 10),
+        // lmkd's PSI strategy: a complete stall, or swap below lmkd's
+        // swap_free_low_percentage (10 % of the device) while memory is low too.
+        Pressure::KernelSwap => Trigger::pressure()
+            .with_swap_free_low(cfg.swap_bytes / 10)
+            .with_swap_low_needing_headroom(cfg.headroom),
         _ => Trigger::usage(cfg.headroom),
     };
     let mut killer = lmk::Killer::new(group, trigger)?;
     if let Some(swap) = machine.swap() {
         killer = killer.with_swap(swap);
+    }
+    if let Some(source) = killer.stall_source() {
+        crate::errln!(
+            "marvin: the low-memory killer watches complete stalls through {}",
+            source.describe()
+        );
     }
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
@@ -167,6 +176,9 @@ pub fn run_policy(
         restarts: 0,
         reclaim_ns: Vec::new(),
         reclaimed_bytes: 0,
+        reclaim_short: false,
+        working_set: 0,
+        kill_reasons: Default::default(),
         fg: None,
     };
     let result = run.drive(progress);
@@ -209,6 +221,13 @@ struct Run<'a> {
     restarts: u64,
     reclaim_ns: Vec<u64>,
     reclaimed_bytes: u64,
+    /// Marvin: the last reclaim pass took less than it asked for (nothing more was
+    /// reclaimable); until then the killer waits.
+    reclaim_short: bool,
+    /// The group's working set as the last reclaim check read it.
+    working_set: u64,
+    /// The killer's kills by reason.
+    kill_reasons: std::collections::BTreeMap<String, u64>,
     fg: Option<usize>,
 }
 
@@ -257,10 +276,19 @@ impl Run<'_> {
             if phase_on && self.slots.len() == sys.apps {
                 self.drive_launches(&mut phase)?;
             }
-            if self.pressure == Pressure::Marvin {
+            let hold = if self.pressure == Pressure::Marvin {
                 self.reclaim_if_needed();
-            }
-            if let Some(kill) = self.killer.watch(tick)? {
+                !self.may_kill()
+            } else {
+                false
+            };
+            if let Some(kill) = self.killer.watch_held(tick, hold)? {
+                let why = match self.pressure {
+                    Pressure::Marvin if self.reclaim_short => "nothing-reclaimable",
+                    Pressure::Marvin => "reclaim-behind",
+                    _ => kill.reason.name(),
+                };
+                *self.kill_reasons.entry(why.to_string()).or_default() += 1;
                 // A memory file stays charged to the group while any descriptor of it
                 // is open: let go of the victim's at once, or its pages would still
                 // count at the next tick and cost a second app its life.
@@ -285,6 +313,7 @@ impl Run<'_> {
         series.points.push(p);
         summary.kills = self.killer.kills().len() as u64;
         summary.lmk_kills = summary.kills;
+        summary.lmk_kill_reasons = self.kill_reasons.clone();
         summary.restarts = self.restarts;
         summary.reclaim_requests = self.reclaim_ns.len() as u64;
         summary.set_latencies(&mut self.reclaim_ns.clone());
@@ -494,6 +523,15 @@ impl Run<'_> {
         }
     }
 
+    /// Marvin: whether the killer may act now. It waits while the reclaimer still
+    /// finds bytes to take (the last pass got all it asked for), unless usage has come
+    /// within a quarter of the headroom of the limit, where the kernel's OOM killer
+    /// would be next.
+    fn may_kill(&self) -> bool {
+        let limit = self.cfg.system.budget as u64;
+        self.reclaim_short || self.working_set > limit.saturating_sub(self.cfg.headroom / 4)
+    }
+
     /// Marvin: when usage comes within twice the headroom of the limit, reclaims from
     /// background apps, least recently used first, until it is below again.
     fn reclaim_if_needed(&mut self) {
@@ -501,12 +539,15 @@ impl Run<'_> {
         let Ok(usage) = self.group.working_set() else {
             return;
         };
+        self.working_set = usage;
         let limit = self.cfg.system.budget as u64;
         let threshold = limit.saturating_sub(2 * self.cfg.headroom);
         if usage <= threshold {
+            self.reclaim_short = false;
             return;
         }
-        let mut want = usage - threshold + self.cfg.headroom;
+        let asked = usage - threshold + self.cfg.headroom;
+        let mut want = asked;
         let t0 = Instant::now();
         let mut got = 0;
         for id in self.background_lru() {
@@ -532,6 +573,7 @@ impl Run<'_> {
         }
         self.reclaim_ns.push(t0.elapsed().as_nanos() as u64);
         self.reclaimed_bytes += got;
+        self.reclaim_short = got < asked;
     }
 
     /// Notices apps that ended (killed, crashed, or done) and books them.

@@ -262,6 +262,16 @@ fn out_of_range_values_are_named() {
             "candidates.kinds",
         ),
         ("[reclaimer]\nbatch_bytes = 0\n", "reclaimer.batch_bytes"),
+        // Below the large-object threshold nothing is ever stubbed: a knob that would do
+        // nothing is an error.
+        (
+            "[candidates]\nmin_size_bytes = 64\n",
+            "candidates.min_size_bytes",
+        ),
+        (
+            "[candidates]\nmin_size_bytes = 2047\n",
+            "candidates.min_size_bytes",
+        ),
     ] {
         let e = error_of(text);
         assert!(e.contains(key), "{text:?}: {e}");
@@ -324,4 +334,13 @@ fn policy_files_are_read_and_missing_ones_reported() {
     );
     let e = PolicyConfig::from_file(&dir.path().join("none.toml")).unwrap_err();
     assert!(matches!(e, PolicyError::Io { .. }), "{e}");
+}
+
+#[test]
+fn min_size_at_the_large_object_threshold_is_accepted() {
+    let p = PolicyConfig::from_toml_str("[candidates]\nmin_size_bytes = 2048\n").unwrap();
+    assert_eq!(
+        p.candidates.min_size_bytes,
+        marvin_runtime::heap::LARGE_OBJECT_BYTES as u64
+    );
 }
