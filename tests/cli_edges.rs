@@ -232,8 +232,8 @@ fn a_full_device_under_a_program_is_not_success() {
     );
 }
 
-/// Waits until `dir` holds an entry whose name starts with `prefix` and which contains a
-/// file `marker`; a generous bound guards against a hang, not a timing expectation.
+/// Waits until `found(dir)`; a generous bound guards against a hang, not a timing
+/// expectation.
 fn wait_for(dir: &Path, child: &mut Child, what: &str, found: impl Fn(&Path) -> bool) {
     let end = Instant::now() + Duration::from_secs(120);
     loop {
@@ -250,14 +250,6 @@ fn wait_for(dir: &Path, child: &mut Child, what: &str, found: impl Fn(&Path) -> 
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn swap_table_exists(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| e.path().join("app.table").exists())
-    })
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -289,10 +281,26 @@ fn entries(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The size of the swap file named `app` under some directory of `dir`, if any.
+fn swap_file_len(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| std::fs::metadata(e.path().join("app")).ok())
+                .map(|m| m.len())
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+}
+
 #[test]
 fn stop_signals_during_a_swapping_run_flush_clean_up_and_exit_128_plus_the_signal() {
-    // Prints a line (held in the app's buffer), allocates objects to swap, then runs
-    // until stopped.
+    // Prints a line (held in the app's output buffer), then allocates an array of
+    // 100,000 bytes and runs until stopped. In the background (saved by the script, or by
+    // the saver every 10 ms if the script's saves came before the array), the array
+    // reaches the swap file, which shows from outside that the line was printed.
     let program = ".method main args=0 locals=1
   prints \"started\"
   push 100000
@@ -307,25 +315,30 @@ forever:
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("forever.masm");
     std::fs::write(&file, program).unwrap();
+    let policy = dir.path().join("saver.toml");
+    std::fs::write(
+        &policy,
+        "[saver]\nbackground_period = \"10ms\"\n[working_set]\nbackground_period = \"10ms\"\n",
+    )
+    .unwrap();
     for (sig, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = marvin(&[
             "run",
             file.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
             "--lifecycle",
-            "bg@10ms,save@20ms,reclaim@30ms",
+            "bg@1ms,save@5ms,save@50ms,save@500ms",
         ])
         .env("TMPDIR", tmp.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-        wait_for(
-            tmp.path(),
-            &mut child,
-            "the swap directory",
-            swap_table_exists,
-        );
+        wait_for(tmp.path(), &mut child, "the saved array", |d| {
+            swap_file_len(d) >= 100_000
+        });
         signal(&child, sig);
         let o = wait_bounded(child);
         assert_eq!(o.status.code(), Some(status), "SIG{sig}: {}", stderr_of(&o));

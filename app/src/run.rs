@@ -39,12 +39,13 @@ pub fn run(vp: VerifiedProgram, cfg: RunConfig) -> Result<Outcome, AppError> {
 }
 
 /// Runs a verified program to its end, or until `stop` (asked every 10 ms from a
-/// watcher thread) says to end it: then the app is ended as by [`App::end`], its
-/// helpers are joined and its output flushed, and the outcome says `stopped`.
+/// watcher thread, with the app) says to end it: then the app is ended as by
+/// [`App::end`], its helpers are joined and its output flushed, and the outcome says
+/// `stopped`.
 pub fn run_until(
     vp: VerifiedProgram,
     cfg: RunConfig,
-    stop: Option<&(dyn Fn() -> bool + Sync)>,
+    stop: Option<&(dyn Fn(&App) -> bool + Sync)>,
 ) -> Result<Outcome, AppError> {
     let loaded = Arc::new(Loaded::translated(vp, cfg.resolve));
     let mut cfg = cfg;
@@ -64,21 +65,25 @@ pub fn run_until(
     let done = AtomicBool::new(false);
     let stopped = AtomicBool::new(false);
     let result = std::thread::scope(|scope| {
-        if let Some(stop) = stop {
+        let watcher = stop.map(|stop| {
             let (app, done, stopped) = (&app, &done, &stopped);
             scope.spawn(move || {
                 while !done.load(Ordering::Acquire) {
-                    if stop() {
+                    if stop(app) {
                         stopped.store(true, Ordering::Release);
                         app.end();
                         return;
                     }
-                    std::thread::sleep(STOP_POLL);
+                    std::thread::park_timeout(STOP_POLL);
                 }
-            });
-        }
+            })
+        });
         let result = App::run_looper(&app);
         done.store(true, Ordering::Release);
+        // Wake the watcher so a run that ends by itself does not wait out its poll.
+        if let Some(w) = &watcher {
+            w.thread().unpark();
+        }
         result
     });
     for h in helpers {

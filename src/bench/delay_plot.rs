@@ -39,8 +39,12 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
                 RGBColor(214, 39, 40)
             };
             let label = format!("{}, {} looper", s.implementation, s.policy);
-            // Dashed: the FIFO UI looper.
-            let dashed = s.policy == LooperPolicy::FifoUi;
+            // Solid: the normal looper; dashed: FIFO UI; dotted: grouped.
+            let dashed = match s.policy {
+                LooperPolicy::Normal => None,
+                LooperPolicy::FifoUi => Some((8, 5)),
+                LooperPolicy::Grouped => Some((2, 4)),
+            };
             (label, colour, dashed, ccdf(&s.delays_ns))
         })
         .collect();
@@ -69,8 +73,8 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
     Ok(vec![svg, png])
 }
 
-/// One line: its legend label, colour, whether dashed, and its points.
-type CcdfLine = (String, RGBColor, bool, Vec<(f64, f64)>);
+/// One line: its legend label, colour, dash and gap lengths if not solid, and its points.
+type CcdfLine = (String, RGBColor, Option<(u32, u32)>, Vec<(f64, f64)>);
 
 /// The figure as data, drawn on either backend.
 struct Figure {
@@ -104,13 +108,17 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Re
         .map_err(|e| e.to_string())?;
     for (label, colour, dashed, points) in &figure.lines {
         let style = colour.stroke_width(2);
-        let drawn = if *dashed {
-            chart.draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, style))
-        } else {
-            chart.draw_series(LineSeries::new(points.iter().copied(), style))
+        let drawn = match *dashed {
+            Some((dash, gap)) => chart.draw_series(DashedLineSeries::new(
+                points.iter().copied(),
+                dash,
+                gap,
+                style,
+            )),
+            None => chart.draw_series(LineSeries::new(points.iter().copied(), style)),
         };
-        // The legend's swatch: two strokes, with a gap between them when dashed.
-        let gap = if *dashed { 4 } else { 0 };
+        // The legend's swatch: two strokes, with a gap between them when not solid.
+        let gap = dashed.map_or(0, |(_, gap)| gap as i32);
         drawn
             .map_err(|e| e.to_string())?
             .label(label.as_str())
@@ -205,6 +213,11 @@ mod tests {
                 implementation: "legacy".into(),
                 delays_ns: (1..1000).map(|i| f64::from(i) * 1e4).collect(),
             },
+            DelaySeries {
+                policy: LooperPolicy::Grouped,
+                implementation: "deliqueue".into(),
+                delays_ns: (1..1000).map(|i| f64::from(i) * 2e3).collect(),
+            },
         ];
         let files = write(dir.path(), &series).unwrap();
         assert_eq!(files.len(), 2);
@@ -214,6 +227,7 @@ mod tests {
             "legend names the series"
         );
         assert!(svg.contains("legacy, FIFO UI looper"));
+        assert!(svg.contains("deliqueue, top-app group looper"));
         assert!(
             std::fs::metadata(&files[1]).unwrap().len() > 1000,
             "a PNG was drawn"

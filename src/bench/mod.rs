@@ -208,10 +208,12 @@ pub fn human_ns(ns: f64) -> String {
 }
 
 /// Dispatches a `marvin bench` subcommand.
-pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
-    match cmd {
+/// Runs a benchmark; the process's exit code (0, or 128 + the signal when a stop signal
+/// ended it early).
+pub fn run(cmd: &BenchCmd) -> anyhow::Result<i32> {
+    let done = match cmd {
+        BenchCmd::Queue(a) => return queue::run(a),
         BenchCmd::Interp(a) => interp::run(a),
-        BenchCmd::Queue(a) => queue::run(a),
         BenchCmd::Cputime(a) => cputime::run(a),
         BenchCmd::Atomics(a) => atomics::run(a),
         BenchCmd::Inversion(a) => inversion::run(a),
@@ -219,5 +221,6 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Interpose(a) => interpose::run(a),
         BenchCmd::Faults(a) => faults::run(a),
         BenchCmd::Alloc(a) => alloc::run(a),
-    }
+    };
+    done.map(|()| 0)
 }

@@ -33,6 +33,15 @@
 //!   schedules the UI thread of the app in front where FIFO UI scheduling is on
 //!   (`SCHED_FIFO`, priority 1; see [`super::sched`]). It needs `CAP_SYS_NICE`; without
 //!   it the scenario is skipped with a note saying why.
+//! - `dispatch delay, Android cpu groups`: the same, with the threads grouped as Android
+//!   groups them where FIFO UI scheduling is off: the posters at
+//!   `THREAD_PRIORITY_BACKGROUND` (nice 10) in a background cpu group with 52 shares
+//!   (`bg_non_interactive`), the looper at `THREAD_PRIORITY_DISPLAY` (nice -4) in a
+//!   top-app group with 1024 (on cgroup v2, `cpu.weight` 5 and 100). The benchmark
+//!   makes both groups under one group of its own in its cpu cgroup, announces them,
+//!   and removes them afterwards, also on a panic or Ctrl-C (which then ends the
+//!   benchmark after the current run); see [`super::sched::Grouping`]. It needs root;
+//!   without it the scenario is skipped with a note saying why.
 //!
 //! Ratios are to `legacy`. Goals: busy-queue insertion at least 5,000x faster than
 //! legacy, DeliQueue never slower than legacy (every median, and the dispatch delays'
@@ -62,7 +71,7 @@ use marvin_deliqueue::{
 use rand::{Rng, SeedableRng};
 
 use super::delay_plot::DelaySeries;
-use super::sched::{self, as_background_thread, LooperPolicy};
+use super::sched::{self, as_background_thread, Grouping, LooperPolicy};
 use super::{finish, median, percentile, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
@@ -387,13 +396,15 @@ fn fifo_mpsc() -> Duration {
 
 const DISPATCH: &str = "dispatch delay (8 busy background posters)";
 const DISPATCH_FIFO_UI: &str = "dispatch delay, FIFO UI looper (8 busy background posters)";
+const DISPATCH_GROUPED: &str =
+    "dispatch delay, Android cpu groups (8 busy posters in the background group)";
 const IMMEDIATE: &str = "8x1000 immediate";
 const DELAYED: &str = "8x1000 delays 0-5s";
 const ENQUEUE_REMOVE: &str = "concurrent enqueue+remove";
 const SINGLE_THREAD: &str = "single-thread enqueue+remove";
 
 /// Every scenario, in the order they run.
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
     IMMEDIATE,
     DELAYED,
     ENQUEUE_REMOVE,
@@ -402,6 +413,7 @@ const SCENARIOS: [&str; 8] = [
     FIFO,
     DISPATCH,
     DISPATCH_FIFO_UI,
+    DISPATCH_GROUPED,
 ];
 
 /// Messages each dispatch-delay poster posts.
@@ -410,9 +422,12 @@ const DISPATCH_PER_POSTER: usize = 2_500;
 /// Dispatch delays (ns) of 8 busy posters' messages: each posts
 /// [`DISPATCH_PER_POSTER`] messages due 0-2 ms ahead, pausing briefly between posts;
 /// the looper runs until it has delivered all of them, so both queues do the same work.
+/// With `grouping`, the posters run in its background group and the looper (under the
+/// grouped policy) in its top-app group.
 fn dispatch_delays<M: Make<MonotonicClock>>(
     make: M,
     policy: LooperPolicy,
+    grouping: Option<&Arc<Grouping>>,
 ) -> Result<Vec<f64>, String> {
     let queue = make.make(MonotonicClock::new());
     // The posters start together once the looper is about to loop: otherwise the first
@@ -422,13 +437,21 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
     let go = Arc::new(AtomicBool::new(false));
     let posters: Vec<_> = (0..8u64)
         .map(|p| {
-            let (queue, go) = (queue.clone(), go.clone());
-            thread::spawn(move || {
-                as_background_thread();
+            let (queue, go, grouping) = (queue.clone(), go.clone(), grouping.cloned());
+            thread::spawn(move || -> Result<(), String> {
+                let placed = match &grouping {
+                    Some(grouping) => grouping.join_background(),
+                    None => {
+                        as_background_thread();
+                        Ok(())
+                    }
+                };
                 // Acquire: pairs with the looper's Release store.
                 while !go.load(Ordering::Acquire) {
                     thread::yield_now();
                 }
+                // A poster that could not be placed still posts (the looper counts on
+                // every message), and the run reports the failure.
                 let mut rng = rand::rngs::StdRng::seed_from_u64(p);
                 for _ in 0..DISPATCH_PER_POSTER {
                     let delay = Duration::from_micros(rng.gen_range(0..2_000));
@@ -438,14 +461,23 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
                         std::hint::spin_loop();
                     }
                 }
+                placed
             })
         })
         .collect();
+    let join_posters = |posters: Vec<thread::JoinHandle<Result<(), String>>>| {
+        // Every poster is joined before the first failure is reported.
+        let results: Vec<Result<(), String>> = posters
+            .into_iter()
+            .map(|p| p.join().expect("poster"))
+            .collect();
+        results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
+    };
     let total = 8 * DISPATCH_PER_POSTER;
     // Touched before the start, so that recording a delay never faults a page in.
     let mut delays = vec![0.0; total];
     delays.clear();
-    let applied = policy.apply();
+    let applied = policy.apply(grouping.map(|g| &**g));
     // Release: the posters start.
     go.store(true, Ordering::Release);
     let applied = match applied {
@@ -453,9 +485,7 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
         Err(e) => {
             // Let the posters run to the end, then report.
             drop(queue);
-            for p in posters {
-                p.join().expect("poster");
-            }
+            let _ = join_posters(posters);
             return Err(e);
         }
     };
@@ -469,9 +499,7 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
         }
     }
     drop(applied);
-    for p in posters {
-        p.join().expect("poster");
-    }
+    join_posters(posters)?;
     queue.quit();
     Ok(delays)
 }
@@ -543,6 +571,7 @@ pub fn measure(reps: usize, only: Option<&str>) -> Measured {
     for (scenario, policy) in [
         (DISPATCH, LooperPolicy::Normal),
         (DISPATCH_FIFO_UI, LooperPolicy::FifoUi),
+        (DISPATCH_GROUPED, LooperPolicy::Grouped),
     ] {
         if !wanted(scenario) {
             continue;
@@ -553,10 +582,29 @@ pub fn measure(reps: usize, only: Option<&str>) -> Measured {
                 continue;
             }
         }
+        // The grouped scenario changes the machine (cpu groups): Ctrl-C then unwinds
+        // (between runs) so the groups' guard removes them.
+        let grouping = if policy == LooperPolicy::Grouped {
+            if let Err(e) = crate::host::signals::install() {
+                notes.push(format!(
+                    "{scenario}: not run: installing signal handlers: {e}"
+                ));
+                continue;
+            }
+            match Grouping::create() {
+                Ok(grouping) => Some(Arc::new(grouping)),
+                Err(why) => {
+                    notes.push(format!("{scenario}: not run: {why}"));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
         for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
             match dispatch_sample(scenario, policy, name, reps, || match deli {
-                true => dispatch_delays(Deli, policy),
-                false => dispatch_delays(Legacy, policy),
+                true => dispatch_delays(Deli, policy, grouping.as_ref()),
+                false => dispatch_delays(Legacy, policy, grouping.as_ref()),
             }) {
                 Ok((sample, series)) => {
                     samples.push(sample);
@@ -586,6 +634,9 @@ fn dispatch_sample(
     let mut run_medians = Vec::new();
     let mut all = Vec::new();
     for _ in 0..reps.max(1) {
+        if let Some(sig) = crate::host::signals::stop_requested() {
+            return Err(format!("stopped by signal {sig}"));
+        }
         let mut delays = run()?;
         run_medians.push(median(&mut delays));
         all.append(&mut delays);
@@ -684,7 +735,7 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
     }
     for s in samples
         .iter()
-        .filter(|s| s.scenario == DISPATCH || s.scenario == DISPATCH_FIFO_UI)
+        .filter(|s| [DISPATCH, DISPATCH_FIFO_UI, DISPATCH_GROUPED].contains(&s.scenario.as_str()))
     {
         notes.push(format!(
             "{} {}: median {}, p99 {}, worst {}",
@@ -698,7 +749,9 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
     notes
 }
 
-pub fn run(args: &QueueArgs) -> anyhow::Result<()> {
+/// Runs the benchmark; the exit code is 0, or 128 + the signal when a stop signal ended
+/// it early (the grouped scenario installs the handlers).
+pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(args.common.reps > 0, "--reps must be at least 1");
     if let Some(dir) = &args.plot {
         crate::cli::paths::check_output_dir("--plot", dir)?;
@@ -726,7 +779,12 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<()> {
     }
     notes.extend(goal_notes(&samples));
     finish(samples, "legacy", args.common.json, &notes)?;
-    Ok(())
+    if let Some(sig) = crate::host::signals::stop_requested() {
+        // The cpu groups are gone already (their guard dropped with the scenario).
+        crate::errln!("marvin: stopped by signal {sig}; the cpu groups were removed");
+        return Ok(128 + sig);
+    }
+    Ok(0)
 }
 
 /// Small entry points for the criterion benchmark (`benches/queue.rs`).

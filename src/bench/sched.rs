@@ -1,11 +1,16 @@
 //! Scheduling of the queue benchmark's threads, as Android schedules an app's: posters
-//! at background priority, and the looper either as an ordinary thread or as the UI
+//! at background priority, and the looper either as an ordinary thread, or as the UI
 //! thread of the app in front on devices that turn on FIFO UI scheduling
 //! (`sys.use_fifo_ui`: the activity manager moves that thread to `SCHED_FIFO`,
-//! priority 1). The FIFO policy needs `CAP_SYS_NICE`; [`fifo_ui_available`] says
-//! whether this process may use it before a scenario relies on it.
+//! priority 1), or grouped as Android groups threads without FIFO UI: the posters, at
+//! `THREAD_PRIORITY_BACKGROUND`, in a background cpu group with low shares, the looper
+//! at `THREAD_PRIORITY_DISPLAY` (nice -4) in the app-in-front group ([`Grouping`]).
+//! The FIFO policy needs `CAP_SYS_NICE`; [`fifo_ui_available`] says whether this
+//! process may use it before a scenario relies on it. The grouping needs root.
 
 use std::fmt;
+
+use crate::host::cpugroup::{CpuController, CpuGroups};
 
 /// How the looper thread is scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +19,9 @@ pub enum LooperPolicy {
     Normal,
     /// `SCHED_FIFO` at priority 1, as Android's FIFO UI scheduling runs the UI thread.
     FifoUi,
+    /// Nice -4 (`THREAD_PRIORITY_DISPLAY`) in the foreground cpu group, with the
+    /// posters in the background group ([`Grouping`]).
+    Grouped,
 }
 
 impl fmt::Display for LooperPolicy {
@@ -21,32 +29,120 @@ impl fmt::Display for LooperPolicy {
         f.write_str(match self {
             LooperPolicy::Normal => "normal",
             LooperPolicy::FifoUi => "FIFO UI",
+            LooperPolicy::Grouped => "top-app group",
         })
     }
 }
 
 /// The calling thread runs under a policy until this is dropped, which puts it back
-/// to the default policy.
+/// to the default policy (and, grouped, back to its own cpu group).
 #[must_use = "the policy lasts until the guard is dropped"]
-pub struct Applied(LooperPolicy);
+pub struct Applied<'a> {
+    policy: LooperPolicy,
+    grouping: Option<&'a Grouping>,
+    /// The nice value to go back to (grouped only).
+    nice_before: i32,
+}
 
 impl LooperPolicy {
     /// Puts the calling thread under this policy (the default one needs no change).
-    pub fn apply(self) -> Result<Applied, String> {
-        if self == LooperPolicy::FifoUi {
-            set_fifo(1)?;
+    /// The grouped policy needs the grouping the posters are in.
+    pub fn apply(self, grouping: Option<&Grouping>) -> Result<Applied<'_>, String> {
+        match self {
+            LooperPolicy::Normal => {}
+            LooperPolicy::FifoUi => set_fifo(1)?,
+            LooperPolicy::Grouped => {
+                let grouping = grouping.ok_or("the grouped looper needs its cpu groups")?;
+                let nice_before = current_nice()?;
+                grouping.join_foreground()?;
+                if let Err(e) = set_nice(THREAD_PRIORITY_DISPLAY) {
+                    let _ = grouping.groups.leave();
+                    return Err(e);
+                }
+                return Ok(Applied {
+                    policy: self,
+                    grouping: Some(grouping),
+                    nice_before,
+                });
+            }
         }
-        Ok(Applied(self))
+        Ok(Applied {
+            policy: self,
+            grouping: None,
+            nice_before: 0,
+        })
     }
 }
 
-impl Drop for Applied {
+impl Drop for Applied<'_> {
     fn drop(&mut self) {
-        if self.0 == LooperPolicy::FifoUi {
+        match self.policy {
+            LooperPolicy::Normal => {}
             // Back to time sharing; dropping from FIFO to the default policy needs no
             // privilege, so this does not fail.
-            let _ = set_normal();
+            LooperPolicy::FifoUi => {
+                let _ = set_normal();
+            }
+            LooperPolicy::Grouped => {
+                // Going back needs the privilege that lowering the nice value took;
+                // leaving the group may fail only if it is gone, and the groups' drop
+                // moves threads back too.
+                let _ = set_nice(self.nice_before);
+                if let Some(grouping) = self.grouping {
+                    let _ = grouping.groups.leave();
+                }
+            }
         }
+    }
+}
+
+/// Android's `THREAD_PRIORITY_DISPLAY`: the nice value of the UI thread of the app in
+/// front.
+pub const THREAD_PRIORITY_DISPLAY: i32 = -4;
+/// Android's `THREAD_PRIORITY_BACKGROUND`.
+pub const THREAD_PRIORITY_BACKGROUND: i32 = 10;
+/// `cpu.shares` of Android's top-app group (the default 1024).
+pub const TOP_APP_SHARES: u64 = 1024;
+/// `cpu.shares` of Android's background group (`bg_non_interactive`: 52, about 5% of a
+/// default group).
+pub const BACKGROUND_SHARES: u64 = 52;
+
+/// Android's grouping of an app's threads without FIFO UI, set up for one scenario:
+/// two cpu groups (`top-app` with [`TOP_APP_SHARES`], `background` with
+/// [`BACKGROUND_SHARES`]) under one group of this run, announced on stderr and removed
+/// when dropped (also while a panic unwinds). Needs root and a cpu controller.
+pub struct Grouping {
+    groups: CpuGroups,
+}
+
+impl Grouping {
+    /// Creates the groups (removing first what runs killed outright left).
+    pub fn create() -> Result<Grouping, String> {
+        let controller = CpuController::available().map_err(|e| e.to_string())?;
+        controller.sweep().map_err(|e| e.to_string())?;
+        let groups = controller
+            .create(&[
+                ("top-app", TOP_APP_SHARES),
+                ("background", BACKGROUND_SHARES),
+            ])
+            .map_err(|e| e.to_string())?;
+        Ok(Grouping { groups })
+    }
+
+    /// Makes the calling thread a background poster: nice 10 in the background group.
+    pub fn join_background(&self) -> Result<(), String> {
+        self.groups.join("background").map_err(|e| e.to_string())?;
+        set_nice(THREAD_PRIORITY_BACKGROUND)
+    }
+
+    /// Moves the calling thread into the top-app group.
+    fn join_foreground(&self) -> Result<(), String> {
+        self.groups.join("top-app").map_err(|e| e.to_string())
+    }
+
+    /// The thread ids in the group `name` (`top-app` or `background`).
+    pub fn threads(&self, name: &str) -> Result<Vec<u32>, String> {
+        self.groups.threads(name).map_err(|e| e.to_string())
     }
 }
 
@@ -69,13 +165,50 @@ pub fn fifo_ui_available() -> Result<(), String> {
 /// Failure leaves the priority as it was, which only makes a scenario harsher for the
 /// looper, so it is not reported.
 pub fn as_background_thread() {
-    #[cfg(target_os = "linux")]
+    let _ = set_nice(THREAD_PRIORITY_BACKGROUND);
+}
+
+/// Sets the calling thread's nice value (lowering it below the current one needs
+/// `CAP_SYS_NICE`).
+#[cfg(target_os = "linux")]
+fn set_nice(nice: i32) -> Result<(), String> {
     // SAFETY: `setpriority` only changes the scheduling priority of the calling thread
-    // (`who` 0 is the caller on Linux, where priority is per thread); raising one's own
-    // nice value needs no privilege.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    // (`who` 0 is the caller on Linux, where priority is per thread).
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "setpriority(nice {nice}) failed: {}",
+            std::io::Error::last_os_error()
+        ))
     }
+}
+
+/// The calling thread's nice value.
+#[cfg(target_os = "linux")]
+fn current_nice() -> Result<i32, String> {
+    // The raw system call returns 20 - nice (1 to 40), so no value is mistaken for an
+    // error, unlike the C library's wrapper.
+    // SAFETY: `getpriority` only reads the calling thread's priority (`who` 0).
+    let rc = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, 0) };
+    if rc < 0 {
+        return Err(format!(
+            "getpriority failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(20 - rc as i32)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current_nice() -> Result<i32, String> {
+    Ok(0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_nice(_nice: i32) -> Result<(), String> {
+    Err("thread priorities are implemented for Linux only".to_string())
 }
 
 #[cfg(target_os = "linux")]
@@ -125,19 +258,74 @@ mod tests {
     #[test]
     fn the_normal_policy_changes_nothing_and_fifo_ui_is_probed_without_side_effects() {
         let before = current_policy();
-        let applied = LooperPolicy::Normal.apply().expect("no change needed");
+        let applied = LooperPolicy::Normal.apply(None).expect("no change needed");
         assert_eq!(current_policy(), before);
         drop(applied);
         // Whatever the answer (it depends on privileges), probing leaves this thread
         // alone; when allowed, applying switches to FIFO and dropping switches back.
         if fifo_ui_available().is_ok() {
-            let applied = LooperPolicy::FifoUi.apply().expect("probed as available");
+            let applied = LooperPolicy::FifoUi
+                .apply(None)
+                .expect("probed as available");
             assert_eq!(current_policy(), libc::SCHED_FIFO);
             drop(applied);
         } else {
-            assert!(LooperPolicy::FifoUi.apply().is_err());
+            assert!(LooperPolicy::FifoUi.apply(None).is_err());
         }
         assert_eq!(current_policy(), before);
+    }
+
+    /// The grouped policy puts the looper in the top-app group at nice -4 and takes it
+    /// back out; posters land in the background group at nice 10 (root only).
+    #[test]
+    fn grouping_places_looper_and_posters_and_undoes_it() {
+        let grouping = match Grouping::create() {
+            Ok(g) => g,
+            Err(why) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = current_tid();
+                let before = stat_nice();
+                assert_eq!(current_nice(), Ok(before));
+                let applied = LooperPolicy::Grouped.apply(Some(&grouping)).unwrap();
+                assert_eq!(stat_nice(), THREAD_PRIORITY_DISPLAY);
+                assert_eq!(current_nice(), Ok(THREAD_PRIORITY_DISPLAY));
+                assert_eq!(grouping.threads("top-app").unwrap(), vec![me]);
+                drop(applied);
+                assert_eq!(stat_nice(), before);
+                assert!(grouping.threads("top-app").unwrap().is_empty());
+            })
+            .join()
+            .unwrap();
+            s.spawn(|| {
+                grouping.join_background().unwrap();
+                assert_eq!(stat_nice(), THREAD_PRIORITY_BACKGROUND);
+                assert_eq!(grouping.threads("background").unwrap(), vec![current_tid()]);
+            })
+            .join()
+            .unwrap();
+        });
+        assert!(
+            grouping.threads("background").unwrap().is_empty(),
+            "an exited poster leaves the group"
+        );
+        assert!(LooperPolicy::Grouped.apply(None).is_err());
+    }
+
+    fn current_tid() -> u32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        stat.split(' ').next().unwrap().parse().unwrap()
+    }
+
+    fn stat_nice() -> i32 {
+        // Field 19 of the thread's stat (after the parenthesised name) is its nice value.
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        after_name.split(' ').nth(16).unwrap().parse().unwrap()
     }
 
     fn current_policy() -> i32 {

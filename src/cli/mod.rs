@@ -72,7 +72,7 @@ pub fn main() -> i32 {
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
         Cmd::Reclaim(a) => reclaim::reclaim(a),
-        Cmd::Bench(b) => crate::bench::run(b).map(|_| 0),
+        Cmd::Bench(b) => crate::bench::run(b),
     };
     match res {
         Ok(code) => code,

@@ -245,7 +245,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         fast_track: a.fast_track,
         ..RunConfig::default()
     };
-    let stop = || signals::stop_requested().is_some();
+    let stop = |_: &marvin_app::App| signals::stop_requested().is_some();
     let outcome = match marvin_app::run_until(vp, cfg, Some(&stop)) {
         Ok(o) => o,
         Err(e) => {

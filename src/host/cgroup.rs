@@ -52,14 +52,14 @@ pub struct Hierarchy {
 
 /// One mount from `/proc/self/mountinfo`.
 #[derive(Debug, PartialEq, Eq)]
-struct Mount<'a> {
-    root: &'a str,
-    point: &'a str,
-    fstype: &'a str,
-    super_opts: &'a str,
+pub(super) struct Mount<'a> {
+    pub(super) root: &'a str,
+    pub(super) point: &'a str,
+    pub(super) fstype: &'a str,
+    pub(super) super_opts: &'a str,
 }
 
-fn parse_mountinfo(text: &str) -> Vec<Mount<'_>> {
+pub(super) fn parse_mountinfo(text: &str) -> Vec<Mount<'_>> {
     text.lines()
         .filter_map(|line| {
             let (pre, post) = line.split_once(" - ")?;
@@ -76,7 +76,7 @@ fn parse_mountinfo(text: &str) -> Vec<Mount<'_>> {
 }
 
 /// This process's cgroup path for the v1 controller `controller`, or for v2 (`None`).
-fn own_path<'a>(proc_cgroup: &'a str, controller: Option<&str>) -> Option<&'a str> {
+pub(super) fn own_path<'a>(proc_cgroup: &'a str, controller: Option<&str>) -> Option<&'a str> {
     proc_cgroup.lines().find_map(|line| {
         let mut it = line.splitn(3, ':');
         let (id, controllers, path) = (it.next()?, it.next()?, it.next()?);
@@ -90,7 +90,7 @@ fn own_path<'a>(proc_cgroup: &'a str, controller: Option<&str>) -> Option<&'a st
 
 /// Joins a cgroup path (absolute within the hierarchy) to the mount of that hierarchy,
 /// whose mountinfo `root` says which part of the hierarchy the mount shows.
-fn under_mount(point: &str, root: &str, path: &str) -> PathBuf {
+pub(super) fn under_mount(point: &str, root: &str, path: &str) -> PathBuf {
     let rel = path
         .strip_prefix(root)
         .unwrap_or(path)
@@ -129,11 +129,11 @@ fn locate_v2(mountinfo: &str, proc_cgroup: &str) -> Option<(PathBuf, PathBuf)> {
     Some((parent, mount))
 }
 
-fn read_text(path: &Path, what: &'static str) -> Result<String> {
+pub(super) fn read_text(path: &Path, what: &'static str) -> Result<String> {
     fs::read_to_string(path).map_err(|e| HostError::io(what, path, e))
 }
 
-fn write_text(path: &Path, value: &str, what: &'static str) -> Result<()> {
+pub(super) fn write_text(path: &Path, value: &str, what: &'static str) -> Result<()> {
     // One write(2) per value, as cgroup files expect.
     fs::write(path, value).map_err(|e| HostError::io(what, path, e))
 }
@@ -499,7 +499,7 @@ impl Drop for Group {
     }
 }
 
-fn pids_of(dir: &Path) -> Result<Vec<u32>> {
+pub(super) fn pids_of(dir: &Path) -> Result<Vec<u32>> {
     let p = dir.join("cgroup.procs");
     let text = read_text(&p, "reading")?;
     Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())

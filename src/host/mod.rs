@@ -3,7 +3,9 @@
 //! whose hard limit is the budget ([`cgroup`]); real Linux swap for the run ([`swapdev`]);
 //! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
 //! [`lmk_policy`], its pressure signals in [`pressure`]); per-process counters
-//! ([`procstat`]); cgroup counters ([`memstat`]).
+//! ([`procstat`]); cgroup counters ([`memstat`]). Apart from the experiment,
+//! `marvin bench queue` places threads in cpu groups as Android places an app's threads
+//! in `top-app` and `background` ([`cpugroup`]).
 //!
 //! [`Machine`] is the front door: it sets all of that up for one run, in order, and
 //! takes it down in reverse.
@@ -16,6 +18,7 @@
 //! All `unsafe` of this layer is in [`sys`].
 
 pub mod cgroup;
+pub mod cpugroup;
 pub mod error;
 pub mod lmk;
 pub mod lmk_policy;
