@@ -81,6 +81,8 @@ pub struct App {
     pub(crate) cpu: CpuAccount,
     /// Process CPU time when the app started.
     cpu_start_ns: u64,
+    /// Its foreground message and frames ([`foreground`](crate::foreground)).
+    pub(crate) launch: crate::foreground::LaunchState,
 }
 
 impl App {
@@ -91,6 +93,7 @@ impl App {
         let marks = (0..loaded.vp.program.strings.len())
             .map(|_| AtomicU64::new(0))
             .collect();
+        let loaded_strings = loaded.vp.program.strings.clone();
         let trace = Arc::new(AppTrace::new(cfg.trace));
         let tracker = Arc::new(FastTracker::os(cfg.fast_track));
         if trace.is_enabled() {
@@ -122,6 +125,7 @@ impl App {
             trace,
             cpu: CpuAccount::new(),
             cpu_start_ns: process_cpu_time_ns(),
+            launch: crate::foreground::LaunchState::new(&loaded_strings),
         })
     }
 
@@ -186,6 +190,9 @@ impl App {
     pub fn mark(&self, s: u32) {
         if let Some(c) = self.marks.get(s as usize) {
             c.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.launch.is_frame(s) {
+            self.note_frame();
         }
         if self.trace.is_enabled() {
             if let Some(track) = self.trace.current_track() {

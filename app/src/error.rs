@@ -28,6 +28,9 @@ pub enum AppError {
     /// Objects could not be read back when the app came to the foreground.
     #[error("restore failed: {0}")]
     Restore(String),
+    /// [`App::on_frame`](crate::App::on_frame) on an app that already has a frame hook.
+    #[error("a frame hook is already set")]
+    FrameHookAlreadySet,
     /// The heap or a thread could not be set up.
     #[error(transparent)]
     Io(#[from] std::io::Error),

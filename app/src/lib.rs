@@ -12,6 +12,8 @@
 //!   process to send;
 //! - [`messages`]: the main looper (the app's message loop) and the message instructions;
 //! - [`threads`]: background threads (`spawn`);
+//! - [`foreground`]: the program's foreground message ([`App::resume`]) and its frames
+//!   (`mark "frame"`), which time a launch;
 //! - [`memory`]: swapping and the memory transitions (background, save, reclaim,
 //!   foreground) and the heap task;
 //! - [`lifecycle`]: scripted transitions (`--lifecycle bg@2s,...`);
@@ -19,11 +21,16 @@
 //! - [`run`]: runs a program as one app to its end;
 //! - [`error`]: why an app operation failed ([`AppError`]).
 
+// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// handled): `print!` and `eprint!` panic when the stream cannot be written.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod app;
 pub mod binding;
 pub mod command;
 pub mod config;
 pub mod error;
+pub mod foreground;
 pub mod launch;
 pub mod lifecycle;
 pub mod memory;
@@ -37,6 +44,7 @@ pub use app::{App, GcTotals};
 pub use command::Command;
 pub use config::{RunConfig, SwapSetup};
 pub use error::AppError;
+pub use foreground::{Frames, FOREGROUND_HANDLER, FRAME_MARK};
 pub use launch::Running;
 pub use memory::{SwapIo, SwapMode, Transition};
 pub use run::{run, run_until, Outcome};

@@ -42,6 +42,8 @@ pub struct SwapIo {
     pub object_faults: u64,
     /// Faults during a collection (0 under Marvin: the collector bookmarks).
     pub gc_faults: u64,
+    /// Objects read back by eager restores.
+    pub restored_objects: u64,
 }
 
 /// One recorded transition.
@@ -138,6 +140,7 @@ impl App {
         if let Some(sw) = self.swap() {
             io.bytes_written = sw.counters.bytes_written.load(Ordering::Relaxed);
             io.bytes_read = sw.counters.bytes_read.load(Ordering::Relaxed);
+            io.restored_objects = sw.counters.restored_eager_objects.load(Ordering::Relaxed);
         }
         if let Some(space) = self.heap.stub_space() {
             io.object_faults = space.counters.faults.load(Ordering::Relaxed);

@@ -63,6 +63,12 @@ impl Drop for Pin {
 /// `send` / `sendfront`: posts `post` to the main looper's queue; a reference argument
 /// is pinned as a root until the message is delivered, removed or dropped.
 pub(crate) fn post(app: &Arc<App>, post: Post) -> Result<(), Fault> {
+    if app.is_foreground_handler(post.method) && matches!(post.when, PostAt::Delayed { .. }) {
+        // `send on_foreground` registers the app's foreground message (see
+        // `crate::foreground`); the runtime posts it at the front on each resume.
+        app.register_foreground(&post);
+        return Ok(());
+    }
     let pin = if post.arg_is_ref {
         Pin::new(app, post.arg)
     } else {

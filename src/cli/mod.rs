@@ -45,7 +45,7 @@ pub enum Cmd {
     /// Print a program (text or binary) as MASM text.
     Disasm(program::DisasmArgs),
     /// The multi-app experiment: kill vs page-swap vs marvin under one memory budget.
-    Pressure(pressure::PressureArgs),
+    Pressure(Box<pressure::PressureArgs>),
     /// Merge the output directories of several pressure runs (shards, variants,
     /// separate experiments) into one table and overlaid figures.
     Compare(compare::CompareArgs),

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::policy::{PolicyConfig, RestoreMode};
 
 use super::paths;
 use super::plan::{self, Column, Shard, Sweep};
@@ -64,6 +64,20 @@ pub struct PressureArgs {
     /// (killed apps restart cold). Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub switch_every: Option<Duration>,
+    /// The launch phase: once every app is launched, this many launches, each bringing
+    /// a random app other than the one in front back to the foreground (killed apps
+    /// start cold) and timing it to its first frame. 0: no launch phase. The run goes on
+    /// past --duration until the phase is over.
+    #[arg(long, default_value_t = 16)]
+    pub launches: usize,
+    /// Time an app stays in front after its launch's frame before the next launch.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "500ms")]
+    pub launch_gap: Duration,
+    /// The seed of the launch phase's random order (the same for every policy).
+    #[arg(long, default_value_t = 1)]
+    pub launch_seed: u64,
+    /// The workload program each app runs.
+    #[arg(long, default_value = "examples/workloads/buckets.masm")]
     /// The workload program each app runs: a MASM file, or `builtin:buckets` /
     /// `builtin:mixed`, the shipped workloads embedded in the binary.
     #[arg(long, default_value = "builtin:buckets")]
@@ -73,8 +87,10 @@ pub struct PressureArgs {
     pub defines: Vec<(String, i64)>,
     /// Policies to run, one after the other on identical settings. Default:
     /// kill,kernel-swap,marvin in the process mode, kill,page-swap,marvin in the model.
-    #[arg(long, value_delimiter = ',', value_parser = Pressure::parse)]
-    pub policy: Vec<Pressure>,
+    /// marvin-eager and marvin-on-demand are marvin with the policy file's `[restore]
+    /// mode` set to eager or on-demand.
+    #[arg(long, value_delimiter = ',', value_parser = PolicyChoice::parse)]
+    pub policy: Vec<PolicyChoice>,
     /// Marvin's swap policy knobs (TOML; see `marvin policy show`). Without it, the
     /// published settings with the background write task at the foreground period (see
     /// docs/experiments.md: the model compresses launches more than other periods).
@@ -132,6 +148,44 @@ pub struct PressureArgs {
     pub config: Option<PathBuf>,
 }
 
+/// One policy to run: a pressure policy, for marvin with a restore mode of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyChoice {
+    pub pressure: Pressure,
+    /// Overrides the policy file's `[restore] mode` (marvin-eager, marvin-on-demand).
+    pub restore: Option<RestoreMode>,
+}
+
+impl PolicyChoice {
+    pub fn parse(s: &str) -> Result<PolicyChoice, String> {
+        let restore = match s.trim() {
+            "marvin-eager" => Some(RestoreMode::Eager),
+            "marvin-on-demand" => Some(RestoreMode::OnDemand),
+            other => {
+                return Pressure::parse(other)
+                    .map(|pressure| PolicyChoice {
+                        pressure,
+                        restore: None,
+                    })
+                    .map_err(|e| format!("{e}; or marvin-eager, marvin-on-demand"))
+            }
+        };
+        Ok(PolicyChoice {
+            pressure: Pressure::Marvin,
+            restore,
+        })
+    }
+
+    /// The name its results carry.
+    pub fn name(&self) -> &'static str {
+        match self.restore {
+            None => self.pressure.name(),
+            Some(RestoreMode::Eager) => "marvin-eager",
+            Some(RestoreMode::OnDemand) => "marvin-on-demand",
+        }
+    }
+}
+
 /// `marvin pressure`'s flags on their own, to read a recorded command line back.
 #[derive(Debug, Parser)]
 #[command(name = "marvin pressure")]
@@ -151,7 +205,7 @@ impl PressureArgs {
 /// The values an experiment resolved from its flags and the machine.
 struct Resolved {
     mode: &'static str,
-    policies: Vec<Pressure>,
+    policies: Vec<PolicyChoice>,
     budget: usize,
 }
 
@@ -198,6 +252,9 @@ fn to_args(a: &PressureArgs, resolved: Option<&Resolved>) -> Vec<String> {
     if let Some(d) = a.switch_every {
         flag("--switch-every", duration_arg(d));
     }
+    flag("--launches", a.launches.to_string());
+    flag("--launch-gap", duration_arg(a.launch_gap));
+    flag("--launch-seed", a.launch_seed.to_string());
     flag("--workload", a.workload.display().to_string());
     for (k, val) in &a.defines {
         flag("-D", format!("{k}={val}"));
@@ -361,10 +418,13 @@ fn check_args(a: &PressureArgs) -> Result<(), String> {
 /// task runs at the foreground period. The published experiment launches an app every
 /// 10 minutes, so its 30 s background period still gives about twenty saver runs between
 /// launches; the model launches every 1.5 s (a 400x compression, against 10x for every
-/// other period), and keeps several saver runs between launches this way.
+/// other period), and keeps several saver runs between launches this way. Restore is on
+/// demand: it gave the better median launch in both modes (docs/experiments.md,
+/// "Launches: hot, warm and cold"); `--policy marvin-eager` runs the published eager one.
 pub fn model_policy() -> PolicyConfig {
     let mut p = PolicyConfig::default();
     p.saver.background_period = p.saver.foreground_period;
+    p.restore.mode = RestoreMode::OnDemand;
     p
 }
 
@@ -490,14 +550,22 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         _ => base,
     };
     errln!("{}", mode.describe(budget));
-    let policies: Vec<Pressure> = if a.policy.is_empty() {
-        match mode {
-            Mode::Processes(_) => vec![Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
-            Mode::InProcess(_) => vec![Pressure::Kill, Pressure::PageSwap, Pressure::Marvin],
-        }
+    let choices: Vec<PolicyChoice> = if a.policy.is_empty() {
+        let three = match mode {
+            Mode::Processes(_) => [Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
+            Mode::InProcess(_) => [Pressure::Kill, Pressure::PageSwap, Pressure::Marvin],
+        };
+        three
+            .into_iter()
+            .map(|pressure| PolicyChoice {
+                pressure,
+                restore: None,
+            })
+            .collect()
     } else {
         a.policy.clone()
     };
+    let policies: Vec<Pressure> = choices.iter().map(|c| c.pressure).collect();
     let refused = match mode {
         Mode::Processes(_) => Pressure::PageSwap,
         Mode::InProcess(_) => Pressure::KernelSwap,
@@ -516,7 +584,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     }
     let columns = match &recorded {
         Some(rec) => recorded_columns(rec),
-        None => new_columns(a, &policies, &base),
+        None => new_columns(a, &choices, &base),
     };
     let columns = match columns {
         Ok(c) => c,
@@ -543,7 +611,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             Mode::Processes(_) => "processes",
             Mode::InProcess(_) => "in-process",
         },
-        policies: policies.clone(),
+        policies: choices.clone(),
         budget,
     };
     let cfg = SystemConfig {
@@ -552,6 +620,12 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         launch_every: a.launch_every,
         duration: a.duration,
         switch_every: a.switch_every,
+        launch: system::launch::LaunchPlan {
+            launches: a.launches,
+            gap: a.launch_gap,
+            seed: a.launch_seed,
+            ..system::launch::LaunchPlan::default()
+        },
         time_scale: a.time_scale,
         sample_every: a.sample_every,
         gc_max_free: a.gc_max_free,
@@ -662,6 +736,10 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         let mut out = out?;
         let (mut s, mut ser) = out.pop().context("a run gave no result")?;
         s.label = column.label.clone();
+        // marvin-eager and marvin-on-demand name their policy too (variants keep marvin).
+        if !column.label.contains(':') {
+            s.policy = column.label.clone();
+        }
         s.rep = run.rep;
         s.seed = run.seed;
         ser.policy = column.label.clone();
@@ -741,6 +819,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             .collect();
         timeline::write_csv(&dir.join("apps.csv"), &app_runs)
             .with_context(|| format!("writing {}", dir.join("apps.csv").display()))?;
+        system::write_launch_outputs(dir, &summaries)?;
         let args = to_args(a, Some(&resolved));
         let command = std::iter::once("marvin pressure".to_owned())
             .chain(args.iter().map(|x| record::shell_quote(x)))
@@ -806,11 +885,12 @@ fn from_record(
     Ok((a, Some(rec)))
 }
 
-/// The columns of a new experiment: its policies, Marvin's variants (their files read
-/// now) and sweeps.
+/// The columns of a new experiment: its policies in order, Marvin's variants (their
+/// files read now) and sweeps applied to the plain `marvin`; `marvin-eager` and
+/// `marvin-on-demand` are marvin columns with the restore mode set.
 fn new_columns(
     a: &PressureArgs,
-    policies: &[Pressure],
+    choices: &[PolicyChoice],
     base: &PolicyConfig,
 ) -> Result<Vec<Column>, String> {
     let mut variants = Vec::new();
@@ -818,7 +898,37 @@ fn new_columns(
         let p = PolicyConfig::from_file(file).map_err(|e| format!("--variant {name}: {e}"))?;
         variants.push((name.clone(), p));
     }
-    plan::columns(policies, base, &variants, &a.sweep)
+    let plain_marvin = choices
+        .iter()
+        .any(|c| c.pressure == Pressure::Marvin && c.restore.is_none());
+    if (!variants.is_empty() || !a.sweep.is_empty()) && !plain_marvin {
+        return Err(
+            "--variant and --sweep vary Marvin's policy, but marvin is not among the policies run"
+                .into(),
+        );
+    }
+    let mut out = Vec::new();
+    for c in choices {
+        let marvin = c.pressure == Pressure::Marvin;
+        match c.restore {
+            None => out.extend(plan::columns(
+                &[c.pressure],
+                base,
+                if marvin { &variants } else { &[] },
+                if marvin { &a.sweep } else { &[] },
+            )?),
+            Some(mode) => {
+                let mut policy = base.clone();
+                policy.restore.mode = mode;
+                out.push(Column {
+                    label: c.name().to_owned(),
+                    pressure: Pressure::Marvin,
+                    policy,
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The columns a record holds, policies as recorded.
@@ -969,6 +1079,12 @@ mod tests {
         "2s",
         "--switch-every",
         "300ms",
+        "--launches",
+        "3",
+        "--launch-gap",
+        "200ms",
+        "--launch-seed",
+        "4",
         "--workload",
         "builtin:mixed",
         "-D",
@@ -1031,7 +1147,10 @@ mod tests {
         let a = args(&[]);
         let r = Resolved {
             mode: "in-process",
-            policies: vec![Pressure::Kill, Pressure::Marvin],
+            policies: vec![
+                PolicyChoice::parse("kill").unwrap(),
+                PolicyChoice::parse("marvin").unwrap(),
+            ],
             budget: 5 << 20,
         };
         let v = to_args(&a, Some(&r));

@@ -9,14 +9,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use marvin_app::{App, RunConfig, Running, TraceTarget};
+use marvin_app::{App, RunConfig, Running, SwapIo, TraceTarget};
 use marvin_interpreter::exec::{Loaded, Trap};
+use marvin_runtime::cpuclock::boottime_ns;
 use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::activity::{Activity, Thresholds};
 use super::budget::{Budget, BudgetHook, Member};
+use super::launch::{Brought, LaunchPhase, Pending};
 use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::timeline::Timeline;
@@ -28,6 +30,8 @@ struct Slot {
     member: Arc<Member>,
     app: Option<Running>,
     activity: Activity,
+    /// It ended by itself (finished or crashed): the launch phase leaves it be.
+    ended: bool,
 }
 
 /// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
@@ -119,9 +123,16 @@ pub fn run_policy(
     let mut next_switch = cfg.switch_every;
     let mut launched = 0usize;
     let mut fg: Option<usize> = None;
+    // The launch phase begins once the last app has had its turn in front (off when the
+    // foreground is switched round robin instead).
+    let mut phase: LaunchPhase<SwapIo> =
+        LaunchPhase::new(cfg.launch, cfg.launch_every * cfg.apps as u32);
+    let phase_on = cfg.switch_every.is_none() && cfg.launch.launches > 0;
     loop {
         let now = run.start.elapsed();
-        if now >= cfg.duration || signals::stop_requested().is_some() {
+        // The run lasts its duration, and longer if its launch phase is still going.
+        let over = now >= cfg.duration && (!phase_on || launched < cfg.apps || phase.is_done());
+        if over || signals::stop_requested().is_some() {
             break;
         }
         if launched < cfg.apps && now >= next_launch {
@@ -133,6 +144,9 @@ pub fn run_policy(
                 run.switch_next(&mut fg)?;
                 next_switch = Some(now + every);
             }
+        }
+        if phase_on && launched == cfg.apps {
+            run.drive_launches(&mut phase, &mut fg)?;
         }
         run.collect_ended();
         run.reap();
@@ -150,8 +164,13 @@ pub fn run_policy(
             }
             std::thread::sleep(left.min(ACTIVITY_TICK));
             run.observe_activity(th);
+            if phase_on && launched == cfg.apps {
+                run.drive_launches(&mut phase, &mut fg)?;
+            }
         }
     }
+    // A launch still under way when the run ends never finished.
+    phase.give_up(run.start.elapsed());
     run.collect_ended();
     let final_point = run.sample(th);
     summary.observe(&final_point);
@@ -160,6 +179,7 @@ pub fn run_policy(
     series.points.push(final_point);
     run.shutdown();
     run.finish(&mut summary);
+    summary.set_launches(std::mem::take(&mut phase.records), phase.unfinished);
     Ok((summary, series))
 }
 
@@ -213,6 +233,7 @@ impl Run {
             member,
             app: Some(running),
             activity: Activity::launched(Instant::now()),
+            ended: false,
         })
     }
 
@@ -236,31 +257,120 @@ impl Run {
             return Ok(());
         }
         let next = fg.map_or(0, |f| (f + 1) % n);
+        self.bring_to_foreground(next, fg)?;
+        Ok(())
+    }
+
+    /// The launch phase's step: finishes the launch under way once its app has drawn
+    /// its frame (or gives it up when its app died or it timed out), and makes the next
+    /// launch when it is time.
+    fn drive_launches(
+        &self,
+        phase: &mut LaunchPhase<SwapIo>,
+        fg: &mut Option<usize>,
+    ) -> anyhow::Result<()> {
+        let now = self.start.elapsed();
+        if let Some(p) = &phase.pending {
+            let app = {
+                let slots = self.slots.lock();
+                let s = &slots[p.app];
+                s.app
+                    .as_ref()
+                    .filter(|_| s.member.alive.load(Ordering::SeqCst))
+                    .map(|r| r.app().clone())
+            };
+            match app {
+                None => phase.give_up(now),
+                Some(app) => {
+                    let f = app.frames();
+                    if f.count > p.frames_before && f.last_ns >= p.told_ns {
+                        phase.finish(now, f.last_ns, |before| Brought {
+                            object_faults: f.io.object_faults.saturating_sub(before.object_faults),
+                            swap_read_bytes: f.io.bytes_read.saturating_sub(before.bytes_read),
+                            ..Brought::default()
+                        });
+                    } else if phase.timed_out(boottime_ns()) {
+                        phase.give_up(now);
+                    }
+                }
+            }
+        }
+        let candidates: Vec<usize> = self
+            .slots
+            .lock()
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| Some(*i) != *fg && !s.ended)
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(next) = phase.next_app(now, &candidates) {
+            phase.pending = Some(self.bring_to_foreground(next, fg)?);
+        }
+        Ok(())
+    }
+
+    /// Brings app `next` to the foreground (the one in front goes to the background):
+    /// a cached app is told (marvin restores it as its policy says) and resumed; a
+    /// killed one starts again. Returns the launch under way.
+    fn bring_to_foreground(
+        &self,
+        next: usize,
+        fg: &mut Option<usize>,
+    ) -> anyhow::Result<Pending<SwapIo>> {
         if let Some(prev) = fg.take() {
             self.to_background(prev);
         }
-        let alive = self.slots.lock()[next].member.alive.load(Ordering::SeqCst);
-        if alive {
-            let app = self.slots.lock()[next]
-                .app
+        let told_ns = boottime_ns();
+        let t_s = self.start.elapsed().as_secs_f64();
+        let cached = {
+            let slots = self.slots.lock();
+            let s = &slots[next];
+            s.app
                 .as_ref()
-                .map(|r| r.app().clone());
-            let m = self.slots.lock()[next].member.clone();
-            m.foreground.store(true, Ordering::SeqCst);
-            if let Some(app) = app {
+                .filter(|_| s.member.alive.load(Ordering::SeqCst))
+                .map(|r| (r.app().clone(), s.member.clone()))
+        };
+        let pending = match cached {
+            Some((app, m)) => {
+                let before = app.swap_io();
+                let frames_before = app.frames().count;
+                m.foreground.store(true, Ordering::SeqCst);
+                let mut restored_objects = 0;
                 if self.pressure == Pressure::Marvin {
-                    let _ = app.enter_foreground();
+                    if let Ok(t) = app.enter_foreground() {
+                        restored_objects = t.objects;
+                    }
+                }
+                app.resume();
+                Pending {
+                    app: next,
+                    cold: false,
+                    told_ns,
+                    t_s,
+                    before,
+                    frames_before,
+                    restored_objects,
                 }
             }
-        } else {
-            let slot = self.start_app(next)?;
-            self.slots.lock()[next] = slot;
-            self.restarts.fetch_add(1, Ordering::SeqCst);
-            self.timeline.point(next, "restart");
-        }
+            None => {
+                let slot = self.start_app(next)?;
+                self.slots.lock()[next] = slot;
+                self.restarts.fetch_add(1, Ordering::SeqCst);
+                self.timeline.point(next, "restart");
+                Pending {
+                    app: next,
+                    cold: true,
+                    told_ns,
+                    t_s,
+                    before: SwapIo::default(),
+                    frames_before: 0,
+                    restored_objects: 0,
+                }
+            }
+        };
         self.timeline.begin(next, "foreground");
         *fg = Some(next);
-        Ok(())
+        Ok(pending)
     }
 
     fn to_background(&self, id: usize) {
@@ -352,6 +462,7 @@ impl Run {
                 })
                 .filter_map(|s| {
                     s.member.alive.store(false, Ordering::SeqCst);
+                    s.ended = true;
                     Some((s.member.id, s.app.take()?))
                 })
                 .collect()

@@ -5,11 +5,13 @@
 //! other on identical settings ([`SystemConfig`]) and returns their summaries and time
 //! series. The engine ([`engine`]) owns the apps, the activity manager and the sampler;
 //! [`budget`] the shared budget and the pressure policies; [`activity`] when an app
-//! counts as active; [`summary`], [`series`] and [`plot`] the results.
+//! counts as active; [`launch`] the launch phase and its latencies; [`summary`], [`series`] and [`plot`] the results.
 
 pub mod activity;
 pub mod budget;
 pub mod engine;
+pub mod launch;
+pub mod launch_plot;
 pub mod native_heap;
 pub mod plot;
 pub mod processes;
@@ -87,6 +89,9 @@ pub struct SystemConfig {
     /// Switch the foreground round robin among launched apps this often once all are
     /// launched (restarting killed apps); `None` keeps the last launched in front.
     pub switch_every: Option<Duration>,
+    /// The launch phase once every app is launched (its `launches` 0: none; off when
+    /// `switch_every` is set).
+    pub launch: launch::LaunchPlan,
     pub time_scale: f64,
     pub sample_every: Duration,
     /// The heap's largest allocation gap between collections (ART's max free).
@@ -191,6 +196,31 @@ pub(crate) fn sweep_stale_temp_dirs() {
             dir.display()
         );
     }
+}
+
+/// Writes every policy's launches (`launches.csv`) and their latency's distribution
+/// (`launch_cdf.svg/.png`) into `dir`.
+pub fn write_launch_outputs(dir: &std::path::Path, summaries: &[Summary]) -> anyhow::Result<()> {
+    let repeated = summaries.iter().any(|s| s.rep > 0);
+    let per_policy: Vec<(String, Vec<launch::LaunchRecord>)> = summaries
+        .iter()
+        .map(|s| {
+            let label = if s.label.is_empty() {
+                &s.policy
+            } else {
+                &s.label
+            };
+            let name = if repeated {
+                format!("{label} #{}", s.rep)
+            } else {
+                label.clone()
+            };
+            (name, s.launch_records.clone())
+        })
+        .collect();
+    launch::write_csv(&dir.join("launches.csv"), &per_policy)?;
+    launch_plot::write_cdf(dir, &per_policy)?;
+    Ok(())
 }
 
 /// Writes the time series (`series.csv`) and the plots into `dir`, the plots with a

@@ -267,8 +267,8 @@ fn policy_style(label: &str, index: usize) -> (RGBColor, Marker) {
         .unwrap_or(OTHER_STYLES[index % OTHER_STYLES.len()])
 }
 
-#[cfg(test)]
-fn policy_colour(label: &str, index: usize) -> RGBColor {
+/// The colour of the column `label`, the `index`-th of the run (the launch figure's too).
+pub(crate) fn policy_colour(label: &str, index: usize) -> RGBColor {
     policy_style(label, index).0
 }
 

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::launch::{LaunchClass, LaunchRecord, LaunchStats};
 use super::series::SeriesPoint;
 use super::spread::Spread;
 
@@ -135,6 +136,22 @@ pub struct Summary {
     /// not into summary.json).
     #[serde(skip)]
     pub app_events: Vec<super::timeline::AppEvent>,
+    /// The launch phase: launches finished, and their latency (from the moment the app
+    /// was told it is in the foreground to its first frame), over all of them and per
+    /// class (hot, warm, cold).
+    pub launches: u64,
+    pub launch_p50_ns: u64,
+    pub launch_p90_ns: u64,
+    pub launch_p99_ns: u64,
+    pub launch_hot: LaunchStats,
+    pub launch_warm: LaunchStats,
+    pub launch_cold: LaunchStats,
+    /// Launches given up: no frame within the timeout, or the app died first.
+    pub launches_unfinished: u64,
+    /// Every finished launch, in order (the app, when, its class, its latency and what
+    /// it brought back).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launch_records: Vec<LaunchRecord>,
 }
 
 impl Summary {
@@ -160,6 +177,20 @@ impl Summary {
             self.peak_rss_per_accounted =
                 self.peak_rss_bytes as f64 / self.peak_accounted_bytes as f64;
         }
+    }
+
+    /// Sets the launch figures from the launch phase's records.
+    pub fn set_launches(&mut self, records: Vec<LaunchRecord>, unfinished: u64) {
+        let all = LaunchStats::of_class(&records, None);
+        self.launches = all.count;
+        self.launch_p50_ns = all.p50_ns;
+        self.launch_p90_ns = all.p90_ns;
+        self.launch_p99_ns = all.p99_ns;
+        self.launch_hot = LaunchStats::of_class(&records, Some(LaunchClass::Hot));
+        self.launch_warm = LaunchStats::of_class(&records, Some(LaunchClass::Warm));
+        self.launch_cold = LaunchStats::of_class(&records, Some(LaunchClass::Cold));
+        self.launches_unfinished = unfinished;
+        self.launch_records = records;
     }
 
     /// Sets the reclaim latency percentiles from the samples (ns).
@@ -269,6 +300,24 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
             "over budget by (max)",
             |s| s.max_over_budget_bytes as f64,
             MiB,
+        ),
+        ("launches", |s| s.launches as f64, Count),
+        ("  hot launches", |s| s.launch_hot.count as f64, Count),
+        ("  warm launches", |s| s.launch_warm.count as f64, Count),
+        ("  cold launches", |s| s.launch_cold.count as f64, Count),
+        ("launch latency p50", |s| s.launch_p50_ns as f64, Ms),
+        ("launch latency p90", |s| s.launch_p90_ns as f64, Ms),
+        ("launch latency p99", |s| s.launch_p99_ns as f64, Ms),
+        ("  hot p50", |s| s.launch_hot.p50_ns as f64, Ms),
+        ("  hot p99", |s| s.launch_hot.p99_ns as f64, Ms),
+        ("  warm p50", |s| s.launch_warm.p50_ns as f64, Ms),
+        ("  warm p99", |s| s.launch_warm.p99_ns as f64, Ms),
+        ("  cold p50", |s| s.launch_cold.p50_ns as f64, Ms),
+        ("  cold p99", |s| s.launch_cold.p99_ns as f64, Ms),
+        (
+            "launches unfinished",
+            |s| s.launches_unfinished as f64,
+            Count,
         ),
     ];
     if processes {

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_app::{App, RunConfig, Running, SwapMode};
+use marvin_app::{App, Frames, RunConfig, Running, SwapIo, SwapMode};
 use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::{HeapConfig, LargeBacking};
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
@@ -88,12 +88,19 @@ pub fn run(
             pid: std::process::id(),
         },
     )?;
+    // Swap counters when the app was last told to come to the foreground: a frame
+    // reports what came back since.
+    let told: Arc<Mutex<Option<SwapIo>>> = Arc::new(Mutex::new(None));
+    {
+        let (o, told) = (out.clone(), told.clone());
+        app.on_frame(Box::new(move |f| report_frame(f, &told, &o)))?;
+    }
     let running = App::launch(&app, "main".into())?;
     {
-        let (a, o) = (app.clone(), out.clone());
+        let (a, o, t) = (app.clone(), out.clone(), told.clone());
         std::thread::Builder::new()
             .name("control".into())
-            .spawn(move || obey(&a, commands, &o))?;
+            .spawn(move || obey(&a, commands, &o, &t))?;
     }
     let mut next_trim = std::time::Instant::now() + TRIM_EVERY;
     while !running.looper_finished() {
@@ -138,9 +145,31 @@ fn report_marks(app: &App, out: &Mutex<impl Write>) {
     let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks, counters });
 }
 
+/// Reports a frame at once, with what came back since the app was told to come to the
+/// foreground (nothing for a frame without such a command, its first after starting).
+fn report_frame(f: &Frames, told: &Mutex<Option<SwapIo>>, out: &Mutex<impl Write>) {
+    let since = told.lock().take();
+    let d = |now: u64, then: fn(&SwapIo) -> u64| since.map_or(0, |b| now.saturating_sub(then(&b)));
+    let report = Report::Frame {
+        at_ns: f.last_ns,
+        major_faults: crate::host::procstat::major_faults(std::process::id()).unwrap_or(0),
+        restored_objects: d(f.io.restored_objects, |b| b.restored_objects),
+        object_faults: d(f.io.object_faults, |b| b.object_faults),
+        swap_read_bytes: d(f.io.bytes_read, |b| b.bytes_read),
+    };
+    let _ = protocol::send(&mut *out.lock(), &report);
+}
+
 /// The command thread: applies each command to the app until `stop`, the end of the
-/// input, or a line that is not a command (which ends the app with an error).
-fn obey(app: &Arc<App>, mut commands: impl std::io::BufRead, out: &Mutex<impl Write>) {
+/// input, or a line that is not a command (which ends the app with an error). Coming
+/// to the foreground, the app is resumed (its foreground message posted) after its
+/// transition, whatever its mode.
+fn obey(
+    app: &Arc<App>,
+    mut commands: impl std::io::BufRead,
+    out: &Mutex<impl Write>,
+    told: &Mutex<Option<SwapIo>>,
+) {
     loop {
         let cmd = match protocol::recv::<Command>(&mut commands) {
             Ok(Some(c)) => c,
@@ -154,6 +183,9 @@ fn obey(app: &Arc<App>, mut commands: impl std::io::BufRead, out: &Mutex<impl Wr
             }
         };
         let swapping = app.swap_mode().is_some();
+        if cmd == Command::Foreground {
+            *told.lock() = Some(app.swap_io());
+        }
         let done = match cmd {
             Command::Stop => {
                 app.end();
@@ -182,6 +214,9 @@ fn obey(app: &Arc<App>, mut commands: impl std::io::BufRead, out: &Mutex<impl Wr
                 return;
             }
             None => {}
+        }
+        if cmd == Command::Foreground {
+            app.resume();
         }
     }
 }

@@ -31,6 +31,10 @@ pub struct Seen {
     pub counters: BTreeMap<String, u64>,
     /// Transitions it reported: (action, duration).
     pub transitions: Vec<(String, Duration)>,
+    /// Its last frame (`mark "frame"`), with what came back before it.
+    pub frame: Option<FrameSeen>,
+    /// Frames reported so far.
+    pub frames: u64,
     /// Its last report: exit status and runtime error.
     pub exit: Option<(i32, Option<String>)>,
     /// A line that did not parse (the app is then counted as crashed).
@@ -49,6 +53,17 @@ impl Seen {
     pub fn counter(&self, name: &str) -> u64 {
         self.counters.get(name).copied().unwrap_or(0)
     }
+}
+
+/// An app's frame as it reported it ([`Report::Frame`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameSeen {
+    /// `CLOCK_BOOTTIME` ns.
+    pub at_ns: u64,
+    pub major_faults: u64,
+    pub restored_objects: u64,
+    pub object_faults: u64,
+    pub swap_read_bytes: u64,
 }
 
 /// One app process.
@@ -128,6 +143,12 @@ impl AppProcess {
     /// The last mark count of `name`.
     pub fn mark(&self, name: &str) -> u64 {
         self.seen.lock().mark(name)
+    }
+
+    /// Frames reported so far, and the last one.
+    pub fn frames(&self) -> (u64, Option<FrameSeen>) {
+        let s = self.seen.lock();
+        (s.frames, s.frame)
     }
 
     /// Sends a command; a child that is gone is not an error (it was killed).
@@ -232,6 +253,22 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                     } => s
                         .transitions
                         .push((action, Duration::from_nanos(duration_ns))),
+                    Report::Frame {
+                        at_ns,
+                        major_faults,
+                        restored_objects,
+                        object_faults,
+                        swap_read_bytes,
+                    } => {
+                        s.frames += 1;
+                        s.frame = Some(FrameSeen {
+                            at_ns,
+                            major_faults,
+                            restored_objects,
+                            object_faults,
+                            swap_read_bytes,
+                        });
+                    }
                     Report::Exit { status, error } => s.exit = Some((status, error)),
                 }
             }

@@ -14,13 +14,15 @@
 //!   {"to":"foreground"}              {"ev":"marks","marks":{"round":3,"frame":1}}
 //!   {"to":"stop"}                    {"ev":"marks","marks":{...},"counters":{...}}
 //!                                    {"ev":"transition","action":"background",...}
+//!                                    {"ev":"frame","at_ns":N,"major_faults":N,...}
 //!                                    {"ev":"exit","status":0,"error":null}
 //! ```
 //!
 //! `marks` carries the app's cumulative `mark` counts and runtime counters
 //! (`gc_major_faults`: major page faults taken while the app collected;
 //! `object_faults`: objects faulted back in), sent every report period and after each
-//! transition; `exit` is the last line an app writes. An app whose standard
+//! transition; `frame` is sent at once on every `mark "frame"` (a launch's end, timed
+//! on `CLOCK_BOOTTIME`, which the System reads too); `exit` is the last line an app writes. An app whose standard
 //! input closes stops as if told `stop`. A line that does not parse is a protocol error
 //! on either side: the app reports it and stops; the System counts the app as crashed.
 
@@ -68,6 +70,19 @@ pub enum Report {
         objects: u64,
         /// Bytes it touched.
         bytes: u64,
+    },
+    /// The app drew a frame (`mark "frame"`): the end of a launch.
+    Frame {
+        /// When (`CLOCK_BOOTTIME` ns, a clock every process of the machine reads alike).
+        at_ns: u64,
+        /// Its process's major page faults at the frame (`/proc/self/stat`).
+        major_faults: u64,
+        /// Since it was last told to come to the foreground (0 for a frame without
+        /// one, such as its first after starting): objects restored eagerly, objects
+        /// faulted in, and bytes read from its swap file.
+        restored_objects: u64,
+        object_faults: u64,
+        swap_read_bytes: u64,
     },
     /// The app's end: the last line it writes.
     Exit {
@@ -164,6 +179,13 @@ mod tests {
                 duration_ns: 5,
                 objects: 2,
                 bytes: 8192,
+            },
+            Report::Frame {
+                at_ns: 123_456_789,
+                major_faults: 3,
+                restored_objects: 4,
+                object_faults: 5,
+                swap_read_bytes: 8192,
             },
             Report::Exit {
                 status: 70,

@@ -32,9 +32,11 @@ use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
 use crate::host::{cgroup, lmk, procstat, signals, swapdev};
 use crate::system::activity::{Activity, Thresholds};
+use crate::system::launch::{Brought, LaunchPhase, Pending};
 use crate::system::series::{PolicySeries, SeriesPoint};
 use crate::system::summary::{AppRecord, Crash, Summary};
 use crate::system::{Pressure, SystemConfig};
+use marvin_runtime::cpuclock::boottime_ns;
 
 /// How often apps report their marks; the System reads them into activity states on
 /// every tick of its loop.
@@ -86,6 +88,8 @@ struct Slot {
     major_faults: u64,
     /// Its memory at the last sample.
     last_mem: procstat::ProcMem,
+    /// It ended by itself (finished or crashed): the launch phase leaves it be.
+    ended: bool,
 }
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
@@ -246,12 +250,19 @@ impl Run<'_> {
         let mut next_switch = sys.switch_every;
         let mut next_sample = Duration::ZERO;
         let tick = TICK.min(sys.sample_every);
+        // The launch phase begins once the last app has had its turn in front (off when
+        // the foreground is switched round robin instead).
+        let mut phase: LaunchPhase<u64> =
+            LaunchPhase::new(sys.launch, sys.launch_every * sys.apps as u32);
+        let phase_on = sys.switch_every.is_none() && sys.launch.launches > 0;
         loop {
             if signals::stop_requested().is_some() {
                 break;
             }
             let now = self.start.elapsed();
-            if now >= sys.duration {
+            // The run lasts its duration, and longer if its launch phase is still going.
+            let all_launched = self.slots.len() == sys.apps;
+            if now >= sys.duration && (!phase_on || !all_launched || phase.is_done()) {
                 break;
             }
             if self.slots.len() < sys.apps && now >= next_launch {
@@ -262,6 +273,9 @@ impl Run<'_> {
                     self.switch_next()?;
                     next_switch = Some(now + every);
                 }
+            }
+            if phase_on && self.slots.len() == sys.apps {
+                self.drive_launches(&mut phase)?;
             }
             let hold = if self.pressure == Pressure::Marvin {
                 self.reclaim_if_needed();
@@ -305,6 +319,9 @@ impl Run<'_> {
         summary.reclaim_requests = self.reclaim_ns.len() as u64;
         summary.set_latencies(&mut self.reclaim_ns.clone());
         summary.external_reclaimed_bytes = self.reclaimed_bytes;
+        // A launch still under way when the run ends never finished.
+        phase.give_up(self.start.elapsed());
+        summary.set_launches(std::mem::take(&mut phase.records), phase.unfinished);
         let (swap_in, swap_out) = self.swap_bytes();
         summary.swap_in_bytes = swap_in;
         summary.swap_out_bytes = swap_out;
@@ -362,6 +379,7 @@ impl Run<'_> {
             external: None,
             major_faults: 0,
             last_mem: procstat::ProcMem::default(),
+            ended: false,
         })
     }
 
@@ -381,20 +399,87 @@ impl Run<'_> {
     fn switch_next(&mut self) -> anyhow::Result<()> {
         let n = self.slots.len();
         let next = self.fg.map_or(0, |f| (f + 1) % n);
+        self.bring_to_foreground(next)?;
+        Ok(())
+    }
+
+    /// The launch phase's step: finishes the launch under way once its app reported
+    /// its frame (or gives it up when the app died or it timed out), and makes the next
+    /// launch when it is time.
+    fn drive_launches(&mut self, phase: &mut LaunchPhase<u64>) -> anyhow::Result<()> {
+        let now = self.start.elapsed();
+        if let Some(p) = &phase.pending {
+            match self.slots[p.app].proc.as_ref() {
+                None => phase.give_up(now),
+                Some(proc) => match proc.frames() {
+                    (n, Some(f)) if n > p.frames_before && f.at_ns >= p.told_ns => {
+                        phase.finish(now, f.at_ns, |major_before| Brought {
+                            restored_objects: f.restored_objects,
+                            object_faults: f.object_faults,
+                            swap_read_bytes: f.swap_read_bytes,
+                            major_faults: f.major_faults.saturating_sub(*major_before),
+                        })
+                    }
+                    _ if phase.timed_out(boottime_ns()) => phase.give_up(now),
+                    _ => {}
+                },
+            }
+        }
+        let candidates: Vec<usize> = self
+            .slots
+            .iter()
+            .filter(|s| Some(s.id) != self.fg && !s.ended)
+            .map(|s| s.id)
+            .collect();
+        if let Some(next) = phase.next_app(now, &candidates) {
+            phase.pending = Some(self.bring_to_foreground(next)?);
+        }
+        Ok(())
+    }
+
+    /// Brings app `next` to the foreground (the one in front goes to the background): a
+    /// running app is told, a killed one starts again. Returns the launch under way,
+    /// with the app's major faults before it was told.
+    fn bring_to_foreground(&mut self, next: usize) -> anyhow::Result<Pending<u64>> {
         if let Some(prev) = self.fg.take() {
             self.send_to_background(prev);
         }
-        if self.slots[next].proc.is_some() {
-            if let Some(p) = self.slots[next].proc.as_mut() {
-                p.tell(&Command::Foreground);
+        let t_s = self.start.elapsed().as_secs_f64();
+        let pid = self.slots[next].pid;
+        let pending = match self.slots[next].proc.as_mut() {
+            Some(proc) => {
+                let before = procstat::major_faults(pid).unwrap_or(0);
+                let (frames_before, _) = proc.frames();
+                let told_ns = boottime_ns();
+                proc.tell(&Command::Foreground);
+                Pending {
+                    app: next,
+                    cold: false,
+                    told_ns,
+                    t_s,
+                    before,
+                    frames_before,
+                    restored_objects: 0,
+                }
             }
-        } else {
-            self.slots[next] = self.start_app(next)?;
-            self.restarts += 1;
-        }
+            None => {
+                let told_ns = boottime_ns();
+                self.slots[next] = self.start_app(next)?;
+                self.restarts += 1;
+                Pending {
+                    app: next,
+                    cold: true,
+                    told_ns,
+                    t_s,
+                    before: 0,
+                    frames_before: 0,
+                    restored_objects: 0,
+                }
+            }
+        };
         self.fg = Some(next);
         self.update_states();
-        Ok(())
+        Ok(pending)
     }
 
     fn send_to_background(&mut self, id: usize) {
@@ -517,6 +602,7 @@ impl Run<'_> {
             self.killer.forget(pid);
             self.slots[i].proc = None;
             self.slots[i].external = None;
+            self.slots[i].ended = !killed;
             if self.fg == Some(i) {
                 self.fg = None;
             }

@@ -1,0 +1,156 @@
+//! An app's side of a launch: the foreground message its program registers, and the
+//! frame clock.
+//!
+//! A program learns that it came to the foreground through its **foreground message**:
+//! `send on_foreground` (a handler named [`FOREGROUND_HANDLER`]) does not post a message
+//! but registers it (its `what` and argument; the delay is ignored), replacing any
+//! earlier registration. Each time the app is brought to the foreground
+//! ([`App::resume`]), the runtime posts that message at the front of the main looper's
+//! queue, as Android calls an activity's `onResume`. The program then does its first
+//! unit of foreground work and marks it with `mark "frame"` ([`FRAME_MARK`]); the time of
+//! every frame is kept on `CLOCK_BOOTTIME`, which every process of the machine reads
+//! alike, so a System in another process can time a launch from its own clock.
+
+use std::sync::{Arc, OnceLock};
+
+use marvin_interpreter::exec::{Post, PostAt};
+use marvin_runtime::cpuclock::boottime_ns;
+use parking_lot::Mutex;
+
+use crate::app::App;
+use crate::error::AppError;
+use crate::memory::SwapIo;
+use crate::messages::Pin;
+
+/// The handler a program names to register its foreground message.
+pub const FOREGROUND_HANDLER: &str = "on_foreground";
+/// The mark that ends a launch: the program's first unit of work in the foreground.
+pub const FRAME_MARK: &str = "frame";
+
+/// What is called on every frame, with the frames so far.
+pub type FrameHook = Box<dyn Fn(&Frames) + Send + Sync>;
+
+/// The registered foreground message, its argument pinned as a root while registered.
+struct Registered {
+    method: u32,
+    what: i64,
+    arg: u64,
+    arg_is_ref: bool,
+    _pin: Option<Pin>,
+}
+
+/// The launch state of one app.
+#[derive(Default)]
+pub(crate) struct LaunchState {
+    registered: Mutex<Option<Registered>>,
+    /// The program's strings that are `frame` (marks are by string index).
+    frame_strings: Vec<u32>,
+    last: Mutex<Frames>,
+    hook: OnceLock<FrameHook>,
+}
+
+impl LaunchState {
+    pub(crate) fn new(strings: &[String]) -> LaunchState {
+        LaunchState {
+            frame_strings: strings
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.as_str() == FRAME_MARK)
+                .map(|(i, _)| i as u32)
+                .collect(),
+            ..LaunchState::default()
+        }
+    }
+
+    /// Whether `mark` of string `s` is a frame.
+    #[inline]
+    pub(crate) fn is_frame(&self, s: u32) -> bool {
+        self.frame_strings.contains(&s)
+    }
+}
+
+/// Frames so far, the time of the last one, and the app's swap counters at it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Frames {
+    pub count: u64,
+    /// `CLOCK_BOOTTIME` ns of the last frame (0 before the first).
+    pub last_ns: u64,
+    /// The app's swap counters when it made its last frame.
+    pub io: SwapIo,
+}
+
+impl App {
+    /// Whether `method` is the foreground handler (its `send` registers, not posts).
+    pub(crate) fn is_foreground_handler(&self, method: u32) -> bool {
+        self.loaded
+            .vp
+            .program
+            .methods
+            .get(method as usize)
+            .is_some_and(|m| m.name == FOREGROUND_HANDLER)
+    }
+
+    /// `send on_foreground`: registers the message, replacing an earlier one.
+    pub(crate) fn register_foreground(self: &Arc<Self>, post: &Post) {
+        let pin = if post.arg_is_ref {
+            Pin::new(self, post.arg)
+        } else {
+            None
+        };
+        *self.launch.registered.lock() = Some(Registered {
+            method: post.method,
+            what: post.what,
+            arg: post.arg,
+            arg_is_ref: post.arg_is_ref,
+            _pin: pin,
+        });
+    }
+
+    /// The app is in the foreground: posts its registered foreground message at the
+    /// front of its main looper's queue. Returns whether there was one to post (an app
+    /// still starting registers it later, and its first frame comes from its start).
+    pub fn resume(self: &Arc<Self>) -> bool {
+        let post = {
+            let r = self.launch.registered.lock();
+            let Some(r) = r.as_ref() else {
+                return false;
+            };
+            Post {
+                method: r.method,
+                what: r.what,
+                arg: r.arg,
+                arg_is_ref: r.arg_is_ref,
+                when: PostAt::Front,
+            }
+        };
+        // After quit there is no looper to run it: nothing to post to.
+        matches!(crate::messages::post(self, post), Ok(()))
+    }
+
+    /// A `mark "frame"`: notes its time and the swap counters, and calls the hook.
+    pub(crate) fn note_frame(&self) {
+        let f = {
+            let mut last = self.launch.last.lock();
+            last.count += 1;
+            last.last_ns = boottime_ns();
+            last.io = self.swap_io();
+            *last
+        };
+        if let Some(hook) = self.launch.hook.get() {
+            hook(&f);
+        }
+    }
+
+    /// Frames so far (`mark "frame"`), and when the last one came.
+    pub fn frames(&self) -> Frames {
+        *self.launch.last.lock()
+    }
+
+    /// Calls `hook` with the time of every frame from now on (once per app).
+    pub fn on_frame(&self, hook: FrameHook) -> Result<(), AppError> {
+        self.launch
+            .hook
+            .set(hook)
+            .map_err(|_| AppError::FrameHookAlreadySet)
+    }
+}

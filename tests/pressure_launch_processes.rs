@@ -1,0 +1,125 @@
+//! The launch phase in the process mode, on a tiny run per policy: every launch is
+//! timed from the System's command to the app process's frame report and classified;
+//! kill's killed apps start cold, marvin's eager restore brings objects back in warm
+//! launches, and on demand restores nothing eagerly. Needs root and a memory
+//! controller; elsewhere it prints why it skips.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const LAUNCHES: u64 = 8;
+
+fn u(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+#[test]
+fn launches_of_app_processes_are_timed_and_classified() {
+    if let Err(why) = marvin::host::cgroup::Hierarchy::available() {
+        eprintln!("skipped: the process mode cannot run here: {why}");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "pressure",
+            "--mode",
+            "processes",
+            "--quiet",
+            "--json",
+            "--policy",
+            "kill,kernel-swap,marvin-eager,marvin-on-demand",
+            "--apps",
+            "8",
+            "--budget",
+            "48m",
+            "--swap-size",
+            "256m",
+            "--launch-every",
+            "700ms",
+            "--duration",
+            "6s",
+            "--time-scale",
+            "0.05",
+            "--gc-max-free",
+            "256k",
+            "--sample-every",
+            "100ms",
+            "-D",
+            "ARRAYS=96",
+            "--launches",
+            &LAUNCHES.to_string(),
+            "--launch-gap",
+            "100ms",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .expect("run marvin pressure");
+    assert!(
+        o.status.success(),
+        "marvin pressure failed: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    let v = v.as_array().unwrap();
+    assert_eq!(v.len(), 4);
+    let records = |s: &Value, class: &str| -> Vec<Value> {
+        s["launch_records"]
+            .as_array()
+            .map(|a| a.iter().filter(|r| r["class"] == class).cloned().collect())
+            .unwrap_or_default()
+    };
+    for s in v {
+        let policy = s["policy"].as_str().unwrap();
+        assert_eq!(s["mode"], "processes");
+        assert_eq!(u(s, "crashed_apps"), 0, "{policy}: {s}");
+        let n = u(s, "launches");
+        assert!(n >= 1, "{policy} made no launch: {s}");
+        assert_eq!(n + u(s, "launches_unfinished"), LAUNCHES, "{policy}");
+        let per_class: u64 = ["hot", "warm", "cold"]
+            .iter()
+            .map(|c| u(&s[format!("launch_{c}")], "count"))
+            .sum();
+        assert_eq!(per_class, n, "{policy}");
+        for r in s["launch_records"].as_array().unwrap() {
+            assert!(u(r, "latency_ns") > 0, "{policy}: {r}");
+        }
+        assert!(u(s, "launch_p50_ns") <= u(s, "launch_p99_ns"));
+    }
+    let kill = &v[0];
+    assert!(
+        !records(kill, "cold").is_empty(),
+        "kill gave no cold launch: {kill}"
+    );
+    for r in records(kill, "warm") {
+        // A plain heap has no swap file: only the kernel's faults make it warm.
+        assert!(u(&r, "major_faults") > 0, "{r}");
+        assert_eq!(u(&r, "restored_objects") + u(&r, "swap_read_bytes"), 0);
+    }
+    let eager = &v[2];
+    assert_eq!(eager["policy"], "marvin-eager");
+    assert!(
+        records(eager, "warm")
+            .iter()
+            .any(|r| u(r, "restored_objects") > 0 && u(r, "swap_read_bytes") > 0),
+        "no launch restored objects: {eager}"
+    );
+    let lazy = &v[3];
+    assert_eq!(lazy["policy"], "marvin-on-demand");
+    for r in lazy["launch_records"].as_array().unwrap() {
+        assert_eq!(
+            u(r, "restored_objects"),
+            0,
+            "on demand restores nothing eagerly"
+        );
+    }
+    let csv = std::fs::read_to_string(out.path().join("launches.csv")).unwrap();
+    let total: u64 = v.iter().map(|s| u(s, "launches")).sum();
+    assert_eq!(csv.lines().count() as u64, total + 1);
+}
