@@ -21,6 +21,10 @@
 //! - [`run`]: runs a program as one app to its end;
 //! - [`error`]: why an app operation failed ([`AppError`]).
 
+// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// handled): `print!` and `eprint!` panic when the stream cannot be written.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod app;
 pub mod binding;
 pub mod command;

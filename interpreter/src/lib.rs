@@ -2,6 +2,10 @@
 //! the disassembler ([`disasm`]) and the executor ([`exec`]). The instruction set is
 //! defined once, in [`isa`].
 
+// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// handled): `print!` and `eprint!` panic when the stream cannot be written.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod asm;
 pub mod binary;
 pub mod diag;

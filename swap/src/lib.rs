@@ -20,6 +20,10 @@
 //!
 //! The mechanisms hold no policy constants of their own: they ask the policy.
 
+// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// handled): `print!` and `eprint!` panic when the stream cannot be written.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod app_swap;
 pub mod external;
 pub mod pageout;

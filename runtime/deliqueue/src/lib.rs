@@ -62,6 +62,10 @@
 //! --release --test loom_deliqueue`. Miri over the unit tests:
 //! `MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p marvin-deliqueue --lib`.
 
+// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// handled): `print!` and `eprint!` panic when the stream cannot be written.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod clock;
 pub mod freelist;
 pub mod heap;
