@@ -114,14 +114,15 @@ impl Budget {
             .collect()
     }
 
-    /// Resident app memory as accounted: each alive app's heap, less what is out.
+    /// Resident app memory as accounted: each alive app's objects in memory and what
+    /// the runtime holds for it ([`App::charged_bytes`]).
     pub fn resident(&self) -> u64 {
         self.members
             .lock()
             .iter()
             .filter(|m| m.alive.load(Ordering::Relaxed))
             .filter_map(|m| m.app.upgrade())
-            .map(|a| a.resident_bytes())
+            .map(|a| a.charged_bytes())
             .sum()
     }
 
@@ -163,7 +164,7 @@ impl Budget {
 
     /// Reserves room for `bytes`, making room first when they do not fit; times the
     /// wait when there was one.
-    fn reserve(&self, heap: &Heap, bytes: u64) {
+    pub(crate) fn reserve(&self, heap: &Heap, bytes: u64) {
         let t0 = Instant::now();
         let mut stalled = false;
         let committed = loop {
@@ -194,7 +195,8 @@ impl Budget {
         }
     }
 
-    fn release(&self, bytes: u64) {
+    /// Gives back a reservation.
+    pub(crate) fn release(&self, bytes: u64) {
         self.reserved.fetch_sub(bytes, Ordering::SeqCst);
     }
 

@@ -222,7 +222,12 @@ impl Run {
             )?;
         }
         app.set_memory_budget(Arc::new(BudgetHook(Arc::downgrade(&self.budget))))?;
+        // What the runtime holds for the new app (its tables) counts from now: room for
+        // it is reserved first.
+        let initial = app.charged_bytes();
+        self.budget.reserve(app.heap(), initial);
         self.budget.members.lock().push(member.clone());
+        self.budget.release(initial);
         let running = App::launch(&app, format!("app{id}-main"))?;
         Ok(Slot {
             member,
