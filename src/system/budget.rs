@@ -126,6 +126,17 @@ impl Budget {
             .sum()
     }
 
+    /// What the runtime holds for the alive apps ([`marvin_runtime::heap::Heap::runtime_bytes`])
+    /// and what it is charged at (part of [`Budget::resident`]).
+    pub fn runtime(&self) -> (u64, u64) {
+        self.alive().iter().fold((0, 0), |(held, charged), (_, a)| {
+            (
+                held + a.heap().runtime_bytes() as u64,
+                charged + a.heap().runtime_charge() as u64,
+            )
+        })
+    }
+
     /// The most accounted memory any reservation committed to (resident plus reserved).
     pub fn peak_committed(&self) -> u64 {
         self.peak_committed.load(Ordering::SeqCst)

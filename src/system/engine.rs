@@ -58,6 +58,8 @@ struct Run {
     kills: AtomicU64,
     restarts: AtomicU64,
     retired: Mutex<Retired>,
+    /// The most the runtime held for the alive apps at a sample, and was charged at.
+    peak_runtime: Mutex<(u64, u64)>,
     /// Apps killed whose threads are being reaped.
     dying: Mutex<Vec<Running>>,
     start: Instant,
@@ -103,6 +105,7 @@ pub fn run_policy(
             kills: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
             retired: Mutex::new(Retired::default()),
+            peak_runtime: Mutex::new((0, 0)),
             dying: Mutex::new(Vec::new()),
             start: Instant::now(),
             dir,
@@ -507,6 +510,11 @@ impl Run {
         drop(slots);
         let r = self.retired.lock();
         let rss = marvin_runtime::procfs::resident().unwrap_or_default();
+        let (held, charged) = self.budget.runtime();
+        {
+            let mut peak = self.peak_runtime.lock();
+            *peak = (peak.0.max(held), peak.1.max(charged));
+        }
         SeriesPoint {
             t_s: self.start.elapsed().as_secs_f64(),
             alive,
@@ -572,5 +580,9 @@ impl Run {
         summary.max_over_budget_bytes = max_over;
         summary.peak_committed_bytes = self.budget.peak_committed();
         summary.budget_bytes = self.cfg.budget as u64;
+        (
+            summary.peak_runtime_bytes,
+            summary.peak_runtime_charged_bytes,
+        ) = *self.peak_runtime.lock();
     }
 }

@@ -84,6 +84,12 @@ pub struct Summary {
     /// Peak process RSS over peak accounted memory: what the runtime, the process and
     /// the kernel's rounding add to the apps' own bytes (1.0 would be none).
     pub peak_rss_per_accounted: f64,
+    /// In-process model: the most the runtime held for the alive apps at a sample
+    /// (handle tables, stubs and their registries, reclaim tables, swap file indexes),
+    /// and the most it was charged at in the accounted memory (it covers the holdings
+    /// with a headroom, raised before they grow).
+    pub peak_runtime_bytes: u64,
+    pub peak_runtime_charged_bytes: u64,
     /// The most accounted memory any allocation committed to (resident plus what
     /// allocations under way held reserved): the exact peak, where the sampled
     /// `peak_accounted_bytes` may miss one between samples.
@@ -353,6 +359,24 @@ pub fn table(summaries: &[Summary]) -> String {
             ),
         ];
         rows.extend(kernel);
+    }
+    if summaries.iter().any(|s| s.mode == "in-process") {
+        let runtime: Vec<(&str, Cell)> = vec![(
+            "runtime held / charged",
+            Box::new(move |s| {
+                format!(
+                    "{:.1}/{:.1} MiB",
+                    s.peak_runtime_bytes as f64 / (1u64 << 20) as f64,
+                    s.peak_runtime_charged_bytes as f64 / (1u64 << 20) as f64
+                )
+            }),
+        )];
+        // After the accounted memory, which includes the charge.
+        let at = rows
+            .iter()
+            .position(|(n, _)| *n == "peak accounted memory")
+            .map_or(rows.len(), |i| i + 1);
+        rows.splice(at..at, runtime);
     }
     // Columns of 16, wider where a policy's name needs it (marvin-on-demand).
     let w = summaries

@@ -66,9 +66,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             drop(charged.take());
             let next = &stubs[i..(i + CHARGE_EVERY).min(stubs.len())];
             let buffer = next.iter().map(|s| s.bytes).max().unwrap_or(0);
-            charged = Some(heap.runtime_growth(
-                next.len() * SwapFile::index_bytes_per_checkpoint() + buffer,
-            ));
+            charged = Some(
+                heap.runtime_growth(next.len() * SwapFile::index_bytes_per_checkpoint() + buffer),
+            );
         }
         let entry = space.table.entry(stub.entry);
         let _g = entry.lock_shared();

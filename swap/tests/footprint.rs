@@ -173,7 +173,7 @@ fn the_runtimes_holdings_are_charged_before_they_grow_and_only_through_the_budge
 
     // Freeing gives the stubs back, and the charge follows them down.
     let high = h.runtime_charge();
-    let dead: Vec<_> = handles.drain(..).collect();
+    let dead = handles;
     // SAFETY: no mutator runs; the handles are reached by nothing any more.
     unsafe { h.free_stubs(&dead) };
     let (charge, held) = (h.runtime_charge(), h.runtime_bytes());

@@ -408,9 +408,8 @@ impl Heap {
         // The runtime's holdings grow with a stub, and by a page of the handle table
         // when fresh handles reach a new one: charged first, as the object is.
         let table_page = self.table.fresh_page_near();
-        let _runtime = (stubbing > 0 || table_page).then(|| {
-            self.runtime_growth(stubbing + if table_page { PAGE } else { 0 })
-        });
+        let _runtime = (stubbing > 0 || table_page)
+            .then(|| self.runtime_growth(stubbing + if table_page { PAGE } else { 0 }));
         let _growth = self.before_growth(footprint(kind, len));
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
