@@ -1,6 +1,7 @@
 //! The pressure experiment's footprint figures on a tiny run of each policy: the
 //! process's resident memory broken down by kind (anonymous, file-backed, shared) in
-//! `series.csv` and `summary.json`, each kind consistent with the total.
+//! `series.csv` and `summary.json`, each kind consistent with the total, and what the
+//! runtime holds for the apps charged in the accounted memory.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -122,6 +123,22 @@ fn resident_memory_is_broken_down_by_kind_in_series_and_summary() {
             "{policy}: {p:?}"
         );
         assert!(p[1] + p[2] + p[3] + 3 * PAGE >= p[0], "{policy}: {p:?}");
+        // What the runtime holds for the apps is in the accounted memory: charged, at
+        // least as much as it held (give or take the transient of a page-out, charged
+        // when it ends), and never more than the accounted memory itself.
+        let (held, charged) = (
+            field(s, "peak_runtime_bytes"),
+            field(s, "peak_runtime_charged_bytes"),
+        );
+        assert!(held > 0 && charged > 0, "{policy}: {held} / {charged}");
+        assert!(
+            charged + 3 * 64 * 1024 >= held,
+            "{policy}: charged {charged} for {held} held"
+        );
+        assert!(
+            charged <= field(s, "peak_accounted_bytes"),
+            "{policy}: {charged}"
+        );
         let ratio = s["peak_rss_per_accounted"].as_f64().unwrap();
         let expected = p[0] as f64 / field(s, "peak_accounted_bytes") as f64;
         assert!(

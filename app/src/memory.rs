@@ -128,10 +128,17 @@ impl App {
     }
 
     /// Bytes of this app's objects that are in memory (live bytes less what is swapped
-    /// out), as the memory budget accounts them. What the runtime holds for the app
-    /// besides is [`marvin_runtime::heap::Heap::runtime_bytes`], not charged yet.
+    /// out).
     pub fn resident_bytes(&self) -> u64 {
         self.heap.resident_bytes() as u64
+    }
+
+    /// Bytes the memory budget charges this app, as a kernel would count them: its
+    /// objects in memory and what the runtime holds for it (handle table, stubs and
+    /// their registry, reclaim table, swap file index), the latter charged ahead of its
+    /// growth ([`marvin_runtime::heap::Heap::charged_bytes`]).
+    pub fn charged_bytes(&self) -> u64 {
+        self.heap.charged_bytes() as u64
     }
 
     /// The swap counters (all 0 without swapping).

@@ -213,6 +213,19 @@ impl StubSpace {
             + self.hooks.held_bytes()
     }
 
+    /// At most how many bytes the registry grows by when `more` stubs join it (its
+    /// table doubles when full).
+    pub fn registry_growth(&self, more: usize) -> usize {
+        let stubs = self.stubs.lock();
+        let (len, cap) = (stubs.len(), stubs.capacity());
+        if len + more <= cap {
+            0
+        } else {
+            // Doubling until it fits, as the hash table grows, and its control bytes.
+            (len + more).next_power_of_two().max(2 * cap) * 2 * REGISTRY_SLOT_BYTES
+        }
+    }
+
     /// Books the registry's size after a change, under its lock.
     fn registry_changed(&self, stubs: &HashMap<Handle, Arc<Stub>>) {
         let bytes = (stubs.capacity() * REGISTRY_SLOT_BYTES) as u64;
@@ -548,6 +561,9 @@ impl Heap {
         }
         self.large_space().free(&mut runs);
         self.table().release(dead.iter().copied());
+        // The free lists may have grown: charged out of what was just freed (the
+        // resident part of it), before it is booked.
+        self.absorb_runtime_growth((bytes - out_freed) as usize);
         self.account_freed(dead.len() as u64, bytes as usize);
         // Only now that the heap no longer counts them: resident bytes (in use less
         // out) never read higher than they are while the stubs go.

@@ -42,6 +42,7 @@ use marvin_runtime::barrier::{AccessKind, Barriers};
 use marvin_runtime::header::ObjKind;
 use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::external::ExternalApp;
+use marvin_swap::reclaimer::ReclaimReport;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
 
 use super::figure::{Chart, Curve};
@@ -248,55 +249,95 @@ fn punch_hole_floor(bytes: u64) -> anyhow::Result<f64> {
     Ok(t.elapsed().as_nanos() as f64)
 }
 
-/// The memory-file rows of the reclaim scenarios: in process, from outside, and the
-/// kernel's floor, alternating per repetition after a warm-up.
-fn memfd_rows(small: u64, large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
-    let saved = SavedHeap::build_on(large, LargeBacking::Memfd)?;
-    let mut outside = saved.open_from_outside()?;
+/// One way of reclaiming `size` bytes of a [`SavedHeap`], timed by [`reclaim_rows`].
+type Reclaim<'a> = (&'static str, Box<dyn FnMut(u64) -> ReclaimReport + 'a>);
+
+/// The kernel's floor beside the reclaimers: its name, the key its call count goes
+/// under, and one timed drop of as many freshly touched pages (ns).
+struct Floor {
+    name: &'static str,
+    calls_key: &'static str,
+    time: fn(u64) -> anyhow::Result<f64>,
+}
+
+/// Times each of `reclaims` taking `size` bytes of `saved`, and `floor` dropping as
+/// many pages, for both sizes: one warm-up then `reps` rounds, medians reported.
+///
+/// Each timed drop comes right after its pages were made: the reclaimers' by an eager
+/// restore (every page read back, freshly touched), the floor's by its own touching.
+/// The kernel frees pages faster into the per-CPU lists that have just handed them
+/// out, so a drop measured right after another one (whose pages filled those lists)
+/// would pay the zone lock that the first did not.
+fn reclaim_rows(
+    saved: &SavedHeap,
+    sizes: [u64; 2],
+    reps: usize,
+    floor: &Floor,
+    reclaims: &mut [Reclaim<'_>],
+) -> anyhow::Result<Vec<Sample>> {
     let mut samples = Vec::new();
-    for size in [small, large] {
+    for size in sizes {
         let scenario = format!("reclaim {} MiB", size / MIB);
-        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-        let mut calls = [0u64; 2];
-        let mut floor = Vec::new();
+        let mut times = vec![Vec::new(); reclaims.len()];
+        let mut calls = vec![0u64; reclaims.len()];
+        let mut floor_ns = Vec::new();
         for rep in 0..=reps {
-            if rep > 0 {
-                floor.push(punch_hole_floor(size)?);
-            }
-            for k in 0..2 {
+            for (k, (_, reclaim)) in reclaims.iter_mut().enumerate() {
+                saved.restore_eager()?;
                 let t = Instant::now();
-                let r = if k == 0 {
-                    reclaimer::reclaim_from(&saved.heap, size)
-                } else {
-                    outside.reclaim(size)
-                };
+                let r = reclaim(size);
                 let ns = t.elapsed().as_nanos() as f64;
                 ensure!(r.bytes >= size, "reclaimed {} of {size} bytes", r.bytes);
                 if rep > 0 {
                     times[k].push(ns);
                 }
                 calls[k] = r.madvise_calls;
-                saved.restore_eager()?;
+            }
+            let ns = (floor.time)(size)?;
+            if rep > 0 {
+                floor_ns.push(ns);
             }
         }
+        saved.restore_eager()?;
         samples.push(
-            Sample::new(&scenario, "kernel-punch-hole-floor", median(&mut floor))
+            Sample::new(&scenario, floor.name, median(&mut floor_ns))
                 .with("bytes", size)
-                .with("fallocate_calls", 1),
+                .with(floor.calls_key, 1),
         );
-        for (k, name) in ["memfd-punch-hole", "external-punch-hole"]
-            .into_iter()
-            .enumerate()
-        {
+        for (k, (name, _)) in reclaims.iter().enumerate() {
             samples.push(
-                Sample::new(&scenario, name, median(&mut times[k]))
+                Sample::new(&scenario, *name, median(&mut times[k]))
                     .with("bytes", size)
-                    .with("fallocate_calls", calls[k]),
+                    .with(floor.calls_key, calls[k]),
             );
         }
     }
     saved.walk_first_words()?;
     Ok(samples)
+}
+
+/// The memory-file rows of the reclaim scenarios: in process, from outside, and the
+/// kernel's floor.
+fn memfd_rows(small: u64, large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
+    let saved = SavedHeap::build_on(large, LargeBacking::Memfd)?;
+    let mut outside = saved.open_from_outside()?;
+    let floor = Floor {
+        name: "kernel-punch-hole-floor",
+        calls_key: "fallocate_calls",
+        time: punch_hole_floor,
+    };
+    let heap = &saved.heap;
+    let mut reclaims: [Reclaim<'_>; 2] = [
+        (
+            "memfd-punch-hole",
+            Box::new(|size| reclaimer::reclaim_from(heap, size)),
+        ),
+        (
+            "external-punch-hole",
+            Box::new(|size| outside.reclaim(size)),
+        ),
+    ];
+    reclaim_rows(&saved, [small, large], reps, &floor, &mut reclaims)
 }
 
 /// Reads the file at `path` front to back in 1 MiB reads after dropping it from the
@@ -339,51 +380,39 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
     let reps = args.common.reps.max(1);
     let mut samples = Vec::new();
 
-    // Reclaim: ours (coalesced) and one madvise per object, alternating per repetition.
+    // Reclaim: ours (coalesced) and one madvise per object, beside the kernel's floor.
     for (size, pub_ns) in [
         (small, published.map(|p| p.0)),
         (large, published.map(|p| p.1)),
     ] {
-        let scenario = format!("reclaim {} MiB", size / MIB);
-        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-        let mut floor = Vec::new();
-        let mut calls = [0u64; 2];
-        for rep in 0..=reps {
-            if rep > 0 {
-                floor.push(madvise_floor(size)?);
-            }
-            for (k, per_object) in [false, true].into_iter().enumerate() {
-                let t = Instant::now();
-                let r = if per_object {
-                    reclaimer::reclaim_from_per_object(&saved.heap, size)
-                } else {
-                    reclaimer::reclaim_from(&saved.heap, size)
-                };
-                let ns = t.elapsed().as_nanos() as f64;
-                ensure!(r.bytes >= size, "reclaimed {} of {size} bytes", r.bytes);
-                if rep > 0 {
-                    times[k].push(ns);
-                }
-                calls[k] = r.madvise_calls;
-                saved.restore_eager()?;
-            }
-        }
         if let Some(p) = pub_ns {
+            let scenario = format!("reclaim {} MiB", size / MIB);
             samples.push(Sample::new(&scenario, PUBLISHED, p).with("measured", false));
         }
-        samples.push(
-            Sample::new(&scenario, "kernel-madvise-floor", median(&mut floor))
-                .with("bytes", size)
-                .with("madvise_calls", 1),
-        );
-        for (k, name) in ["marvin", "per-object-madvise"].into_iter().enumerate() {
-            samples.push(
-                Sample::new(&scenario, name, median(&mut times[k]))
-                    .with("bytes", size)
-                    .with("madvise_calls", calls[k]),
-            );
-        }
     }
+    let floor = Floor {
+        name: "kernel-madvise-floor",
+        calls_key: "madvise_calls",
+        time: madvise_floor,
+    };
+    let heap = &saved.heap;
+    let mut reclaims: [Reclaim<'_>; 2] = [
+        (
+            "marvin",
+            Box::new(|size| reclaimer::reclaim_from(heap, size)),
+        ),
+        (
+            "per-object-madvise",
+            Box::new(|size| reclaimer::reclaim_from_per_object(heap, size)),
+        ),
+    ];
+    samples.extend(reclaim_rows(
+        &saved,
+        [small, large],
+        reps,
+        &floor,
+        &mut reclaims,
+    )?);
 
     samples.extend(memfd_rows(small, large, reps)?);
 

@@ -114,15 +114,27 @@ impl Budget {
             .collect()
     }
 
-    /// Resident app memory as accounted: each alive app's heap, less what is out.
+    /// Resident app memory as accounted: each alive app's objects in memory and what
+    /// the runtime holds for it ([`App::charged_bytes`]).
     pub fn resident(&self) -> u64 {
         self.members
             .lock()
             .iter()
             .filter(|m| m.alive.load(Ordering::Relaxed))
             .filter_map(|m| m.app.upgrade())
-            .map(|a| a.resident_bytes())
+            .map(|a| a.charged_bytes())
             .sum()
+    }
+
+    /// What the runtime holds for the alive apps ([`marvin_runtime::heap::Heap::runtime_bytes`])
+    /// and what it is charged at (part of [`Budget::resident`]).
+    pub fn runtime(&self) -> (u64, u64) {
+        self.alive().iter().fold((0, 0), |(held, charged), (_, a)| {
+            (
+                held + a.heap().runtime_bytes() as u64,
+                charged + a.heap().runtime_charge() as u64,
+            )
+        })
     }
 
     /// The most accounted memory any reservation committed to (resident plus reserved).
@@ -163,7 +175,7 @@ impl Budget {
 
     /// Reserves room for `bytes`, making room first when they do not fit; times the
     /// wait when there was one.
-    fn reserve(&self, heap: &Heap, bytes: u64) {
+    pub(crate) fn reserve(&self, heap: &Heap, bytes: u64) {
         let t0 = Instant::now();
         let mut stalled = false;
         let committed = loop {
@@ -194,7 +206,8 @@ impl Budget {
         }
     }
 
-    fn release(&self, bytes: u64) {
+    /// Gives back a reservation.
+    pub(crate) fn release(&self, bytes: u64) {
         self.reserved.fetch_sub(bytes, Ordering::SeqCst);
     }
 

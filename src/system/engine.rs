@@ -59,6 +59,8 @@ struct Run {
     kills: AtomicU64,
     restarts: AtomicU64,
     retired: Mutex<Retired>,
+    /// The most the runtime held for the alive apps at a sample, and was charged at.
+    peak_runtime: Mutex<(u64, u64)>,
     /// Apps killed whose threads are being reaped, by app number.
     dying: Mutex<Vec<(usize, Running)>>,
     start: Instant,
@@ -106,6 +108,7 @@ pub fn run_policy(
             kills: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
             retired: Mutex::new(Retired::default()),
+            peak_runtime: Mutex::new((0, 0)),
             dying: Mutex::new(Vec::new()),
             start: Instant::now(),
             timeline: Timeline::new(Instant::now()),
@@ -227,7 +230,12 @@ impl Run {
             )?;
         }
         app.set_memory_budget(Arc::new(BudgetHook(Arc::downgrade(&self.budget))))?;
+        // What the runtime holds for the new app (its tables) counts from now: room for
+        // it is reserved first.
+        let initial = app.charged_bytes();
+        self.budget.reserve(app.heap(), initial);
         self.budget.members.lock().push(member.clone());
+        self.budget.release(initial);
         let running = App::launch(&app, format!("app{id}-main"))?;
         Ok(Slot {
             member,
@@ -534,6 +542,11 @@ impl Run {
         drop(slots);
         let r = self.retired.lock();
         let rss = marvin_runtime::procfs::resident().unwrap_or_default();
+        let (held, charged) = self.budget.runtime();
+        {
+            let mut peak = self.peak_runtime.lock();
+            *peak = (peak.0.max(held), peak.1.max(charged));
+        }
         SeriesPoint {
             t_s: self.start.elapsed().as_secs_f64(),
             alive,
@@ -600,5 +613,9 @@ impl Run {
         summary.peak_committed_bytes = self.budget.peak_committed();
         summary.budget_bytes = self.cfg.budget as u64;
         summary.app_events = self.timeline.finish();
+        (
+            summary.peak_runtime_bytes,
+            summary.peak_runtime_charged_bytes,
+        ) = *self.peak_runtime.lock();
     }
 }

@@ -95,6 +95,12 @@ pub struct Summary {
     /// Peak process RSS over peak accounted memory: what the runtime, the process and
     /// the kernel's rounding add to the apps' own bytes (1.0 would be none).
     pub peak_rss_per_accounted: f64,
+    /// In-process model: the most the runtime held for the alive apps at a sample
+    /// (handle tables, stubs and their registries, reclaim tables, swap file indexes),
+    /// and the most it was charged at in the accounted memory (it covers the holdings
+    /// with a headroom, raised before they grow).
+    pub peak_runtime_bytes: u64,
+    pub peak_runtime_charged_bytes: u64,
     /// The most accounted memory any allocation committed to (resident plus what
     /// allocations under way held reserved): the exact peak, where the sampled
     /// `peak_accounted_bytes` may miss one between samples.
@@ -272,6 +278,12 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
         (
             "peak accounted memory",
             |s| s.peak_accounted_bytes as f64,
+            MiB,
+        ),
+        ("runtime held (peak)", |s| s.peak_runtime_bytes as f64, MiB),
+        (
+            "runtime charged (peak)",
+            |s| s.peak_runtime_charged_bytes as f64,
             MiB,
         ),
         ("peak process RSS", |s| s.peak_rss_bytes as f64, MiB),

@@ -95,11 +95,15 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             let _ = unsafe { heap.large_space().discard(&mut run) };
             entry.lock().insert_flags(EntryFlags::SAVED);
             guard.mark_reclaimed();
-            space.went_out(size);
+            // Booked below, once the swap file's index growth is charged out of it.
             r.objects += 1;
             r.bytes += size;
         }
     }
+    // Page-outs run while another allocation makes room: the index's growth is charged
+    // out of the pages just dropped, before they are booked, never reserved anew.
+    heap.absorb_runtime_growth(r.bytes as usize);
+    space.went_out(r.bytes);
     if r.bytes_written > 0 {
         swap.file.lock().release_all();
     }

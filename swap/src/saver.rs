@@ -18,11 +18,14 @@ use marvin_runtime::heap::Heap;
 use marvin_runtime::reclaim_table::EntryFlags;
 
 use crate::app_swap::AppSwap;
-use crate::swap_file::{SlotId, SwapError};
+use crate::swap_file::{SlotId, SwapError, SwapFile};
 
 /// Bytes the saver writes between two releases of the swap file's pages from the page
 /// cache (written back without waiting, so a long run does not pile them up).
 const RELEASE_EVERY: usize = 1 << 20;
+
+/// Objects whose index growth the saver charges at a time.
+const CHARGE_EVERY: usize = 256;
 
 /// What one saver run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,10 +54,21 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     // an eager restore reads the file front to back.
     let mut stubs = space.all();
     stubs.sort_unstable_by_key(|s| s.addr);
+    let mut charged = None;
     for (i, stub) in stubs.iter().enumerate() {
         if t0.elapsed() > budget {
             r.left = (stubs.len() - i) as u64;
             break;
+        }
+        if i % CHARGE_EVERY == 0 {
+            // The swap file's index grows with each checkpoint: its growth for the next
+            // objects is charged to the app first, with no lock held.
+            drop(charged.take());
+            let next = &stubs[i..(i + CHARGE_EVERY).min(stubs.len())];
+            let buffer = next.iter().map(|s| s.bytes).max().unwrap_or(0);
+            charged = Some(
+                heap.runtime_growth(next.len() * SwapFile::index_bytes_per_checkpoint() + buffer),
+            );
         }
         let entry = space.table.entry(stub.entry);
         let _g = entry.lock_shared();
@@ -129,6 +143,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             swap.record_error(&e);
         }
     }
+    drop(charged);
     r.elapsed = t0.elapsed();
     r
 }
@@ -140,6 +155,10 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, SwapError>
         return Ok(false);
     };
     let stubs = space.all();
+    // Compaction builds the new file's index beside the old one (and holds a guard per
+    // stub): charged first, with no lock held.
+    let index = swap.file.lock().index_bytes();
+    let _charged = heap.runtime_growth(index + stubs.len() * std::mem::size_of::<usize>());
     // Hold every stub's state so no save, fault or free moves a slot meanwhile.
     let mut states: Vec<_> = stubs.iter().map(|s| s.state.lock()).collect();
     let mut file = swap.file.lock();

@@ -33,8 +33,8 @@ pub unsafe fn stub_candidates(
             candidates.push((h, obj.size() as u64));
         }
     });
-    // The stubs count as the app's memory: reserve room for them first (given back once
-    // the stub space counts them).
+    // The stubs count as the app's memory: their growth is charged first (with the
+    // registry's, should it double).
     let stubbing: usize = candidates
         .iter()
         .map(|&(h, _)| {
@@ -43,7 +43,10 @@ pub unsafe fn stub_candidates(
             marvin_runtime::stub::stubbing_bytes(nrefs)
         })
         .sum();
-    let _growth = heap.before_growth(stubbing);
+    let registry = heap
+        .stub_space()
+        .map_or(0, |s| s.registry_growth(candidates.len()));
+    let _growth = heap.runtime_growth(stubbing + registry);
     let mut report = StubReport::default();
     for (h, bytes) in candidates {
         // SAFETY: forwarded: mutators are stopped.

@@ -547,6 +547,14 @@ impl SwapFile {
         (self.slots.len() * slot + self.free.len() * free) * 3 / 2
     }
 
+    /// At most how many bytes one more checkpoint adds to [`SwapFile::index_bytes`]: its
+    /// slot, and free slots split or left behind.
+    pub const fn index_bytes_per_checkpoint() -> usize {
+        let slot = std::mem::size_of::<(u64, SlotInfo)>();
+        let free = std::mem::size_of::<(u32, u64)>();
+        (slot + 2 * free) * 3 / 2
+    }
+
     /// The number of live checkpoints.
     pub fn live_slots(&self) -> u64 {
         self.live_slots

@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::Fixture;
-use marvin_runtime::heap::{AllocPressure, Heap};
+use marvin_runtime::heap::{AllocPressure, Heap, RUNTIME_HEADROOM};
 use marvin_runtime::stub::stub_bytes;
+use marvin_swap::stubber;
 
 /// A budget hook that records how much the heap reserved at most at once.
 #[derive(Default)]
@@ -79,7 +80,7 @@ fn stubs_tables_and_the_swap_index_count_as_the_apps_memory() {
 }
 
 #[test]
-fn stubbing_reserves_the_stubs_bytes_with_the_budget_first() {
+fn stubbing_at_allocation_charges_the_stub_with_the_budget_first() {
     let f = Fixture::new();
     let recorder = Arc::new(Recorder::default());
     f.heap.set_pressure(recorder.clone()).unwrap();
@@ -87,20 +88,98 @@ fn stubbing_reserves_the_stubs_bytes_with_the_budget_first() {
         .stub_on_alloc
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let before = f.heap.runtime_bytes();
-    let _h = f.ints(1);
+    // More stubs than the charge's headroom holds: the charge must rise on the way.
+    let n = 2 * RUNTIME_HEADROOM / stub_bytes(0);
+    let _h: Vec<_> = (0..n as u64).map(|i| f.ints(i)).collect();
     let added = f.heap.runtime_bytes() - before;
-    // The allocation reserved its pages and the stub it got, at least what the stub
-    // space then counted.
-    let object = 3 * 4096;
+    assert!(added >= n * stub_bytes(0), "{added}");
     assert!(
-        recorder.peak.load(Ordering::SeqCst) >= object + stub_bytes(0),
-        "reserved {} for an object of {object} and a stub",
+        f.heap.runtime_charge() >= f.heap.runtime_bytes(),
+        "charged {} for {} held",
+        f.heap.runtime_charge(),
+        f.heap.runtime_bytes()
+    );
+    // Each raise of the charge was a reservation of a whole step of its own.
+    assert!(
+        recorder.peak.load(Ordering::SeqCst) >= RUNTIME_HEADROOM,
+        "reserved at most {} at once",
         recorder.peak.load(Ordering::SeqCst)
     );
-    assert!(added >= stub_bytes(0), "{added}");
     assert_eq!(
         recorder.reserved.load(Ordering::SeqCst),
         0,
         "all given back"
+    );
+}
+
+/// A budget hook that adds up every reservation ever made.
+#[derive(Default)]
+struct Total {
+    reserved: AtomicUsize,
+}
+
+impl AllocPressure for Total {
+    fn reserve(&self, _heap: &Heap, bytes: usize) {
+        self.reserved.fetch_add(bytes, Ordering::SeqCst);
+    }
+    fn release(&self, _heap: &Heap, _bytes: usize) {}
+}
+
+#[test]
+fn the_runtimes_holdings_are_charged_before_they_grow_and_only_through_the_budget() {
+    let f = Fixture::new();
+    let h = &f.heap;
+    let total = Arc::new(Total::default());
+    h.set_pressure(total.clone()).unwrap();
+    // After each step: the charge covers what the runtime holds, what the budget sees
+    // is the resident objects plus the charge, and the charge rose by no more than was
+    // reserved meanwhile beyond the objects' own pages.
+    let mut last = (h.runtime_charge(), total.reserved.load(Ordering::SeqCst), 0);
+    let mut check = |step: &str, objects: usize| {
+        let (charge, held) = (h.runtime_charge(), h.runtime_bytes());
+        assert!(charge >= held, "{step}: charged {charge} < held {held}");
+        assert_eq!(h.charged_bytes(), h.resident_bytes() + charge, "{step}");
+        let reserved = total.reserved.load(Ordering::SeqCst);
+        let rose = charge.saturating_sub(last.0);
+        assert!(
+            reserved - last.1 >= rose + (objects - last.2),
+            "{step}: the charge rose by {rose} with {} reserved for it",
+            (reserved - last.1).saturating_sub(objects - last.2)
+        );
+        last = (charge, reserved, objects);
+    };
+    check("empty", 0);
+
+    // Enough objects that the handle table, the stubs, their registry, the reclaim
+    // table and the swap index all grow by more than the headroom.
+    const N: u64 = 600;
+    let object = 3 * 4096;
+    let mut handles: Vec<_> = (0..N).map(|i| f.ints(i)).collect();
+    check("allocated", N as usize * object);
+    // SAFETY: no mutator runs.
+    let stubbed = unsafe { stubber::stub_candidates(h, &*f.swap.policy) }.unwrap();
+    assert_eq!(stubbed.objects, N);
+    check("stubbed", N as usize * object);
+    let before = h.runtime_bytes();
+    f.space().stub_on_alloc.store(true, Ordering::SeqCst);
+    handles.extend((N..2 * N).map(|i| f.ints(i)));
+    assert!(h.runtime_bytes() > before + N as usize * stub_bytes(0));
+    check("stubbed at allocation", 2 * N as usize * object);
+    let saved = f.save_all();
+    assert_eq!(saved.saved_objects, 2 * N);
+    check("saved", 2 * N as usize * object);
+    f.reclaim_all();
+    check("reclaimed", 2 * N as usize * object);
+
+    // Freeing gives the stubs back, and the charge follows them down.
+    let high = h.runtime_charge();
+    let dead = handles;
+    // SAFETY: no mutator runs; the handles are reached by nothing any more.
+    unsafe { h.free_stubs(&dead) };
+    let (charge, held) = (h.runtime_charge(), h.runtime_bytes());
+    assert!(charge >= held, "charged {charge} < held {held}");
+    assert!(
+        charge < high && charge <= held + 3 * RUNTIME_HEADROOM,
+        "the charge came down with the holdings: {charge} (was {high}), holding {held}"
     );
 }

@@ -111,6 +111,15 @@ impl HandleTable {
         ))
     }
 
+    /// Whether fresh handles are within a few entries of a page of the table not touched
+    /// yet (and none is free to reuse): the next allocations may touch it.
+    pub fn fresh_page_near(&self) -> bool {
+        const PER_PAGE: u32 = (crate::heap::PAGE / 8) as u32;
+        let fresh = self.next_fresh.load(Ordering::Relaxed);
+        let r = fresh % PER_PAGE;
+        fresh < self.capacity && (r == 0 || r >= PER_PAGE - 8) && self.free.lock().is_empty()
+    }
+
     /// Returns handles to the free list (their entries must no longer be reachable).
     pub fn release(&self, handles: impl IntoIterator<Item = Handle>) {
         let mut free = self.free.lock();

@@ -111,6 +111,45 @@ pub struct Heap {
     gc_trigger: AtomicUsize,
     /// Called before every allocation when a memory budget is shared (the System).
     pressure: std::sync::OnceLock<std::sync::Arc<dyn AllocPressure>>,
+    /// What the runtime's holdings for this heap are charged at ([`Heap::charged_bytes`]).
+    runtime: RuntimeCharge,
+}
+
+/// Bytes the charge of the runtime's holdings keeps above what they hold
+/// ([`Heap::runtime_growth`]), and the step it moves by: small growth between two
+/// announcements (a handle-table page, a free list doubling) stays covered.
+pub const RUNTIME_HEADROOM: usize = 32 << 10;
+
+/// The charge of the runtime's holdings of one heap: raised only through a reservation
+/// with the budget (or out of memory the heap has just given back), lowered when the
+/// holdings shrink.
+#[derive(Default)]
+struct RuntimeCharge {
+    /// Bytes charged.
+    charged: AtomicUsize,
+    /// Growth announced by [`RuntimeGrowth`]s alive now, not yet in the holdings.
+    pending: AtomicUsize,
+    /// Serialises changes of `charged` with the reading of what it must cover (never
+    /// held across a reservation).
+    lock: parking_lot::Mutex<()>,
+}
+
+/// Growth of the runtime's holdings announced with [`Heap::runtime_growth`]: the charge
+/// covers it until this is dropped; by then the holdings count it.
+#[must_use = "the announced growth is covered until this is dropped"]
+pub struct RuntimeGrowth<'h> {
+    heap: &'h Heap,
+    bytes: usize,
+}
+
+impl Drop for RuntimeGrowth<'_> {
+    fn drop(&mut self) {
+        self.heap
+            .runtime
+            .pending
+            .fetch_sub(self.bytes, Ordering::SeqCst);
+        self.heap.trim_runtime_charge();
+    }
 }
 
 /// A memory budget shared by several heaps: asked to make room before each allocation,
@@ -157,7 +196,7 @@ pub fn footprint(kind: ObjKind, len: u32) -> usize {
 
 impl Heap {
     pub fn new(config: HeapConfig) -> std::io::Result<Heap> {
-        Ok(Heap {
+        let heap = Heap {
             table: HandleTable::new(config.handle_capacity)?,
             large: LargeSpace::with_backing(config.large_backing),
             small: small_space::SmallSpace::new(),
@@ -165,12 +204,22 @@ impl Heap {
             stubs: std::sync::OnceLock::new(),
             pressure: std::sync::OnceLock::new(),
             gc_trigger: AtomicUsize::new(config.gc_min_free),
+            runtime: RuntimeCharge::default(),
             config,
-        })
+        };
+        // The handle table's first page (no budget yet: nothing to reserve with).
+        drop(heap.runtime_growth(0));
+        Ok(heap)
     }
 
     /// Enables stubs for this heap (once; later calls are refused).
     pub fn enable_stubs(&self, space: crate::stub::StubSpace) -> Result<(), AlreadySet> {
+        if self.stubs.get().is_some() {
+            return Err(AlreadySet::Stubs);
+        }
+        // The stub space's table and the swap layer's index are the heap's from now on:
+        // charged first.
+        let _charged = self.runtime_growth(space.held_bytes());
         self.stubs.set(space).map_err(|_| AlreadySet::Stubs)
     }
 
@@ -184,6 +233,8 @@ impl Heap {
 
     /// Installs the shared budget's hook (once).
     pub fn set_pressure(&self, p: std::sync::Arc<dyn AllocPressure>) -> Result<(), AlreadySet> {
+        // What the runtime holds already is charged as it is: whoever adds this heap to
+        // the budget reserves [`Heap::charged_bytes`] first.
         self.pressure.set(p).map_err(|_| AlreadySet::Pressure)
     }
 
@@ -204,9 +255,89 @@ impl Heap {
 
     /// What this heap holds in memory in all: its resident objects
     /// ([`Heap::resident_bytes`]) and what the runtime holds for it
-    /// ([`Heap::runtime_bytes`]). A memory budget counts this, as a kernel would.
+    /// ([`Heap::runtime_bytes`]), as a kernel would count them.
     pub fn accounted_bytes(&self) -> usize {
         self.resident_bytes() + self.runtime_bytes()
+    }
+
+    /// What a memory budget charges this heap: its resident objects and the charge of
+    /// the runtime's holdings ([`Heap::runtime_charge`]), which covers
+    /// [`Heap::runtime_bytes`] with up to a few [`RUNTIME_HEADROOM`]s to spare. Read in
+    /// that order: a give-back that first raises the charge and then books the freed
+    /// pages is never seen as a dip.
+    pub fn charged_bytes(&self) -> usize {
+        let resident = self.resident_bytes();
+        resident + self.runtime.charged.load(Ordering::SeqCst)
+    }
+
+    /// Bytes the runtime's holdings are charged at.
+    pub fn runtime_charge(&self) -> usize {
+        self.runtime.charged.load(Ordering::SeqCst)
+    }
+
+    /// Announces that the runtime's holdings for this heap are about to grow by at most
+    /// `more` bytes: when the charge does not cover what they hold, the growth and the
+    /// headroom, it is raised first, in steps of [`RUNTIME_HEADROOM`], each reserved with
+    /// the budget as an allocation is ([`Heap::before_growth`]). Keep the guard until the
+    /// holdings count the growth. Must not be called with a lock held that the budget's
+    /// making room may take (the same rule as an allocation).
+    pub fn runtime_growth(&self, more: usize) -> RuntimeGrowth<'_> {
+        let rc = &self.runtime;
+        rc.pending.fetch_add(more, Ordering::SeqCst);
+        loop {
+            let step = {
+                let _l = rc.lock.lock();
+                let need = self.runtime_need();
+                let have = rc.charged.load(Ordering::SeqCst);
+                if need <= have {
+                    break;
+                }
+                (need - have).next_multiple_of(RUNTIME_HEADROOM)
+            };
+            let reserved = self.before_growth(step);
+            rc.charged.fetch_add(step, Ordering::SeqCst);
+            drop(reserved);
+        }
+        RuntimeGrowth {
+            heap: self,
+            bytes: more,
+        }
+    }
+
+    /// Raises the charge to cover the runtime's holdings again out of `freed` bytes this
+    /// heap has given back and not yet booked (pages returned, objects freed): call it
+    /// after the holdings grew and before the give-back is booked, so what the budget
+    /// counts ends no higher than before. Takes at most `freed`; lowers the charge when
+    /// the holdings shrank.
+    pub fn absorb_runtime_growth(&self, freed: usize) {
+        let rc = &self.runtime;
+        let _l = rc.lock.lock();
+        let need = self.runtime_need();
+        let have = rc.charged.load(Ordering::SeqCst);
+        if need > have {
+            let step = (need - have).next_multiple_of(RUNTIME_HEADROOM).min(freed);
+            rc.charged.fetch_add(step, Ordering::SeqCst);
+        } else if have > need.next_multiple_of(RUNTIME_HEADROOM) + RUNTIME_HEADROOM {
+            // The holdings shrank (stubs freed): so does the charge.
+            rc.charged
+                .store(need.next_multiple_of(RUNTIME_HEADROOM), Ordering::SeqCst);
+        }
+    }
+
+    /// What the charge must cover: the holdings, the growth announced and the headroom.
+    fn runtime_need(&self) -> usize {
+        self.runtime.pending.load(Ordering::SeqCst) + self.runtime_bytes() + RUNTIME_HEADROOM
+    }
+
+    /// Lowers the charge when it is more than a headroom above what it must cover.
+    fn trim_runtime_charge(&self) {
+        let rc = &self.runtime;
+        let _l = rc.lock.lock();
+        let target = self.runtime_need().next_multiple_of(RUNTIME_HEADROOM);
+        let have = rc.charged.load(Ordering::SeqCst);
+        if have > target + RUNTIME_HEADROOM {
+            rc.charged.store(target, Ordering::SeqCst);
+        }
     }
 
     /// The stub space, when swapping is enabled.
@@ -274,7 +405,12 @@ impl Heap {
         } else {
             0
         };
-        let _growth = self.before_growth(footprint(kind, len) + stubbing);
+        // The runtime's holdings grow with a stub, and by a page of the handle table
+        // when fresh handles reach a new one: charged first, as the object is.
+        let table_page = self.table.fresh_page_near();
+        let _runtime = (stubbing > 0 || table_page)
+            .then(|| self.runtime_growth(stubbing + if table_page { PAGE } else { 0 }));
+        let _growth = self.before_growth(footprint(kind, len));
         let (addr, size) = if raw >= LARGE_OBJECT_BYTES {
             (self.large.alloc(raw)?, large_space::page_round(raw))
         } else {
@@ -357,6 +493,9 @@ impl Heap {
         self.small.free(small);
         self.large.free(&mut runs);
         self.table.release(dead.iter().copied());
+        // The free list may have grown: charged out of what was just freed, before it
+        // is booked.
+        self.absorb_runtime_growth(bytes);
         self.account_freed(dead.len() as u64, bytes);
     }
 
