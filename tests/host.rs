@@ -27,7 +27,9 @@ const CHILD_ENV: &str = "MARVIN_HOST_TEST_CHILD";
 const MIB: u64 = 1 << 20;
 
 /// Tests that turn swap on and off run one at a time: `swapoff` pulls pages back into
-/// whichever group owns them, which must not be another test's group at its limit.
+/// whichever group owns them, which must not be another test's group at its limit. Tests
+/// that sweep dead runs' groups (a machine's set-up sweeps too) hold it as well, so that
+/// one test's sweep does not take the group another test left to sweep itself.
 static SWAP: Mutex<()> = Mutex::new(());
 
 /// The hierarchy to test in, or `None` after printing why the test is skipped.
@@ -266,6 +268,7 @@ fn a_panicking_test_body_leaves_no_group_behind() {
 #[test]
 fn a_group_left_by_a_sigkilled_run_is_swept() {
     let Some(h) = hierarchy() else { return };
+    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
     let mut owner = child_command("own-group").spawn().unwrap();
     let mut out = BufReader::new(owner.stdout.take().unwrap());
     let path = PathBuf::from(expect_line(&mut out, "group"));
