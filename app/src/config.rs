@@ -27,6 +27,9 @@ pub struct RunConfig {
     /// Field operands resolved once at load (the normal runtime) or by name on every
     /// execution (`--no-resolve`, for comparison).
     pub resolve: bool,
+    /// Runs of instructions fused into superinstructions at load (the normal runtime) or
+    /// one dispatch per instruction (`--no-fuse`, to check the fused code against).
+    pub fuse: bool,
     /// What the main looper blocking on a monitor does to the monitor's holder.
     pub fast_track: fasttrack::Mode,
 }
@@ -52,6 +55,7 @@ impl Default for RunConfig {
             swap: None,
             trace: None,
             resolve: true,
+            fuse: true,
             fast_track: fasttrack::Mode::FastTrack,
         }
     }

@@ -47,7 +47,7 @@ pub fn run_until(
     cfg: RunConfig,
     stop: Option<&(dyn Fn(&App) -> bool + Sync)>,
 ) -> Result<Outcome, AppError> {
-    let loaded = Arc::new(Loaded::translated(vp, cfg.resolve));
+    let loaded = Arc::new(Loaded::translated_with(vp, cfg.resolve, cfg.fuse));
     let mut cfg = cfg;
     let swap = cfg.swap.take();
     let app = Arc::new(App::new(loaded.clone(), cfg)?);

@@ -22,7 +22,8 @@ use super::{finish, median, CommonArgs, Sample};
 pub struct InterpArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Run only this program (fib, loop, sieve, binarytrees, fields, arraysum).
+    /// Run only this program (fib, loop, sieve, binarytrees, fields, arraysum, count, nested,
+    /// bound, hash, methods).
     #[arg(long)]
     pub only: Option<String>,
     /// Run the smaller sizes (seconds instead of minutes).
@@ -87,6 +88,41 @@ pub const PROGRAMS: &[BenchProgram] = &[
     BenchProgram {
         name: "arraysum",
         about: "fill and sum an array of N ints",
+        full: 10_000_000,
+        quick: 300_000,
+        tiny: 1_000,
+    },
+    BenchProgram {
+        name: "count",
+        about: "s = s + i for i below N, the test at the top of the loop",
+        full: 100_000_000,
+        quick: 2_000_000,
+        tiny: 1_000,
+    },
+    BenchProgram {
+        name: "nested",
+        about: "nested loops over a 2-D index: fill and sum an N x N int grid",
+        full: 3_000,
+        quick: 500,
+        tiny: 30,
+    },
+    BenchProgram {
+        name: "bound",
+        about: "a while loop of N iterations whose bound is an object's field",
+        full: 30_000_000,
+        quick: 1_000_000,
+        tiny: 1_000,
+    },
+    BenchProgram {
+        name: "hash",
+        about: "N integers through a 32-bit integer hash mixer, summed",
+        full: 10_000_000,
+        quick: 300_000,
+        tiny: 1_000,
+    },
+    BenchProgram {
+        name: "methods",
+        about: "N calls of an instance method with two arguments",
         full: 10_000_000,
         quick: 300_000,
         tiny: 1_000,

@@ -78,6 +78,10 @@ pub struct RunArgs {
     /// measuring what resolution saves only).
     #[arg(long)]
     pub no_resolve: bool,
+    /// Run one dispatch per instruction, without the superinstructions fused at load (for
+    /// checking them against the plain code and measuring what they save).
+    #[arg(long)]
+    pub no_fuse: bool,
     /// What the main looper blocking on a monitor does to the holder: off, inherit
     /// (priority inheritance) or fasttrack.
     #[arg(long, value_name = "MODE", default_value = "fasttrack")]
@@ -305,6 +309,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             name: app_name(&a.load.file),
         }),
         resolve: !a.no_resolve,
+        fuse: !a.no_fuse,
         fast_track: a.fast_track,
         ..RunConfig::default()
     };

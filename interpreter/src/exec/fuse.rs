@@ -3,9 +3,24 @@
 //! The translated code keeps one op per original instruction, so branch targets, stack
 //! maps and error positions keep their meaning: a fused op is written over the first op
 //! of its run and, when it runs, does the whole run and continues after it. A branch
-//! into the middle of a run finds the original ops there. Runs are fused only when no
-//! instruction inside can allocate, call or block, so a fused op contains at most one
-//! safepoint: its own backward branch, polled with the branch target's stack map.
+//! into the middle of a run finds the original ops there (each position holds the best
+//! run starting at it). Runs are fused only when no instruction inside can allocate, call
+//! or block, so a fused op contains at most one safepoint: a transfer to a lower position
+//! (a backward branch), polled with the destination's stack map.
+//!
+//! Fusion runs in two passes over the translated code of a method:
+//! 1. Choosing runs. Every position gets one of the runs that start there (or its own
+//!    instruction), chosen so that straight-line code from there to its next jump takes
+//!    the fewest dispatches; positions are decided from the end backwards, so the choice
+//!    at `p` knows the cost of what follows each candidate.
+//! 2. Closing loops. A `jmp` whose destination holds a test-and-branch op (`load a;
+//!    push k; CMP; jz/jnz t` and the two-local form) takes a copy of that op: a loop with
+//!    its test at the top then closes in one dispatch instead of two. An increment of a
+//!    local followed by such a test on the same local, directly or through a `jmp`,
+//!    becomes one op (`IncBrConst`, `IncBrLocal`), as a register machine's
+//!    `FORLOOP`: those branch ops carry both successors (`t`, taken, and `fall`), so a
+//!    copy at another position goes where the original would. Only ops that cannot fail
+//!    are copied, so every error keeps the position of the instruction that failed.
 //!
 //! Field instructions fuse only in their resolved form: the fused op carries the field's
 //! slot, fixed at load. The atomics idioms are `load o; push k; xadd C.f` (with the `pop`
@@ -15,8 +30,11 @@
 //! the position of the field instruction it stands for, so errors and the barrier see
 //! the same access as unfused code. By-name field instructions (`--no-resolve`) have no
 //! slot to carry and stay one dispatch each, like the call of a reflective updater.
+//! `marvin run --no-fuse` runs the translated code without this pass (one dispatch per
+//! instruction), which the tests compare against.
 
 use super::op::Op;
+use crate::isa::Ty;
 
 /// An integer operation that can take an immediate or a local operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,83 +118,361 @@ impl Bin {
         })
     }
 
-    fn is_compare(self) -> bool {
-        matches!(
-            self,
-            Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne
-        )
+    /// The branch condition of this comparison followed by `jnz` (`on`) or `jz`.
+    fn cond(self, on: bool) -> Option<Cond> {
+        // Bit 0: taken when a < b; bit 1: when a == b; bit 2: when a > b.
+        let when_true = match self {
+            Bin::Lt => 0b001,
+            Bin::Le => 0b011,
+            Bin::Gt => 0b100,
+            Bin::Ge => 0b110,
+            Bin::Eq => 0b010,
+            Bin::Ne => 0b101,
+            _ => return None,
+        };
+        let c = Cond(when_true);
+        Some(if on { c } else { c.not() })
     }
 }
 
-/// Finds the longest fusable run starting at `code[i]`.
-fn fuse_at(code: &[Op], i: usize) -> Option<Op> {
-    let at = |k: usize| code.get(i + k).copied();
-    let branch = |op: Option<Op>| match op {
+/// When a fused compare-and-branch is taken, as a mask over the three orderings of its
+/// operands (bit 0: less, bit 1: equal, bit 2: greater): a `jz` after `lt` is the mask
+/// of `ge`. Testing it is branch-free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cond(u8);
+
+impl Cond {
+    /// The opposite condition.
+    fn not(self) -> Cond {
+        Cond(!self.0 & 0b111)
+    }
+
+    /// Whether the branch is taken for operands `a` and `b`.
+    #[inline(always)]
+    pub fn taken(self, a: i64, b: i64) -> bool {
+        let ord = (a > b) as u8 + (a >= b) as u8;
+        (self.0 >> ord) & 1 != 0
+    }
+}
+
+/// A conditional branch as fused: `jnz t` (`on`) or `jz t`.
+fn branch(op: Option<Op>) -> Option<(bool, u32)> {
+    match op {
         Some(Op::Jnz(t)) => Some((true, t)),
         Some(Op::Jz(t)) => Some((false, t)),
         _ => None,
+    }
+}
+
+/// Every fused run that starts at `code[i]`, longest first (its own op is not listed).
+fn candidates(code: &[Op], i: usize) -> Vec<Op> {
+    let at = |k: usize| code.get(i + k).copied();
+    let bin = |k: usize| at(k).and_then(Bin::of);
+    let cmp_br = |k: usize| {
+        let (on, t) = branch(at(k + 1))?;
+        bin(k)?.cond(on).map(|c| (c, t))
     };
-    match (at(0)?, at(1), at(2), at(3)) {
-        (Op::Load(a), Some(Op::Push(k)), Some(Op::Xadd(s)), next) if i32::try_from(k).is_ok() => {
-            Some(Op::LoadXadd(a, k as i32, s, next == Some(Op::Pop)))
+    // A right operand that cannot fail: anything but a zero divisor.
+    let safe = |b: Bin, k: i64| !(b.may_trap() && k == 0);
+    let mut out = Vec::new();
+    let fall = |len: usize| (i + len) as u32;
+    match at(0) {
+        Some(Op::Load(a)) => {
+            match (at(1), at(2), at(3)) {
+                (Some(Op::Push(k)), Some(Op::Xadd(s)), next) if i32::try_from(k).is_ok() => {
+                    out.push(Op::LoadXadd(a, k as i32, s, next == Some(Op::Pop)));
+                }
+                (Some(Op::GetField(s)), Some(Op::Store(b)), _) => {
+                    out.push(Op::LoadGetFieldStore(a, s, b))
+                }
+                _ => {}
+            }
+            if let (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) = (at(1), at(2), at(3)) {
+                if d == a {
+                    out.push(Op::IncLocal(a, k));
+                }
+            }
+            if let Some(Op::Push(k)) = at(1) {
+                if let Some((c, t)) = cmp_br(2) {
+                    out.push(Op::BrLocalConst {
+                        a,
+                        k,
+                        c,
+                        t,
+                        fall: fall(4),
+                    });
+                }
+                if let (Some(b), Some(Op::Store(d))) = (bin(2), at(3)) {
+                    if safe(b, k) {
+                        out.push(Op::LoadBinConstStore(a, b, k, d));
+                    }
+                }
+                if let Some(b) = bin(2).filter(|&b| safe(b, k)) {
+                    out.push(Op::LoadBinConst(a, b, k));
+                }
+            }
+            if let Some(Op::Load(b)) = at(1) {
+                if let (Some(Op::GetField(s)), Some((c, t))) = (at(2), cmp_br(3)) {
+                    out.push(Op::BrLocalField { a, o: b, s, c, t });
+                }
+                if let Some((c, t)) = cmp_br(2) {
+                    out.push(Op::BrLocalLocal {
+                        a,
+                        b,
+                        c,
+                        t,
+                        fall: fall(4),
+                    });
+                }
+                match (at(2), at(3), at(4)) {
+                    (Some(Op::ALoad(Ty::Int)), Some(Op::Jnz(t)), _) => {
+                        out.push(Op::ALoadLocalBr(a, b, true, t))
+                    }
+                    (Some(Op::ALoad(Ty::Int)), Some(Op::Jz(t)), _) => {
+                        out.push(Op::ALoadLocalBr(a, b, false, t))
+                    }
+                    (Some(Op::Push(k)), Some(Op::AStore(Ty::Int)), _) => {
+                        out.push(Op::AStoreLocalConst(a, b, k))
+                    }
+                    _ => {}
+                }
+                if let Some(Op::ALoad(ty)) = at(2) {
+                    out.push(Op::ALoadLocal(a, b, ty));
+                }
+                if let (Some(op), Some(Op::Store(d))) = (bin(2), at(3)) {
+                    out.push(Op::LoadBinLocalStore(a, op, b, d));
+                }
+                if let Some(op) = bin(2) {
+                    out.push(Op::LoadBinLocal(a, op, b));
+                }
+                out.push(Op::LoadLoad(a, b));
+            }
+            if let Some(Op::GetField(s)) = at(1) {
+                out.push(Op::LoadGetField(a, s));
+            }
+            if let Some(b) = bin(1) {
+                out.push(Op::BinLocal(b, a));
+            }
         }
-        (Op::Load(a), Some(Op::GetField(s)), Some(Op::Store(b)), _) => {
-            Some(Op::LoadGetFieldStore(a, s, b))
+        Some(Op::Push(k)) => {
+            if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
+                if safe(b, k) {
+                    out.push(Op::BinConstStore(b, k, d));
+                }
+            }
+            if let Some(b) = bin(1).filter(|&b| safe(b, k)) {
+                out.push(Op::BinConst(b, k));
+            }
         }
-        (Op::Cas(s), br, _, _) if branch(br).is_some() => {
-            let (on, t) = branch(br)?;
-            Some(Op::CasBr(s, on, t))
+        Some(Op::Cas(s)) => {
+            if let Some((on, t)) = branch(at(1)) {
+                out.push(Op::CasBr(s, on, t));
+            }
         }
-        (Op::Load(a), Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(b))) if a == b => {
-            Some(Op::IncLocal(a, k))
+        Some(op) if Bin::of(op).is_some() => {
+            if let Some((c, t)) = cmp_br(0) {
+                out.push(Op::BrCmp(c, t));
+            }
+            if let (Some(b), Some(Op::Store(d))) = (Bin::of(op), at(1)) {
+                out.push(Op::BinStore(b, d));
+            }
         }
-        (Op::Load(a), Some(Op::Push(k)), Some(op), br)
-            if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() =>
-        {
-            let (on, t) = branch(br)?;
-            Some(Op::BrLocalConst(a, k, Bin::of(op)?, on, t))
+        _ => {}
+    }
+    out
+}
+
+/// Where execution goes after `op` at position `i` when it does not jump: `None` for ops
+/// that always jump, return or stop.
+fn next(op: Op, i: usize) -> Option<usize> {
+    match op {
+        Op::Jmp(_) | Op::Ret | Op::Halt | Op::IncJmp(..) => None,
+        Op::BrLocalConst { fall, .. }
+        | Op::BrLocalLocal { fall, .. }
+        | Op::IncBrConst { fall, .. }
+        | Op::IncBrLocal { fall, .. } => Some(fall as usize),
+        _ => Some(i + op.covers()),
+    }
+}
+
+/// The position a chain of `jmp`s starting at `t` ends at (`code` as chosen so far).
+fn through_jumps(code: &[Op], mut t: u32) -> u32 {
+    for _ in 0..code.len() {
+        match code.get(t as usize) {
+            Some(&Op::Jmp(u)) if u != t => t = u,
+            _ => break,
         }
-        (Op::Load(a), Some(Op::Load(b)), Some(op), br)
-            if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() =>
-        {
-            let (on, t) = branch(br)?;
-            Some(Op::BrLocalLocal(a, b, Bin::of(op)?, on, t))
+    }
+    t
+}
+
+/// Whether `op` decides its successor itself (both branches explicit) and cannot fail, so
+/// a copy of it at another position does what it does.
+fn movable(op: Op) -> bool {
+    matches!(
+        op,
+        Op::BrLocalConst { .. }
+            | Op::BrLocalLocal { .. }
+            | Op::IncBrConst { .. }
+            | Op::IncBrLocal { .. }
+    )
+}
+
+/// `op` as placed at position `at`: an op that names both successors keeps the one after
+/// `at` as its fall-through (the executor polls safepoints on the taken side only),
+/// inverting its condition if need be; `None` when both lie at or before `at`.
+fn placed(op: Op, at: usize) -> Option<Op> {
+    let at = at as u32;
+    let flip = |c: Cond, t: u32, fall: u32| -> Option<(Cond, u32, u32)> {
+        if fall > at {
+            Some((c, t, fall))
+        } else if t > at {
+            Some((c.not(), fall, t))
+        } else {
+            None
         }
-        (Op::Load(a), Some(Op::Push(k)), Some(op), _)
-            if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) =>
-        {
-            Some(Op::LoadBinConst(a, Bin::of(op)?, k))
+    };
+    Some(match op {
+        Op::BrLocalConst { a, k, c, t, fall } => {
+            let (c, t, fall) = flip(c, t, fall)?;
+            Op::BrLocalConst { a, k, c, t, fall }
         }
-        (Op::Load(a), Some(Op::Load(b)), Some(op), _) if Bin::of(op).is_some() => {
-            Some(Op::LoadBinLocal(a, Bin::of(op)?, b))
+        Op::BrLocalLocal { a, b, c, t, fall } => {
+            let (c, t, fall) = flip(c, t, fall)?;
+            Op::BrLocalLocal { a, b, c, t, fall }
         }
-        (op, br, _, _) if Bin::of(op).is_some_and(Bin::is_compare) && branch(br).is_some() => {
-            let (on, t) = branch(br)?;
-            Some(Op::BrCmp(Bin::of(op)?, on, t))
+        Op::IncBrConst {
+            a,
+            inc,
+            k,
+            c,
+            t,
+            fall,
+        } => {
+            let (c, t, fall) = flip(c, t, fall)?;
+            Op::IncBrConst {
+                a,
+                inc,
+                k,
+                c,
+                t,
+                fall,
+            }
         }
-        (Op::Push(k), Some(op), Some(Op::Store(a)), _)
-            if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) =>
-        {
-            Some(Op::BinConstStore(Bin::of(op)?, k, a))
+        Op::IncBrLocal {
+            a,
+            inc,
+            b,
+            c,
+            t,
+            fall,
+        } => {
+            let (c, t, fall) = flip(c, t, fall)?;
+            Op::IncBrLocal {
+                a,
+                inc,
+                b,
+                c,
+                t,
+                fall,
+            }
         }
-        (Op::Push(k), Some(op), _, _) if Bin::of(op).is_some_and(|b| !(b.may_trap() && k == 0)) => {
-            Some(Op::BinConst(Bin::of(op)?, k))
-        }
-        (Op::Load(a), Some(op), _, _) if Bin::of(op).is_some() => {
-            Some(Op::BinLocal(Bin::of(op)?, a))
-        }
-        (Op::Load(a), Some(Op::GetField(s)), _, _) => Some(Op::LoadGetField(a, s)),
-        (Op::Load(a), Some(Op::Load(b)), _, _) => Some(Op::LoadLoad(a, b)),
+        other => other,
+    })
+}
+
+/// `IncLocal(a, inc)` followed by the test-and-branch `br` (on `a`), as one op.
+fn inc_then(a: u32, inc: i64, br: Op) -> Option<Op> {
+    let inc = i32::try_from(inc).ok()?;
+    match br {
+        Op::BrLocalConst {
+            a: x,
+            k,
+            c,
+            t,
+            fall,
+        } if x == a => Some(Op::IncBrConst {
+            a,
+            inc,
+            k: i32::try_from(k).ok()?,
+            c,
+            t,
+            fall,
+        }),
+        Op::BrLocalLocal {
+            a: x,
+            b,
+            c,
+            t,
+            fall,
+        } if x == a => Some(Op::IncBrLocal {
+            a,
+            inc,
+            b,
+            c,
+            t,
+            fall,
+        }),
         _ => None,
     }
 }
 
-/// Writes fused ops over the starts of fusable runs.
+/// Fuses a method's translated code in place (see the module doc for the two passes).
 pub fn fuse(code: &mut [Op]) {
     let original = code.to_vec();
-    for (i, op) in code.iter_mut().enumerate() {
-        if let Some(f) = fuse_at(&original, i) {
-            *op = f;
+    let n = code.len();
+    // Pass 1: from the end, the run at each position that leaves the fewest dispatches
+    // to the next jump.
+    let mut cost = vec![0u32; n + 1];
+    for i in (0..n).rev() {
+        let cost_of = |op: Op| match next(op, i) {
+            Some(j) if j <= n => 1 + cost[j],
+            _ => 1,
+        };
+        let mut best = original[i];
+        let mut best_cost = cost_of(best);
+        for c in candidates(&original, i) {
+            let k = cost_of(c);
+            if k < best_cost {
+                (best, best_cost) = (c, k);
+            }
+        }
+        code[i] = best;
+        cost[i] = best_cost;
+    }
+    // Pass 2: close loops, reading the choices of pass 1.
+    let chosen = code.to_vec();
+    for i in 0..n {
+        match chosen[i] {
+            Op::Jmp(t) => {
+                let t = through_jumps(&chosen, t);
+                code[i] = match chosen.get(t as usize) {
+                    Some(&op) if movable(op) => placed(op, i).unwrap_or(Op::Jmp(t)),
+                    _ => Op::Jmp(t),
+                };
+            }
+            Op::IncLocal(a, inc) => {
+                let after = chosen.get(i + 4).copied();
+                let br = match after {
+                    Some(Op::Jmp(t)) => {
+                        let t = through_jumps(&chosen, t);
+                        match chosen
+                            .get(t as usize)
+                            .copied()
+                            .and_then(|op| inc_then(a, inc, op))
+                        {
+                            Some(op) => Some(op),
+                            None => Some(Op::IncJmp(a, inc, t)),
+                        }
+                    }
+                    Some(op) => inc_then(a, inc, op),
+                    None => None,
+                };
+                if let Some(op) = br.and_then(|op| placed(op, i)) {
+                    code[i] = op;
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -198,13 +494,127 @@ mod tests {
             Op::Push(10),
             Op::Lt,
             Op::Jnz(0),
+            Op::Ret,
         ];
         fuse(&mut code);
-        assert_eq!(code[0], Op::IncLocal(1, 1));
-        assert_eq!(code[4], Op::BrLocalConst(1, 10, Bin::Lt, true, 0));
+        let c = Bin::Lt.cond(true).unwrap();
+        assert_eq!(
+            code[0],
+            Op::IncBrConst {
+                a: 1,
+                inc: 1,
+                k: 10,
+                c,
+                t: 0,
+                fall: 8
+            }
+        );
+        assert_eq!(
+            code[4],
+            Op::BrLocalConst {
+                a: 1,
+                k: 10,
+                c,
+                t: 0,
+                fall: 8
+            }
+        );
         // Branches into the middle of a run still find the original instruction.
         assert_eq!(code[3], Op::Store(1));
         assert_eq!(code[7], Op::Jnz(0));
+    }
+
+    #[test]
+    fn a_loop_tested_at_the_top_closes_in_one_dispatch() {
+        // top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
+        let mut code = vec![
+            Op::Load(1),
+            Op::Push(10),
+            Op::Lt,
+            Op::Jz(13),
+            Op::Load(0),
+            Op::Load(1),
+            Op::Add,
+            Op::Store(0),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Add,
+            Op::Store(1),
+            Op::Jmp(0),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        let c = Bin::Lt.cond(false).unwrap();
+        assert_eq!(c, Bin::Ge.cond(true).unwrap());
+        assert_eq!(
+            code[0],
+            Op::BrLocalConst {
+                a: 1,
+                k: 10,
+                c,
+                t: 13,
+                fall: 4
+            }
+        );
+        assert_eq!(code[4], Op::LoadBinLocalStore(0, Bin::Add, 1, 0));
+        // The increment takes the test along: it goes to the body or out, as the jmp
+        // to the test would; the backward successor (the body) is the taken one.
+        let again = Bin::Lt.cond(true).unwrap();
+        assert_eq!(
+            code[8],
+            Op::IncBrConst {
+                a: 1,
+                inc: 1,
+                k: 10,
+                c: again,
+                t: 4,
+                fall: 13
+            }
+        );
+        // A jmp to the test alone becomes the test.
+        assert_eq!(
+            code[12],
+            Op::BrLocalConst {
+                a: 1,
+                k: 10,
+                c: again,
+                t: 4,
+                fall: 13
+            }
+        );
+    }
+
+    #[test]
+    fn prefers_the_chain_with_fewer_dispatches() {
+        // s = s + a[i]: `load s` alone, then `load a; load i; aload`, then `add; store s`
+        // (3 dispatches), not `load s; load a` first (4).
+        let mut code = vec![
+            Op::Load(2),
+            Op::Load(0),
+            Op::Load(1),
+            Op::ALoad(Ty::Int),
+            Op::Add,
+            Op::Store(2),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        assert_eq!(code[0], Op::Load(2));
+        assert_eq!(code[1], Op::ALoadLocal(0, 1, Ty::Int));
+        assert_eq!(code[4], Op::BinStore(Bin::Add, 2));
+    }
+
+    #[test]
+    fn compare_masks_agree_with_the_comparisons() {
+        for b in [Bin::Lt, Bin::Le, Bin::Gt, Bin::Ge, Bin::Eq, Bin::Ne] {
+            for on in [true, false] {
+                let c = b.cond(on).unwrap();
+                for (x, y) in [(1, 2), (2, 2), (3, 2), (i64::MIN, i64::MAX), (-1, -1)] {
+                    let v = b.apply(x, y).unwrap() != 0;
+                    assert_eq!(c.taken(x, y), v == on, "{b:?} {on} {x} {y}");
+                }
+            }
+        }
+        assert_eq!(Bin::Add.cond(true), None);
     }
 
     #[test]
@@ -244,6 +654,7 @@ mod tests {
             Op::Load(0),
             Op::Push(1 << 40),
             Op::Xadd(s),
+            Op::Ret,
         ];
         fuse(&mut code);
         assert_eq!(code[0], Op::CasRef(s));
@@ -255,6 +666,7 @@ mod tests {
         let mut code = vec![Op::Load(0), Op::Push(0), Op::Div, Op::Ret];
         fuse(&mut code);
         assert!(!matches!(code[0], Op::LoadBinConst(..)));
+        assert!(!matches!(code[1], Op::BinConst(..)));
         assert_eq!(Bin::Rem.apply(7, 0), None);
         assert_eq!(Bin::Div.apply(i64::MIN, -1), Some(i64::MIN));
     }

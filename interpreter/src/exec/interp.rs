@@ -433,19 +433,83 @@ impl<A: AppBinding> Thread<A> {
                 }
             };
         }
-        macro_rules! branch {
-            ($cond:expr, $on:expr, $t:expr, $rest:expr) => {{
-                if ($cond != 0) == $on {
-                    let t = $t as usize;
-                    if t < pc && app.safepoints().requested() {
-                        if let Some(f) = self.frames.last_mut() {
-                            f.pc = t as u32;
-                        }
-                        self.poll_slow()?;
+        // Goes to `next`, polling the safepoint when that is a lower position (a backward
+        // transfer) with the destination's stack map; `pc` is past the current op.
+        macro_rules! goto {
+            ($next:expr) => {{
+                let next = $next as usize;
+                if next < pc && app.safepoints().requested() {
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pc = next as u32;
                     }
-                    pc = t;
+                    self.poll_slow()?;
+                }
+                pc = next;
+            }};
+        }
+        // A conditional branch of a fused op: to `t` when taken, else `rest` ops further.
+        macro_rules! branch {
+            ($taken:expr, $t:expr, $rest:expr) => {{
+                if $taken {
+                    goto!($t);
                 } else {
                     pc += $rest;
+                }
+            }};
+        }
+        // A fused branch that names both successors: `fall` always lies after the op
+        // (`fuse` keeps it so), so only the taken side can be a backward transfer. Kept
+        // a real branch: a select of the next position would make the next dispatch wait
+        // for the comparison.
+        macro_rules! fork {
+            ($taken:expr, $t:expr, $fall:expr) => {{
+                if $taken {
+                    goto!($t);
+                } else {
+                    pc = $fall as usize;
+                }
+            }};
+        }
+        // `aload` of element `i` of the array `h` as type `t` (errors at `pc - 1`).
+        macro_rules! aload {
+            ($h:expr, $i:expr, $t:expr) => {{
+                let i: i64 = $i;
+                let a = access!($h, AccessKind::Read);
+                let obj = a.obj();
+                if i < 0 || i >= obj.len() as i64 {
+                    if obj.header().class != ARRAY_CLASS {
+                        trap!("array type mismatch");
+                    }
+                    trap!("array index out of bounds");
+                }
+                match (obj.kind(), $t) {
+                    (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
+                        obj.bytes()[i as usize].load(Ordering::Relaxed) as u64
+                    }
+                    (ObjKind::IntArray, Ty::Int | Ty::Any)
+                    | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
+                        obj.words()[i as usize].load(Ordering::Relaxed)
+                    }
+                    _ => trap!("array type mismatch"),
+                }
+            }};
+        }
+        // `astore` of an int `v` at element `i` of the array `h` (errors at `pc - 1`).
+        macro_rules! astore_int {
+            ($a:expr, $i:expr, $v:expr) => {{
+                let (i, v): (i64, u64) = ($i, $v);
+                let a = $a;
+                let obj = a.obj();
+                if i < 0 || i >= obj.len() as i64 {
+                    if obj.header().class != ARRAY_CLASS {
+                        trap!("array type mismatch");
+                    }
+                    trap!("array index out of bounds");
+                }
+                match obj.kind() {
+                    ObjKind::ByteArray => obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed),
+                    ObjKind::IntArray => obj.words()[i as usize].store(v, Ordering::Relaxed),
+                    _ => trap!("array type mismatch"),
                 }
             }};
         }
@@ -708,24 +772,7 @@ impl<A: AppBinding> Thread<A> {
                 Op::ALoad(t) => {
                     let i = pop!() as i64;
                     let h = handle!(pop!());
-                    let a = access!(h, AccessKind::Read);
-                    let obj = a.obj();
-                    if i < 0 || i >= obj.len() as i64 {
-                        if obj.header().class != ARRAY_CLASS {
-                            trap!("array type mismatch");
-                        }
-                        trap!("array index out of bounds");
-                    }
-                    let v = match (obj.kind(), t) {
-                        (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
-                            obj.bytes()[i as usize].load(Ordering::Relaxed) as u64
-                        }
-                        (ObjKind::IntArray, Ty::Int | Ty::Any)
-                        | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
-                            obj.words()[i as usize].load(Ordering::Relaxed)
-                        }
-                        _ => trap!("array type mismatch"),
-                    };
+                    let v = aload!(h, i, t);
                     push!(v);
                 }
                 Op::AStore(t) => {
@@ -853,6 +900,13 @@ impl<A: AppBinding> Thread<A> {
                     push!(v as u64);
                     pc += 1;
                 }
+                Op::BinStore(b, d) => {
+                    let y = pop!() as i64;
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, y, 0);
+                    self.stack.set(bp + d as usize, v as u64);
+                    pc += 1;
+                }
                 Op::LoadBinConst(a, b, k) => {
                     let v = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
                     push!(v as u64);
@@ -865,26 +919,95 @@ impl<A: AppBinding> Thread<A> {
                     push!(v as u64);
                     pc += 2;
                 }
+                Op::LoadBinConstStore(a, b, k, d) => {
+                    let v = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
+                    self.stack.set(bp + d as usize, v as u64);
+                    pc += 3;
+                }
+                Op::LoadBinLocalStore(a, b, c, d) => {
+                    let x = self.stack.get(bp + a as usize) as i64;
+                    let y = self.stack.get(bp + c as usize) as i64;
+                    let v = bin!(b, x, y, 2);
+                    self.stack.set(bp + d as usize, v as u64);
+                    pc += 3;
+                }
                 Op::IncLocal(a, k) => {
                     let v = (self.stack.get(bp + a as usize) as i64).wrapping_add(k);
                     self.stack.set(bp + a as usize, v as u64);
                     pc += 3;
                 }
-                Op::BrCmp(b, on, t) => {
+                Op::IncJmp(a, k, t) => {
+                    let v = (self.stack.get(bp + a as usize) as i64).wrapping_add(k);
+                    self.stack.set(bp + a as usize, v as u64);
+                    goto!(t);
+                }
+                Op::BrCmp(c, t) => {
                     let y = pop!() as i64;
                     let x = pop!() as i64;
-                    let c = bin!(b, x, y, 0);
-                    branch!(c, on, t, 1);
+                    branch!(c.taken(x, y), t, 1);
                 }
-                Op::BrLocalConst(a, k, b, on, t) => {
-                    let c = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
-                    branch!(c, on, t, 3);
-                }
-                Op::BrLocalLocal(a, c2, b, on, t) => {
+                Op::BrLocalConst { a, k, c, t, fall } => {
                     let x = self.stack.get(bp + a as usize) as i64;
-                    let y = self.stack.get(bp + c2 as usize) as i64;
-                    let c = bin!(b, x, y, 2);
-                    branch!(c, on, t, 3);
+                    fork!(c.taken(x, k), t, fall);
+                }
+                Op::BrLocalLocal { a, b, c, t, fall } => {
+                    let x = self.stack.get(bp + a as usize) as i64;
+                    let y = self.stack.get(bp + b as usize) as i64;
+                    fork!(c.taken(x, y), t, fall);
+                }
+                Op::IncBrConst {
+                    a,
+                    inc,
+                    k,
+                    c,
+                    t,
+                    fall,
+                } => {
+                    let x = (self.stack.get(bp + a as usize) as i64).wrapping_add(inc as i64);
+                    self.stack.set(bp + a as usize, x as u64);
+                    fork!(c.taken(x, k as i64), t, fall);
+                }
+                Op::IncBrLocal {
+                    a,
+                    inc,
+                    b,
+                    c,
+                    t,
+                    fall,
+                } => {
+                    let x = (self.stack.get(bp + a as usize) as i64).wrapping_add(inc as i64);
+                    self.stack.set(bp + a as usize, x as u64);
+                    let y = self.stack.get(bp + b as usize) as i64;
+                    fork!(c.taken(x, y), t, fall);
+                }
+                Op::BrLocalField { a, o, s, c, t } => {
+                    pc += 2;
+                    let h = handle!(self.stack.get(bp + o as usize));
+                    let acc = instance!(h, AccessKind::Read, s);
+                    // SAFETY: the class check proved an instance of `s.class`, whose
+                    // layout has slot `s.slot`.
+                    let y = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
+                        .load(Ordering::Relaxed) as i64;
+                    let x = self.stack.get(bp + a as usize) as i64;
+                    branch!(c.taken(x, y), t, 2);
+                }
+                Op::ALoadLocal(arr, i, ty) => {
+                    pc += 2;
+                    let h = handle!(self.stack.get(bp + arr as usize));
+                    let v = aload!(h, self.stack.get(bp + i as usize) as i64, ty);
+                    push!(v);
+                }
+                Op::ALoadLocalBr(arr, i, on, t) => {
+                    pc += 2;
+                    let h = handle!(self.stack.get(bp + arr as usize));
+                    let v = aload!(h, self.stack.get(bp + i as usize) as i64, Ty::Int);
+                    branch!((v != 0) == on, t, 1);
+                }
+                Op::AStoreLocalConst(arr, i, k) => {
+                    pc += 3;
+                    let h = handle!(self.stack.get(bp + arr as usize));
+                    let a = access!(h, AccessKind::Write);
+                    astore_int!(a, self.stack.get(bp + i as usize) as i64, k as u64);
                 }
                 Op::LoadGetField(a, s) => {
                     pc += 1;
@@ -915,7 +1038,7 @@ impl<A: AppBinding> Thread<A> {
                     let ok = w
                         .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
                         .is_ok();
-                    branch!(ok as u64, on, t, 1);
+                    branch!(ok == on, t, 1);
                 }
                 Op::LoadXadd(a, k, s, discard) => {
                     pc += 2;

@@ -22,6 +22,12 @@ impl Loaded {
     /// The program translated with field operands resolved at load (`resolve`) or by name
     /// on every execution (for comparison).
     pub fn translated(vp: VerifiedProgram, resolve: bool) -> Loaded {
+        Loaded::translated_with(vp, resolve, true)
+    }
+
+    /// As [`Loaded::translated`], with superinstructions (`fuse`, the normal runtime) or
+    /// one op per instruction (`marvin run --no-fuse`, to check the fused code against).
+    pub fn translated_with(vp: VerifiedProgram, resolve: bool, fuse: bool) -> Loaded {
         let tr = if resolve {
             translate
         } else {
@@ -38,7 +44,9 @@ impl Loaded {
                     .iter()
                     .map(|&i| tr(&vp.program, &layouts, i))
                     .collect();
-                super::fuse::fuse(&mut code);
+                if fuse {
+                    super::fuse::fuse(&mut code);
+                }
                 code
             })
             .collect();

@@ -18,7 +18,7 @@ use std::hash::{BuildHasher, Hasher};
 
 use marvin_runtime::header::ObjKind;
 
-use super::fuse::Bin;
+use super::fuse::{Bin, Cond};
 use crate::isa::{self, ElemKind, Instr, Program, Ty};
 
 /// Class id stored in array headers (arrays are not instances of any MASM class).
@@ -107,18 +107,73 @@ pub enum Op {
     BinConstStore(Bin, i64, u32),
     /// `load a; OP`
     BinLocal(Bin, u32),
+    /// `OP; store d`
+    BinStore(Bin, u32),
     /// `load a; push k; OP`
     LoadBinConst(u32, Bin, i64),
     /// `load a; load b; OP`
     LoadBinLocal(u32, Bin, u32),
+    /// `load a; push k; OP; store d`
+    LoadBinConstStore(u32, Bin, i64, u32),
+    /// `load a; load b; OP; store d`: a register machine's three-address operation
+    LoadBinLocalStore(u32, Bin, u32, u32),
     /// `load a; push k; add; store a`
     IncLocal(u32, i64),
-    /// `CMP; jnz t` (`jz` when the flag is false)
-    BrCmp(Bin, bool, u32),
-    /// `load a; push k; CMP; jnz/jz t`
-    BrLocalConst(u32, i64, Bin, bool, u32),
-    /// `load a; load b; CMP; jnz/jz t`
-    BrLocalLocal(u32, u32, Bin, bool, u32),
+    /// `load a; push k; add; store a; jmp t`
+    IncJmp(u32, i64, u32),
+    /// `CMP; jnz/jz t`
+    BrCmp(Cond, u32),
+    /// `load a; push k; CMP; jnz/jz t`, going to `t` when taken and to `fall` otherwise
+    /// (the next position where the run is, the run's own next position where a `jmp`
+    /// took a copy of it)
+    BrLocalConst {
+        a: u32,
+        k: i64,
+        c: Cond,
+        t: u32,
+        fall: u32,
+    },
+    /// `load a; load b; CMP; jnz/jz t`, going to `t` or `fall` as [`Op::BrLocalConst`]
+    BrLocalLocal {
+        a: u32,
+        b: u32,
+        c: Cond,
+        t: u32,
+        fall: u32,
+    },
+    /// `load a; push inc; add; store a` and then [`Op::BrLocalConst`] on `a` (following
+    /// it or reached through a `jmp`): the increment and test that close a loop
+    IncBrConst {
+        a: u32,
+        inc: i32,
+        k: i32,
+        c: Cond,
+        t: u32,
+        fall: u32,
+    },
+    /// `load a; push inc; add; store a` and then [`Op::BrLocalLocal`] on `a`
+    IncBrLocal {
+        a: u32,
+        inc: i32,
+        b: u32,
+        c: Cond,
+        t: u32,
+        fall: u32,
+    },
+    /// `load a; load o; getfield C.f; CMP; jnz/jz t`: a loop bound held in a field
+    BrLocalField {
+        a: u32,
+        o: u32,
+        s: Slot,
+        c: Cond,
+        t: u32,
+    },
+    /// `load arr; load i; aload`
+    ALoadLocal(u32, u32, Ty),
+    /// `load arr; load i; aload; jnz t` (`jz` when the flag is false), an int element
+    ALoadLocalBr(u32, u32, bool, u32),
+    /// `load arr; load i; push k; astore`, an int element
+    AStoreLocalConst(u32, u32, i64),
     /// `load a; getfield C.f`
     LoadGetField(u32, Slot),
     /// `load a; getfield C.f; store b`: the read half of a read-modify-cas loop
@@ -131,21 +186,33 @@ pub enum Op {
 }
 
 impl Op {
-    /// How many original instructions this op covers (1 unless fused).
+    /// How many original instructions this op covers when it falls through (1 unless
+    /// fused); the ops that name both successors count the run before their test.
     pub fn covers(self) -> usize {
         match self {
             Op::LoadLoad(..)
             | Op::BinConst(..)
             | Op::BinLocal(..)
+            | Op::BinStore(..)
             | Op::BrCmp(..)
             | Op::LoadGetField(..)
             | Op::CasBr(..) => 2,
             Op::LoadBinConst(..)
             | Op::LoadBinLocal(..)
             | Op::BinConstStore(..)
-            | Op::LoadGetFieldStore(..) => 3,
+            | Op::LoadGetFieldStore(..)
+            | Op::ALoadLocal(..) => 3,
             Op::LoadXadd(.., discard) => 3 + discard as usize,
-            Op::IncLocal(..) | Op::BrLocalConst(..) | Op::BrLocalLocal(..) => 4,
+            Op::IncLocal(..)
+            | Op::LoadBinConstStore(..)
+            | Op::LoadBinLocalStore(..)
+            | Op::BrLocalConst { .. }
+            | Op::BrLocalLocal { .. }
+            | Op::IncBrConst { .. }
+            | Op::IncBrLocal { .. }
+            | Op::ALoadLocalBr(..)
+            | Op::AStoreLocalConst(..) => 4,
+            Op::IncJmp(..) | Op::BrLocalField { .. } => 5,
             _ => 1,
         }
     }

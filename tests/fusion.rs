@@ -1,0 +1,465 @@
+//! Superinstructions change how many dispatches a program takes, never what it does: every
+//! benchmark program, every program of the conformance suite and random integer programs
+//! (straight-line code, loops tested at the top and at the bottom, branches, array and
+//! field accesses, divisions that may fail) print the same, end with the same status and
+//! report the same runtime error at the same `METHOD+PC (FILE:LINE)` fused as unfused
+//! (`marvin run --no-fuse`, one dispatch per instruction).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use marvin::bench::interp::{default_dir, PROGRAMS};
+use marvin_app::RunConfig;
+use marvin_interpreter::exec::op::Op;
+use marvin_interpreter::exec::Loaded;
+use marvin_interpreter::{load, verify};
+use proptest::prelude::*;
+
+const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
+
+/// What one `marvin run` did: exit status, stdout, stderr.
+#[derive(Debug, PartialEq, Eq)]
+struct Ran {
+    status: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn marvin_run(args: &[String]) -> Ran {
+    let out = Command::new(MARVIN)
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {MARVIN}: {e}"));
+    Ran {
+        status: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `args` fused and unfused and asserts that both did the same.
+fn same_fused_and_unfused(label: &str, args: Vec<String>) -> Ran {
+    let fused = marvin_run(&args);
+    let mut plain_args = vec!["--no-fuse".to_string()];
+    plain_args.extend(args);
+    let plain = marvin_run(&plain_args);
+    assert_eq!(fused, plain, "{label}: fused and unfused runs differ");
+    fused
+}
+
+#[test]
+fn bench_programs_run_the_same_fused_and_unfused() {
+    let dir = default_dir();
+    for p in PROGRAMS {
+        let path = dir.join("programs").join(format!("{}.masm", p.name));
+        let ran = same_fused_and_unfused(
+            p.name,
+            vec![
+                path.display().to_string(),
+                "-D".into(),
+                format!("N={}", p.tiny),
+            ],
+        );
+        assert_eq!(ran.status, Some(0), "{}: {}", p.name, ran.stderr);
+        assert!(!ran.stdout.trim().is_empty(), "{} printed nothing", p.name);
+    }
+}
+
+/// The conformance programs that run (not the rejected ones; not `messages/`, whose
+/// threads and timers make their interleaving, not their instructions, vary).
+fn conformance_cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read tests/conformance")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "masm"))
+        .collect();
+    cases.sort();
+    cases
+}
+
+#[test]
+fn conformance_programs_run_the_same_fused_and_unfused() {
+    let cases = conformance_cases();
+    assert!(cases.len() > 20, "found only {} cases", cases.len());
+    let mut errors = 0;
+    for masm in cases {
+        let mut args = vec![masm.display().to_string()];
+        if let Ok(text) = std::fs::read_to_string(masm.with_extension("args")) {
+            args.extend(
+                text.lines()
+                    .map(str::trim_end)
+                    .filter(|l| !l.is_empty())
+                    .map(String::from),
+            );
+        }
+        let label = masm.file_name().unwrap().to_string_lossy().into_owned();
+        let ran = same_fused_and_unfused(&label, args);
+        if ran.stderr.contains("error:") {
+            errors += 1;
+        }
+    }
+    // The corpus exercises runtime errors, so their positions are compared too.
+    assert!(errors >= 5, "only {errors} cases ended in a runtime error");
+}
+
+/// A `Write` that keeps what the app prints.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs MASM text in process; returns status, output and the rendered error, and how
+/// many of main's ops are superinstructions.
+fn run_in_process(text: &str, fuse: bool) -> (i32, String, Option<String>, usize) {
+    let p = load::load_bytes("gen.masm", text.as_bytes()).expect("generated program loads");
+    let vp = verify::verify(p).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let fused = Loaded::translated_with(vp.clone(), true, fuse).code[0]
+        .iter()
+        .filter(|op| is_superinstruction(op))
+        .count();
+    let out = Captured::default();
+    let cfg = RunConfig {
+        out: Box::new(out.clone()),
+        fuse,
+        ..RunConfig::default()
+    };
+    let outcome = marvin_app::run(vp, cfg).expect("app starts");
+    let printed = String::from_utf8_lossy(&out.0.lock().expect("lock")).into_owned();
+    (outcome.status, printed, outcome.error, fused)
+}
+
+fn is_superinstruction(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::Push(_)
+            | Op::Load(_)
+            | Op::Store(_)
+            | Op::Pop
+            | Op::Dup
+            | Op::Swap
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Rem
+            | Op::And
+            | Op::Or
+            | Op::Xor
+            | Op::Shl
+            | Op::Shr
+            | Op::Neg
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Jmp(_)
+            | Op::Jz(_)
+            | Op::Jnz(_)
+            | Op::Print
+            | Op::Ret
+            | Op::New(_)
+            | Op::NewArray(_)
+            | Op::ALoad(_)
+            | Op::AStore(_)
+            | Op::GetField(_)
+            | Op::PutField(_)
+    )
+}
+
+/// Locals of a generated program: 0..VARS integers, then the loop counters, the array
+/// and the object.
+const VARS: u32 = 4;
+const COUNTERS: u32 = 3;
+const ARR: u32 = VARS + COUNTERS;
+const OBJ: u32 = ARR + 1;
+const LOCALS: u32 = OBJ + 1;
+const OPS: [&str; 16] = [
+    "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "lt", "le", "gt", "ge",
+    "eq", "ne",
+];
+const CMPS: [&str; 6] = ["lt", "le", "gt", "ge", "eq", "ne"];
+
+/// An integer expression over the variables.
+#[derive(Clone, Debug)]
+enum Expr {
+    Var(u32),
+    Const(i64),
+    Bin(usize, Box<Expr>, Box<Expr>),
+    /// `arr[e]` (may be out of bounds)
+    Elem(Box<Expr>),
+    /// `obj.f`
+    Field,
+}
+
+/// A statement; loops count with their own counter, so they always end.
+#[derive(Clone, Debug)]
+enum Stmt {
+    Set(u32, Expr),
+    Print(u32),
+    SetElem(Expr, Expr),
+    SetField(Expr),
+    If(usize, u32, Expr, Vec<Stmt>),
+    /// `for c = 0; c < n; c += step` tested at the top (`jz` out, `jmp` back) or at the
+    /// bottom (`jmp` to the test first), bound a constant, a variable or the field
+    Loop {
+        top: bool,
+        bound: Bound,
+        step: i64,
+        body: Vec<Stmt>,
+    },
+}
+
+#[derive(Clone, Debug)]
+enum Bound {
+    Const(i64),
+    Var(u32),
+    Field,
+}
+
+fn expr() -> impl Strategy<Value = Expr> {
+    let leaf = prop_oneof![
+        4 => (0..VARS).prop_map(Expr::Var),
+        3 => prop_oneof![Just(0i64), Just(1), Just(-1), Just(7), -100i64..100, any::<i64>()]
+            .prop_map(Expr::Const),
+        1 => Just(Expr::Field),
+    ];
+    leaf.prop_recursive(3, 12, 2, |inner| {
+        prop_oneof![
+            4 => (0..OPS.len(), inner.clone(), inner.clone())
+                .prop_map(|(o, a, b)| Expr::Bin(o, Box::new(a), Box::new(b))),
+            1 => inner.prop_map(|e| Expr::Elem(Box::new(e))),
+        ]
+    })
+}
+
+fn stmts(depth: u32) -> BoxedStrategy<Vec<Stmt>> {
+    let simple = prop_oneof![
+        4 => (0..VARS, expr()).prop_map(|(v, e)| Stmt::Set(v, e)),
+        1 => (0..VARS).prop_map(Stmt::Print),
+        1 => (expr(), expr()).prop_map(|(i, v)| Stmt::SetElem(i, v)),
+        1 => expr().prop_map(Stmt::SetField),
+    ];
+    if depth == 0 {
+        return prop::collection::vec(simple, 1..6).boxed();
+    }
+    let bound = prop_oneof![
+        (0i64..6).prop_map(Bound::Const),
+        (0..VARS).prop_map(Bound::Var),
+        Just(Bound::Field),
+    ];
+    let nested = prop_oneof![
+        4 => simple,
+        1 => (0..CMPS.len(), 0..VARS, expr(), stmts(depth - 1))
+            .prop_map(|(c, v, e, b)| Stmt::If(c, v, e, b)),
+        1 => (any::<bool>(), bound, 1i64..3, stmts(depth - 1))
+            .prop_map(|(top, bound, step, body)| Stmt::Loop { top, bound, step, body }),
+    ];
+    prop::collection::vec(nested, 1..6).boxed()
+}
+
+/// Writes generated statements as MASM.
+struct Gen {
+    out: String,
+    labels: usize,
+}
+
+impl Gen {
+    fn line(&mut self, s: impl AsRef<str>) {
+        self.out.push_str("  ");
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+
+    fn label(&mut self) -> String {
+        self.labels += 1;
+        format!("l{}", self.labels)
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        match e {
+            Expr::Var(v) => self.line(format!("load {v}")),
+            Expr::Const(k) => self.line(format!("push {k}")),
+            Expr::Bin(o, a, b) => {
+                self.expr(a);
+                self.expr(b);
+                self.line(OPS[*o]);
+            }
+            Expr::Elem(i) => {
+                self.line(format!("load {ARR}"));
+                self.expr(i);
+                self.line("aload");
+            }
+            Expr::Field => {
+                self.line(format!("load {OBJ}"));
+                self.line("getfield C.f");
+            }
+        }
+    }
+
+    fn stmts(&mut self, body: &[Stmt], depth: u32) {
+        for s in body {
+            match s {
+                Stmt::Set(v, e) => {
+                    self.expr(e);
+                    self.line(format!("store {v}"));
+                }
+                Stmt::Print(v) => {
+                    self.line(format!("load {v}"));
+                    self.line("print");
+                }
+                Stmt::SetElem(i, v) => {
+                    self.line(format!("load {ARR}"));
+                    self.expr(i);
+                    self.expr(v);
+                    self.line("astore");
+                }
+                Stmt::SetField(v) => {
+                    self.line(format!("load {OBJ}"));
+                    self.expr(v);
+                    self.line("putfield C.f");
+                }
+                Stmt::If(c, v, e, then) => {
+                    let skip = self.label();
+                    self.line(format!("load {v}"));
+                    self.expr(e);
+                    self.line(CMPS[*c]);
+                    self.line(format!("jz {skip}"));
+                    self.stmts(then, depth);
+                    self.out.push_str(&format!("{skip}:\n"));
+                }
+                Stmt::Loop {
+                    top,
+                    bound,
+                    step,
+                    body,
+                } => {
+                    let c = VARS + depth;
+                    // A bound that is not a small constant may be anything: such a loop
+                    // also stops after 8 rounds.
+                    let guard = !matches!(bound, Bound::Const(_));
+                    let (head, test, out) = (self.label(), self.label(), self.label());
+                    self.line("push 0");
+                    self.line(format!("store {c}"));
+                    let bound_code = |g: &mut Gen| match bound {
+                        Bound::Const(k) => g.line(format!("push {k}")),
+                        Bound::Var(v) => {
+                            // A variable bound, kept small so that the loop stays short.
+                            g.line(format!("load {v}"));
+                        }
+                        Bound::Field => {
+                            g.line(format!("load {OBJ}"));
+                            g.line("getfield C.f");
+                        }
+                    };
+                    if *top {
+                        self.out.push_str(&format!("{head}:\n"));
+                        self.line(format!("load {c}"));
+                        bound_code(self);
+                        self.line("lt");
+                        self.line(format!("jz {out}"));
+                        self.stmts(body, depth + 1);
+                        self.line(format!("load {c}"));
+                        self.line(format!("push {step}"));
+                        self.line("add");
+                        self.line(format!("store {c}"));
+                        if guard {
+                            self.line(format!("load {c}"));
+                            self.line("push 8");
+                            self.line("ge");
+                            self.line(format!("jnz {out}"));
+                        }
+                        self.line(format!("jmp {head}"));
+                    } else {
+                        self.line(format!("jmp {test}"));
+                        self.out.push_str(&format!("{head}:\n"));
+                        self.stmts(body, depth + 1);
+                        self.line(format!("load {c}"));
+                        self.line(format!("push {step}"));
+                        self.line("add");
+                        self.line(format!("store {c}"));
+                        self.out.push_str(&format!("{test}:\n"));
+                        if guard {
+                            self.line(format!("load {c}"));
+                            self.line("push 8");
+                            self.line("ge");
+                            self.line(format!("jnz {out}"));
+                        }
+                        self.line(format!("load {c}"));
+                        bound_code(self);
+                        self.line("lt");
+                        self.line(format!("jnz {head}"));
+                    }
+                    self.out.push_str(&format!("{out}:\n"));
+                }
+            }
+        }
+    }
+}
+
+fn program(body: &[Stmt], seeds: &[i64]) -> String {
+    let mut g = Gen {
+        out: String::new(),
+        labels: 0,
+    };
+    g.out.push_str(&format!(
+        ".class C\n  .field f int\n.end\n.method main args=0 locals={LOCALS}\n"
+    ));
+    g.line("push 8");
+    g.line("newarray int");
+    g.line(format!("store {ARR}"));
+    g.line("new C");
+    g.line(format!("store {OBJ}"));
+    g.line(format!("load {OBJ}"));
+    g.line("push 3");
+    g.line("putfield C.f");
+    for (v, k) in seeds.iter().enumerate() {
+        g.line(format!("push {k}"));
+        g.line(format!("store {v}"));
+    }
+    g.stmts(body, 0);
+    for v in 0..VARS {
+        g.line(format!("load {v}"));
+        g.line("print");
+    }
+    g.line("push 0");
+    g.line("ret");
+    g.out.push_str(".end\n");
+    g.out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_programs_run_the_same_fused_and_unfused(
+        body in stmts(2),
+        seeds in prop::collection::vec(-10i64..10, VARS as usize),
+    ) {
+        let text = program(&body, &seeds);
+        let (fs, fo, fe, _) = run_in_process(&text, true);
+        let (ps, po, pe, nplain) = run_in_process(&text, false);
+        prop_assert_eq!(nplain, 0);
+        prop_assert_eq!(fs, ps, "status\n{}", text);
+        prop_assert_eq!(fo, po, "output\n{}", text);
+        prop_assert_eq!(fe, pe, "error\n{}", text);
+    }
+}
