@@ -207,6 +207,11 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
                         out.push(Op::LoadBinConstStore(a, b, k, d));
                     }
                 }
+                if let (Some(b1), Some(Op::Load(b)), Some(b2)) = (bin(2), at(3), bin(4)) {
+                    if safe(b1, k) {
+                        out.push(Op::LoadBinConstBinLocal(a, b1, k, b2, b));
+                    }
+                }
                 if let Some(b) = bin(2).filter(|&b| safe(b, k)) {
                     out.push(Op::LoadBinConst(a, b, k));
                 }
@@ -250,11 +255,21 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
             if let Some(Op::GetField(s)) = at(1) {
                 out.push(Op::LoadGetField(a, s));
             }
+            if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
+                out.push(Op::BinLocalStore(b, a, d));
+            }
             if let Some(b) = bin(1) {
                 out.push(Op::BinLocal(b, a));
             }
         }
         Some(Op::Push(k)) => {
+            if let (Some(b1), Some(Op::Push(k2)), Some(b2), Some(Op::Store(d))) =
+                (bin(1), at(2), bin(3), at(4))
+            {
+                if safe(b1, k) && safe(b2, k2) {
+                    out.push(Op::BinConst2Store(b1, k, b2, k2, d));
+                }
+            }
             if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
                 if safe(b, k) {
                     out.push(Op::BinConstStore(b, k, d));
@@ -601,6 +616,33 @@ mod tests {
         assert_eq!(code[0], Op::Load(2));
         assert_eq!(code[1], Op::ALoadLocal(0, 1, Ty::Int));
         assert_eq!(code[4], Op::BinStore(Bin::Add, 2));
+    }
+
+    #[test]
+    fn fuses_expression_runs_of_five() {
+        // x = ((x >> 16) ^ x) * K & M
+        let mut code = vec![
+            Op::Load(2),
+            Op::Push(16),
+            Op::Shr,
+            Op::Load(2),
+            Op::Xor,
+            Op::Push(73),
+            Op::Mul,
+            Op::Push(0xffff),
+            Op::And,
+            Op::Store(2),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        assert_eq!(
+            code[0],
+            Op::LoadBinConstBinLocal(2, Bin::Shr, 16, Bin::Xor, 2)
+        );
+        assert_eq!(
+            code[5],
+            Op::BinConst2Store(Bin::Mul, 73, Bin::And, 0xffff, 2)
+        );
     }
 
     #[test]

@@ -931,6 +931,27 @@ impl<A: AppBinding> Thread<A> {
                     self.stack.set(bp + d as usize, v as u64);
                     pc += 3;
                 }
+                Op::BinLocalStore(b, a, d) => {
+                    let y = self.stack.get(bp + a as usize) as i64;
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, y, 1);
+                    self.stack.set(bp + d as usize, v as u64);
+                    pc += 2;
+                }
+                Op::LoadBinConstBinLocal(a, b1, k, b2, c) => {
+                    let x = bin!(b1, self.stack.get(bp + a as usize) as i64, k, 2);
+                    let y = self.stack.get(bp + c as usize) as i64;
+                    let v = bin!(b2, x, y, 4);
+                    push!(v as u64);
+                    pc += 4;
+                }
+                Op::BinConst2Store(b1, k1, b2, k2, d) => {
+                    let x = pop!() as i64;
+                    let x = bin!(b1, x, k1, 1);
+                    let v = bin!(b2, x, k2, 3);
+                    self.stack.set(bp + d as usize, v as u64);
+                    pc += 4;
+                }
                 Op::IncLocal(a, k) => {
                     let v = (self.stack.get(bp + a as usize) as i64).wrapping_add(k);
                     self.stack.set(bp + a as usize, v as u64);

@@ -117,6 +117,12 @@ pub enum Op {
     LoadBinConstStore(u32, Bin, i64, u32),
     /// `load a; load b; OP; store d`: a register machine's three-address operation
     LoadBinLocalStore(u32, Bin, u32, u32),
+    /// `load a; OP; store d`
+    BinLocalStore(Bin, u32, u32),
+    /// `load a; push k; OP1; load b; OP2`: `(a OP1 k) OP2 b`
+    LoadBinConstBinLocal(u32, Bin, i64, Bin, u32),
+    /// `push k1; OP1; push k2; OP2; store d`
+    BinConst2Store(Bin, i64, Bin, i64, u32),
     /// `load a; push k; add; store a`
     IncLocal(u32, i64),
     /// `load a; push k; add; store a; jmp t`
@@ -201,7 +207,8 @@ impl Op {
             | Op::LoadBinLocal(..)
             | Op::BinConstStore(..)
             | Op::LoadGetFieldStore(..)
-            | Op::ALoadLocal(..) => 3,
+            | Op::ALoadLocal(..)
+            | Op::BinLocalStore(..) => 3,
             Op::LoadXadd(.., discard) => 3 + discard as usize,
             Op::IncLocal(..)
             | Op::LoadBinConstStore(..)
@@ -212,7 +219,10 @@ impl Op {
             | Op::IncBrLocal { .. }
             | Op::ALoadLocalBr(..)
             | Op::AStoreLocalConst(..) => 4,
-            Op::IncJmp(..) | Op::BrLocalField { .. } => 5,
+            Op::IncJmp(..)
+            | Op::BrLocalField { .. }
+            | Op::LoadBinConstBinLocal(..)
+            | Op::BinConst2Store(..) => 5,
             _ => 1,
         }
     }
