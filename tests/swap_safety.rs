@@ -201,6 +201,68 @@ fn a_swap_file_rolled_back_to_an_older_copy_is_a_runtime_error_naming_the_object
     );
 }
 
+#[test]
+fn random_bytes_in_a_live_reclaim_table_end_the_app_with_an_error_naming_an_object() {
+    use std::os::unix::fs::FileExt;
+    const COUNT: usize = 16;
+    let dir = tempfile::tempdir().unwrap();
+    let count = format!("COUNT={COUNT}");
+    let mut child = spawn(&[
+        "run",
+        program("hold.masm").to_str().unwrap(),
+        "-D",
+        &count,
+        "-D",
+        "ARRAY_BYTES=8176",
+        "-D",
+        "SLEEP_MS=2500",
+        "--swap-dir",
+        dir.path().to_str().unwrap(),
+        "--policy",
+        QUICK_COLD,
+        "--lifecycle",
+        "bg@300ms,save@400ms,reclaim@600ms",
+    ]);
+    wait_for_checkpoints(&mut child, &dir.path().join("app"), "the save", |l| {
+        l.len() == COUNT
+    });
+    // Random bytes (xorshift, seeded from the clock) over the whole table in use.
+    let table = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("app.table"))
+        .unwrap();
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let garbage: Vec<u8> = (0..64 + 32 * (COUNT + 16))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    table.write_all_at(&garbage, 0).unwrap();
+    drop(table);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the app ended before its table was overwritten"
+    );
+    // The app reads its arrays back after its sleep: each access checks its entry.
+    let out = wait_bounded(child, "the app with a garbage table");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(70), "{stderr}");
+    assert!(stderr.contains("cannot fault in object"), "{stderr}");
+    assert!(stderr.contains("reclaim table"), "{stderr}");
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains("ok") && !stdout.contains("verification failed"),
+        "{stdout}"
+    );
+}
+
 /// A small tmpfs mounted for one test and unmounted when dropped.
 struct SmallFs {
     dir: tempfile::TempDir,

@@ -55,7 +55,11 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
             drop(growth);
         }
         let entry = space.table.entry(stub.entry);
-        let _g = entry.lock_shared();
+        // An entry that fails its checks is left alone: the app's own access to the
+        // object reports it.
+        let Ok(_g) = space.lock_entry(stub) else {
+            return;
+        };
         if entry.is_resident() {
             // SAFETY: resident under the shared lock.
             let (r, w) = unsafe { stub.object() }.header().age();

@@ -5,7 +5,10 @@
 //! and maintains its flags ([`EntryFlags`]): OCCUPIED and RESIDENT, plus SAVED (a checkpoint
 //! exists), CLEAN (the checkpoint is current) and COLD (the working-set estimator's verdict),
 //! which the reclaimer reads to decide. Every access to a stubbed object holds the entry's
-//! shared lock ([`Entry::lock_shared`]); a reclaimer takes an entry's exclusive lock with
+//! shared lock ([`Entry::lock_shared`], a wait bounded by [`LOCK_WAIT_LIMIT`]) and checks
+//! the entry against what the runtime knows of the object ([`SharedGuard::check`]): the
+//! table is shared memory, and what another process (or a stray write) left there is an
+//! [`EntryFault`] naming the object, never a hang or a wrong object; a reclaimer takes an entry's exclusive lock with
 //! [`Entry::try_lock_reclaimer`], which gives up at once on contention rather than wait on an
 //! app thread, and then reclaims only an entry that [`ReclaimerGuard::is_reclaimable`].
 //!
@@ -40,10 +43,13 @@ mod entry;
 mod lock;
 mod table;
 
-pub use entry::{Entry, EntryId, ReclaimerGuard, SharedGuard};
+pub use entry::{
+    Entry, EntryError, EntryFault, EntryId, ReclaimerGuard, SharedGuard, LOCK_WAIT_LIMIT,
+};
 pub use lock::{EntryFlags, EntryLock};
 pub use table::{
-    ReclaimTable, ReclaimTableError, ReclaimTableView, TableFull, ENTRY_BYTES, MAX_CAPACITY,
+    ReclaimTable, ReclaimTableError, ReclaimTableView, TableFull, TableOwner, ENTRY_BYTES,
+    MAX_CAPACITY,
 };
 
 /// What the entry lock is built from: `std`'s atomics, whose 4-byte layout the mapped table

@@ -23,7 +23,9 @@ use crate::barrier::{AccessError, AccessKind};
 use crate::header::{HeaderBits, ObjKind};
 use crate::heap::{Handle, Heap, ENTRY_STUB};
 use crate::object::Obj;
-use crate::reclaim_table::{EntryFlags, EntryId, ReclaimTable, SharedGuard};
+use crate::reclaim_table::{
+    EntryError, EntryFault, EntryFlags, EntryId, ReclaimTable, SharedGuard,
+};
 
 /// Why the swap layer could not read an object back: its own error, boxed, since the
 /// runtime knows stubs, not swap files.
@@ -163,6 +165,9 @@ pub struct StubSpace {
     stub_bytes: AtomicU64,
     /// Bytes of the registry's table (its capacity), as of its last change.
     registry_bytes: AtomicU64,
+    /// The first entry that failed its checks: from then on the table is not trusted,
+    /// and every entry is refused at once (no more bounded waits, one per entry).
+    distrusted: std::sync::OnceLock<String>,
 }
 
 /// Bytes the registry of stubs takes per slot of its capacity: a handle and a pointer,
@@ -200,6 +205,7 @@ impl StubSpace {
             reclaim_hand: std::sync::atomic::AtomicU32::new(0),
             stub_bytes: AtomicU64::new(0),
             registry_bytes: AtomicU64::new(0),
+            distrusted: std::sync::OnceLock::new(),
         }
     }
 
@@ -340,21 +346,59 @@ impl StubSpace {
         );
     }
 
+    /// Takes `stub`'s reclaim-table entry shared (a bounded wait) and checks it against
+    /// what the stub knows of the object: its address, its size, its owner and flags that
+    /// can coexist (see [`SharedGuard::check`]). The table is shared memory; an entry
+    /// that fails is an error naming the object, and nothing is done to it. After the
+    /// first failure the table as a whole is distrusted: every entry fails at once.
+    pub fn lock_entry(&self, stub: &Stub) -> Result<SharedGuard<'_>, EntryFault> {
+        let fault = |reason| EntryFault {
+            table: self.table.describe(),
+            id: stub.entry,
+            object: stub.handle.value(),
+            reason,
+        };
+        if let Some(first) = self.distrusted.get() {
+            return Err(fault(EntryError::Distrusted(first.clone())));
+        }
+        let size = crate::heap::large_space::page_round(stub.bytes) as u64;
+        let checked = self
+            .table
+            .entry(stub.entry)
+            .lock_shared()
+            .and_then(|guard| {
+                guard.check(stub.addr as u64, size, stub.handle.value())?;
+                Ok(guard)
+            });
+        checked.map_err(|reason| {
+            let fault = fault(reason);
+            let _ = self.distrusted.set(fault.to_string());
+            fault
+        })
+    }
+
     /// Faults `stub`'s object in as an object fault (a collector that does not bookmark
     /// reads objects, as a kernel's page-granular swap would make it).
     pub fn fault(&self, stub: &Stub) -> Result<(), AccessError> {
-        let entry = self.table.entry(stub.entry);
-        let _g = entry.lock_shared();
+        let _g = self.lock_entry(stub).map_err(|e| table_fault(stub, e))?;
         self.ensure_resident(stub, true)
     }
 
     /// Faults `stub`'s object in (an eager restore), holding its entry meanwhile.
     pub fn restore(&self, stub: &Stub) -> Result<bool, AccessError> {
         let entry = self.table.entry(stub.entry);
-        let _g = entry.lock_shared();
+        let _g = self.lock_entry(stub).map_err(|e| table_fault(stub, e))?;
         let was_out = !entry.is_resident();
         self.ensure_resident(stub, false)?;
         Ok(was_out)
+    }
+}
+
+/// An access error for an entry that failed its checks.
+fn table_fault(stub: &Stub, e: EntryFault) -> AccessError {
+    AccessError::Fault {
+        handle: stub.handle.value(),
+        reason: Box::new(e),
     }
 }
 
@@ -388,7 +432,7 @@ impl<'h> StubAccess<'h> {
         let growth = (!entry.is_resident())
             .then(|| heap.before_growth(space.hooks.fault_bytes(stub)))
             .flatten();
-        let guard = entry.lock_shared();
+        let guard = space.lock_entry(stub).map_err(|e| table_fault(stub, e))?;
         space.ensure_resident(stub, true)?;
         drop(growth);
         // SAFETY: resident, and the shared lock keeps the reclaimer away.
@@ -531,17 +575,23 @@ impl Heap {
                 continue;
             };
             let entry = space.table.entry(stub.entry);
+            // Keep the reclaimer out while the entry goes. An entry that fails its checks
+            // (the shared table overwritten) cannot say whether a reclaimer still acts on
+            // the object's pages: they are left where they are, never reused.
+            let guard = space.lock_entry(&stub);
+            let checked = guard.is_ok();
             {
-                // Keep the reclaimer out while the entry goes.
-                let _g = entry.lock_shared();
                 let mut st = stub.state.lock();
                 st.dead = true;
                 space.hooks.freed(&stub, &mut st);
-                if !entry.is_resident() {
-                    out_freed += crate::heap::large_space::page_round(stub.bytes) as u64;
+                if checked {
+                    if !entry.is_resident() {
+                        out_freed += crate::heap::large_space::page_round(stub.bytes) as u64;
+                    }
+                    entry.lock().remove_flags(EntryFlags::RESIDENT);
                 }
-                entry.lock().remove_flags(EntryFlags::RESIDENT);
             }
+            drop(guard);
             // Out of the registry only now that its slot is released: a compaction
             // (which holds the state of every stub it finds there) that missed a stub
             // still owning a live slot would move that slot without telling the stub,
@@ -554,9 +604,11 @@ impl Heap {
             space
                 .stub_bytes
                 .fetch_sub(stub_bytes(stub.refs.len()) as u64, Ordering::Relaxed);
-            let _ = space.table.remove(stub.entry);
             let size = crate::heap::large_space::page_round(stub.bytes);
-            runs.push((stub.addr, size));
+            if checked {
+                let _ = space.table.remove(stub.entry);
+                runs.push((stub.addr, size));
+            }
             bytes += size as u64;
         }
         self.large_space().free(&mut runs);

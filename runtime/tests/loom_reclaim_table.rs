@@ -53,7 +53,7 @@ impl Guarded {
 
 /// One access by the app thread.
 fn app_access(g: &Guarded) {
-    g.lock.lock_shared();
+    assert!(g.lock.lock_shared_or_give_up(|_| false));
     // (The reclaimer's bit may be set here: a reclaimer that set it, is about to see our count
     // and back off. What matters is that it is not inside, which the cell checks.)
     g.write("app");
@@ -116,6 +116,36 @@ fn two_reclaimers_never_share_the_lock() {
         );
         assert!(!g.lock.flags().contains(EntryFlags::RECLAIMER_LOCK));
     });
+}
+
+/// An app thread whose wait for the shared lock is bounded (the runtime gives up after a
+/// time limit, when the shared table holds a reclaimer bit nobody will clear): it gives up
+/// at its first wait here. Whatever the interleaving, a thread that gave up holds nothing,
+/// one that got in excludes the reclaimer, and afterwards the entry is free.
+#[test]
+fn an_app_thread_that_gives_up_holds_nothing() {
+    static GAVE_UP: AtomicUsize = AtomicUsize::new(0);
+    static GOT_IN: AtomicUsize = AtomicUsize::new(0);
+    loom::model(|| {
+        let g = Guarded::new();
+        let reclaimer = {
+            let g = g.clone();
+            thread::spawn(move || reclaimer_try(&g))
+        };
+        if g.lock.lock_shared_or_give_up(|_| true) {
+            g.write("app");
+            g.lock.unlock_shared();
+            GOT_IN.fetch_add(1, Relaxed);
+        } else {
+            GAVE_UP.fetch_add(1, Relaxed);
+        }
+        reclaimer.join().unwrap();
+        assert_eq!(g.lock.shared_count(), 0);
+        assert!(!g.lock.flags().contains(EntryFlags::RECLAIMER_LOCK));
+        // Nothing left held: a reclaimer gets in at once.
+        assert!(reclaimer_try(&g));
+    });
+    assert!(GAVE_UP.load(Relaxed) > 0 && GOT_IN.load(Relaxed) > 0);
 }
 
 /// One read-ahead access by an app thread that must not wait: returns whether it got in.
@@ -217,7 +247,7 @@ fn external_reclaim(app: &RemoteApp) -> bool {
 /// shared lock, fault the object in from its checkpoint when it is not resident, read
 /// it, release. Returns the value read.
 fn app_read(app: &RemoteApp) -> u64 {
-    app.lock.lock_shared();
+    assert!(app.lock.lock_shared_or_give_up(|_| false));
     if !app.lock.flags().contains(EntryFlags::RESIDENT) {
         // SAFETY: checked by the model: loom panics if the reclaimer's write is concurrent.
         app.page.with_mut(|p| unsafe { *p = CHECKPOINT });

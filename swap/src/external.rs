@@ -44,7 +44,7 @@ pub enum ExternalError {
     Table(#[from] ReclaimTableError),
     #[error(transparent)]
     Regions(#[from] RegionDirError),
-    #[error("region directory {path} belongs to process {found}, not {expected}")]
+    #[error("{path} belongs to process {found}, not {expected}")]
     WrongProcess {
         path: PathBuf,
         found: u32,
@@ -183,20 +183,31 @@ pub struct ExternalApp {
 }
 
 impl ExternalApp {
-    /// Opens app `name` of process `pid` from its swap directory `dir`.
+    /// Opens app `name` of process `pid` from its swap directory `dir`: a table or a
+    /// region directory another process made (another run's, left in or given the same
+    /// directory) is refused before any entry is read.
     pub fn open(pid: u32, dir: &Path, name: &str) -> Result<ExternalApp, ExternalError> {
         let table = ReclaimTableView::open(&table_path(dir, name))?;
         let memory = AppMemory::open(pid, &regions_path(dir, name))?;
-        Ok(ExternalApp::new(table, memory))
+        ExternalApp::new(table, memory)
     }
 
-    /// An app from a table view and its memory, opened separately.
-    pub fn new(table: ReclaimTableView, memory: AppMemory) -> ExternalApp {
-        ExternalApp {
+    /// An app from a table view and its memory, opened separately; refused when the
+    /// table's header names another process than the memory's.
+    pub fn new(table: ReclaimTableView, memory: AppMemory) -> Result<ExternalApp, ExternalError> {
+        let owner = table.owner().pid;
+        if owner != memory.pid() {
+            return Err(ExternalError::WrongProcess {
+                path: table.path().to_owned(),
+                found: owner,
+                expected: memory.pid(),
+            });
+        }
+        Ok(ExternalApp {
             table,
             memory,
             hand: AtomicU32::new(0),
-        }
+        })
     }
 
     /// The app's reclaim table.
@@ -233,7 +244,7 @@ impl ExternalApp {
             &self.hand,
             || self.table.is_foreground(),
             want,
-            |addr, bytes| self.memory.reaches(addr, bytes),
+            |e| self.memory.reaches(e.addr(), e.size()),
         );
         let mut r = taken.report;
         if !taken.runs.is_empty() {

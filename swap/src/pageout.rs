@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use marvin_runtime::header::HeaderBits;
+use marvin_runtime::heap::large_space::page_round;
 use marvin_runtime::heap::{Handle, Heap};
 use marvin_runtime::reclaim_table::EntryFlags;
 
@@ -64,6 +65,12 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             let Some(stub) = Handle::from_value(entry.owner()).and_then(|h| space.get(h)) else {
                 continue;
             };
+            // The entry is shared memory: its pages are dropped only if it still
+            // describes this stub's object, and the stub's own address and size are used.
+            let size = page_round(stub.bytes) as u64;
+            if entry.addr() != stub.addr as u64 || entry.size() != size {
+                continue;
+            }
             let mut st = stub.state.lock();
             if st.dead {
                 continue;
@@ -88,8 +95,7 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
                 }
                 r.bytes_written += buf.len() as u64;
             }
-            let size = entry.size();
-            let mut run = [(entry.addr() as usize, size as usize)];
+            let mut run = [(stub.addr, size as usize)];
             // SAFETY: the entry is locked for the reclaimer and marked reclaimed before
             // the lock is released; its slot holds what the object holds.
             let _ = unsafe { heap.large_space().discard(&mut run) };

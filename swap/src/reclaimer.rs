@@ -10,8 +10,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use marvin_runtime::heap::Heap;
+use marvin_runtime::heap::large_space::page_round;
+use marvin_runtime::heap::{Handle, Heap};
 use marvin_runtime::reclaim_table::{Entry, EntryId, ReclaimerGuard};
+use marvin_runtime::stub::StubSpace;
 
 /// What one reclaim request did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,7 +70,9 @@ impl Taken<'_> {
 /// contended entry is skipped and counted), until `want` bytes are taken. Under each lock
 /// it asks `is_foreground` again (an app that came to the foreground while the scan ran
 /// loses nothing more: the scan stops), checks the entry is still reclaimable, and asks
-/// `reachable(addr, bytes)` whether the caller can return its pages. The caller then
+/// `reachable(entry)` whether the caller can return its pages (the entry's object is
+/// where the caller can reach it, and the entry, which is shared memory, still describes
+/// it). The caller then
 /// returns the pages of [`Taken::runs`] and calls [`Taken::finish`].
 ///
 /// `scan` yields the table's occupied entries in index order (it is called twice: the
@@ -78,7 +82,7 @@ pub(crate) fn take<'t, I>(
     hand: &AtomicU32,
     is_foreground: impl Fn() -> bool,
     want: u64,
-    mut reachable: impl FnMut(u64, u64) -> bool,
+    mut reachable: impl FnMut(&Entry) -> bool,
 ) -> Taken<'t>
 where
     I: Iterator<Item = (EntryId, &'t Entry)>,
@@ -109,7 +113,7 @@ where
             // back is locked here only after the switch is visible.
             Some(_) if is_foreground() => break,
             Some(g) if g.is_reclaimable() => {
-                if !reachable(entry.addr(), entry.size()) {
+                if !reachable(entry) {
                     r.unreachable += 1;
                     continue;
                 }
@@ -125,6 +129,17 @@ where
         }
     }
     taken
+}
+
+/// Whether `entry` still describes the object its owner handle names, at the address and
+/// with the size the object's stub knows: the table is shared memory, and the reclaimer
+/// drops pages only where an object of this app really is.
+fn describes_its_object(space: &StubSpace, entry: &Entry) -> bool {
+    Handle::from_value(entry.owner())
+        .and_then(|h| space.get(h))
+        .is_some_and(|s| {
+            s.addr as u64 == entry.addr() && page_round(s.bytes) as u64 == entry.size()
+        })
 }
 
 /// Bytes the reclaimer could take from one app now (a snapshot: nothing if it is in the
@@ -169,7 +184,7 @@ fn reclaim_runs(heap: &Heap, want: u64, coalesce: bool) -> ReclaimReport {
         &space.reclaim_hand,
         || space.table.is_foreground(),
         want,
-        |_, _| true,
+        |e| describes_its_object(space, e),
     );
     let mut r = taken.report;
     if !taken.runs.is_empty() {

@@ -71,7 +71,17 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             );
         }
         let entry = space.table.entry(stub.entry);
-        let _g = entry.lock_shared();
+        // Checked against the stub: an entry the shared table no longer holds right is
+        // an error (the app's own access to the object reports it too), never saved on.
+        let _g = match space.lock_entry(stub) {
+            Ok(g) => g,
+            Err(e) => {
+                *swap.last_error.lock() = Some(e.to_string());
+                swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);
+                r.errors += 1;
+                continue;
+            }
+        };
         if !entry.is_resident() || entry.flags().contains(EntryFlags::CLEAN) {
             continue;
         }

@@ -399,6 +399,27 @@ fn a_damaged_or_foreign_region_directory_is_refused() {
     let err = AppMemory::open(me, &path).unwrap_err().to_string();
     assert!(err.contains("not the published memory file"), "{err}");
 
+    // A table whose header names another process (another run's table in the directory).
+    std::fs::write(&path, &good).unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let table = std::fs::OpenOptions::new()
+            .write(true)
+            .open(table_path(dir.path(), NAME))
+            .unwrap();
+        let mine = std::fs::read(table_path(dir.path(), NAME)).unwrap();
+        table.write_all_at(&(me + 1).to_le_bytes(), 20).unwrap();
+        let err = ExternalApp::open(me, dir.path(), NAME)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("belongs to process {}, not {me}", me + 1)),
+            "{err}"
+        );
+        table.write_all_at(&mine[20..24], 20).unwrap();
+        ExternalApp::open(me, dir.path(), NAME).unwrap();
+    }
+
     // A region directory without a table beside it.
     std::fs::write(&path, &good).unwrap();
     std::fs::remove_file(table_path(dir.path(), NAME)).unwrap();
@@ -413,11 +434,11 @@ fn an_entry_the_app_holds_is_skipped_not_waited_for() {
     let me = std::process::id();
     let table = ReclaimTableView::open(&table_path(dir.path(), NAME)).unwrap();
     let memory = AppMemory::open(me, &regions_path(dir.path(), NAME)).unwrap();
-    let mut ext = ExternalApp::new(table, memory);
+    let mut ext = ExternalApp::new(table, memory).unwrap();
     let space = heap.stub_space().unwrap();
     let (id, entry) = space.table.iter_occupied().next().unwrap();
     {
-        let _held = entry.lock_shared();
+        let _held = entry.lock_shared().unwrap();
         // Held by an app thread: passed over at once (a reclaimer never waits).
         let r = ext.reclaim(u64::MAX);
         assert_eq!((r.objects, r.bytes), (0, 0));

@@ -60,7 +60,7 @@ fn every_barrier_read_sets_read_and_every_write_sets_write_and_dirty() {
     let (h, s) = f.stubbed(1);
     assert_eq!(f.save_all().saved_objects, 1);
     {
-        let _g = f.entry(&s).lock_shared();
+        let _g = f.entry(&s).lock_shared().unwrap();
         // SAFETY: resident under the shared lock.
         unsafe { s.object() }
             .header()
@@ -106,7 +106,7 @@ fn the_saver_restore_and_collector_read_objects_without_setting_access_bits() {
     // SAFETY: single-threaded test; both handles are the roots.
     unsafe { marvin_gc::collect(&f.heap, &[h.value(), plain.value()]) };
     {
-        let _g = f.entry(&s).lock_shared();
+        let _g = f.entry(&s).lock_shared().unwrap();
         // SAFETY: resident under the shared lock.
         let hdr = unsafe { s.object() }.header();
         assert_eq!((hdr.read_history(), hdr.write_history()), (0, 0));
@@ -253,7 +253,7 @@ fn the_reclaimer_takes_only_saved_clean_cold_uncontended_entries() {
 
     // An app thread is in the middle of an access to `held`: the reclaimer passes it
     // by rather than wait (a wait would hang this single-threaded test).
-    let guard = f.entry(&held).lock_shared();
+    let guard = f.entry(&held).lock_shared().unwrap();
     let r = f.reclaim_all();
     assert_eq!((r.objects, r.bytes), (1, ARRAY_PAGES_BYTES));
     assert!(!f.entry(&ok).is_resident());
@@ -268,7 +268,7 @@ fn the_reclaimer_takes_only_saved_clean_cold_uncontended_entries() {
     assert_eq!(f.reclaim_all().objects, 0);
 
     // A reclaimer that tried an exclusive lock an app thread holds gives up at once.
-    let guard = f.entry(&warm).lock_shared();
+    let guard = f.entry(&warm).lock_shared().unwrap();
     assert!(f.entry(&warm).try_lock_reclaimer().is_none());
     drop(guard);
 }

@@ -1,6 +1,12 @@
 //! One reclaim-table entry as it sits in shared memory, its id, and the two lock guards.
+//!
+//! The entry is shared memory: the runtime never trusts what it reads back blindly. Its
+//! shared lock waits a bounded time ([`LOCK_WAIT_LIMIT`]), and [`SharedGuard::check`]
+//! compares the entry with what the runtime knows of its object (address, size, owner,
+//! flags that can coexist, a sane holder count); a failure is an [`EntryError`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::lock::{EntryFlags, EntryLock};
 
@@ -24,6 +30,29 @@ impl std::fmt::Display for EntryId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "#{}", self.0)
     }
+}
+
+/// How long a runtime thread waits for an entry's reclaimer lock before it gives up: a
+/// reclaimer holds an entry for a scan and one `madvise` of its batch, so a lock held far
+/// longer was set by something other than a reclaimer (the shared table overwritten).
+pub const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(3);
+
+/// More runtime threads than this holding one entry shared is not a count the runtime
+/// made: the entry was overwritten.
+const MAX_SHARED_HOLDERS: u32 = 1 << 16;
+
+/// What is wrong with an entry read back from the shared table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// The reclaimer's bit stayed set for longer than any reclaimer holds an entry.
+    #[error("its reclaimer lock stayed held for more than {0:?}")]
+    Stuck(Duration),
+    /// A field does not hold what the runtime wrote or knows.
+    #[error("it is corrupt: {0}")]
+    Corrupt(String),
+    /// Another entry of the table failed its checks before: the table is not trusted.
+    #[error("the table is not trusted since an earlier failure ({0})")]
+    Distrusted(String),
 }
 
 /// One entry: 32 bytes, `#[repr(C)]`, valid when all zero (a free entry).
@@ -58,10 +87,29 @@ impl Entry {
         &self.lock
     }
 
-    /// Takes the runtime's shared lock for the length of one access.
-    pub fn lock_shared(&self) -> SharedGuard<'_> {
-        self.lock.lock_shared();
-        SharedGuard { entry: self }
+    /// Takes the runtime's shared lock for the length of one access, waiting at most
+    /// [`LOCK_WAIT_LIMIT`] for the reclaimer's bit to clear (yielding the CPU while it
+    /// waits past a first short spin); [`EntryError::Stuck`] when it stays set that long
+    /// without a break. (Reclaimers that come and go do not add up to a stuck entry.)
+    pub fn lock_shared(&self) -> Result<SharedGuard<'_>, EntryError> {
+        let mut turns = 0u32;
+        let mut since: Option<Instant> = None;
+        let locked = self.lock.lock_shared_or_give_up(|seen_clear| {
+            if seen_clear {
+                (turns, since) = (0, None);
+            }
+            turns = turns.saturating_add(1);
+            if turns < 128 {
+                return false;
+            }
+            std::thread::yield_now();
+            since.get_or_insert_with(Instant::now).elapsed() > LOCK_WAIT_LIMIT
+        });
+        if locked {
+            Ok(SharedGuard { entry: self })
+        } else {
+            Err(EntryError::Stuck(LOCK_WAIT_LIMIT))
+        }
     }
 
     /// Takes the runtime's shared lock unless the reclaimer holds the entry; `None` at
@@ -185,12 +233,14 @@ impl Entry {
             .insert_flags(EntryFlags::OCCUPIED | EntryFlags::RESIDENT);
     }
 
-    /// Empties an occupied entry, waiting out a reclaimer that holds it. Only the table calls
-    /// this, before putting the entry back on its free list.
-    pub(super) fn vacate(&self) {
-        let _guard = self.lock_shared();
+    /// Empties an occupied entry, waiting out a reclaimer that holds it (a bounded wait,
+    /// as [`Entry::lock_shared`]). Only the table calls this, before putting the entry
+    /// back on its free list.
+    pub(super) fn vacate(&self) -> Result<(), EntryError> {
+        let _guard = self.lock_shared()?;
         self.lock
             .remove_flags(EntryFlags::all().difference(EntryFlags::RECLAIMER_LOCK));
+        Ok(())
     }
 }
 
@@ -204,6 +254,47 @@ impl<'a> SharedGuard<'a> {
     /// The locked entry.
     pub fn entry(&self) -> &'a Entry {
         self.entry
+    }
+
+    /// Checks the entry against what the runtime knows of its object (its address, its
+    /// size in bytes and its owner handle, as given at insert) and the rules its flags
+    /// keep: only known bits, OCCUPIED, CLEAN only with SAVED, out (not RESIDENT) only
+    /// once SAVED, and a count of shared holders that includes this one and is sane.
+    pub fn check(&self, addr: u64, size: u64, owner: u64) -> Result<(), EntryError> {
+        let e = self.entry;
+        let flags = e.flags();
+        let bad = |what: String| Err(EntryError::Corrupt(what));
+        let unknown = flags.bits() & !EntryFlags::all().bits();
+        if unknown != 0 {
+            return bad(format!(
+                "flags {:#x} carry unknown bits {unknown:#x}",
+                flags.bits()
+            ));
+        }
+        if !flags.contains(EntryFlags::OCCUPIED) {
+            return bad("it is not occupied".into());
+        }
+        if flags.contains(EntryFlags::CLEAN) && !flags.contains(EntryFlags::SAVED) {
+            return bad("it is CLEAN but not SAVED".into());
+        }
+        if !flags.contains(EntryFlags::RESIDENT) && !flags.contains(EntryFlags::SAVED) {
+            return bad("it is out (not RESIDENT) but was never SAVED".into());
+        }
+        let holders = e.lock.shared_count();
+        if holders == 0 || holders > MAX_SHARED_HOLDERS {
+            return bad(format!("{holders} shared holders while one holds it"));
+        }
+        let checks = [
+            ("address", e.addr(), addr),
+            ("size", e.size(), size),
+            ("owner", e.owner(), owner),
+        ];
+        for (what, found, expected) in checks {
+            if found != expected {
+                return bad(format!("{what} {found:#x}, expected {expected:#x}"));
+            }
+        }
+        Ok(())
     }
 
     /// Records that the object now lives at `addr` with `size` bytes. The reclaimer cannot
@@ -250,4 +341,18 @@ impl Drop for ReclaimerGuard<'_> {
     fn drop(&mut self) {
         self.entry.lock.unlock_reclaimer();
     }
+}
+
+/// An entry that failed its checks, named by its table, its id and its object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("reclaim table {table}: entry {id} of object {object}: {reason}")]
+pub struct EntryFault {
+    /// The table ([`super::ReclaimTable::describe`]).
+    pub table: String,
+    /// The entry.
+    pub id: EntryId,
+    /// The object's handle.
+    pub object: u64,
+    /// What is wrong.
+    pub reason: EntryError,
 }

@@ -6,16 +6,19 @@
 //!
 //! ```text
 //! offset 0   u64  magic  "MVRCLMT1"
-//! offset 8   u32  format version (1)
+//! offset 8   u32  format version (2)
 //! offset 12  u32  entry size in bytes (32)
 //! offset 16  u32  capacity (entries)
-//! offset 20  u32  reserved
+//! offset 20  u32  the owner's pid
 //! offset 24  u32  app flags (bit 0: the app is in the foreground)
 //! offset 28  u32  one past the highest entry index ever handed out (scans stop there)
 //! offset 32  u64  bytes reclaimed from outside the app (by another process)
 //! offset 40  u64  objects reclaimed from outside the app
-//! offset 48  16 reserved bytes
+//! offset 48  [u8; 16] the owner's run id
 //! ```
+//!
+//! The owner's pid and run id ([`RunIdentity`]) let a reader refuse another run's table
+//! ([`ReclaimTableView::owner`]).
 //!
 //! Every field another process may write is an atomic in the map, reached only through
 //! lock-free atomics (address-free, so they work across processes). Nothing in or on the
@@ -29,10 +32,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use memmap2::MmapMut;
 use parking_lot::Mutex;
 
-use super::entry::{Entry, EntryId};
+use super::entry::{Entry, EntryError, EntryId};
+use crate::run_identity::RunIdentity;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"MVRCLMT1");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 64;
 /// Bytes of one entry in the table's map.
 pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
@@ -49,7 +53,7 @@ struct TableHeader {
     version: u32,
     entry_bytes: u32,
     capacity: u32,
-    _reserved0: u32,
+    owner_pid: u32,
     app_flags: AtomicU32,
     /// One past the highest index ever handed out, so a reclaimer in another process
     /// scans only the part of the table in use.
@@ -58,7 +62,7 @@ struct TableHeader {
     /// own reclaims are booked in its memory).
     reclaimed_out_bytes: AtomicU64,
     reclaimed_out_objects: AtomicU64,
-    _reserved: [u64; 2],
+    owner_run: [u8; 16],
 }
 
 const _: () = assert!(std::mem::size_of::<TableHeader>() == HEADER_BYTES);
@@ -113,6 +117,25 @@ pub enum ReclaimTableError {
         /// The id given.
         id: EntryId,
     },
+    /// The entry could not be emptied (it stays taken, never reused).
+    #[error("reclaim table {table}: entry {id} cannot be removed: {reason}")]
+    Entry {
+        /// The table.
+        table: String,
+        /// The entry.
+        id: EntryId,
+        /// Why.
+        reason: EntryError,
+    },
+}
+
+/// Who made a table, as its header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableOwner {
+    /// The owner's pid.
+    pub pid: u32,
+    /// The owner's run id.
+    pub run: [u8; 16],
 }
 
 /// The memory map holding a table, and the only place that casts it.
@@ -127,12 +150,16 @@ impl Mapping {
         HEADER_BYTES + capacity as usize * ENTRY_BYTES
     }
 
-    /// Writes a fresh header into an all-zero map of the right size.
+    /// Writes a fresh header, naming this run as the owner, into an all-zero map of the
+    /// right size.
     fn init(mut map: MmapMut, capacity: u32, path: Option<PathBuf>) -> Mapping {
+        let owner = RunIdentity::current();
         map[0..8].copy_from_slice(&MAGIC.to_le_bytes());
         map[8..12].copy_from_slice(&VERSION.to_le_bytes());
         map[12..16].copy_from_slice(&(ENTRY_BYTES as u32).to_le_bytes());
         map[16..20].copy_from_slice(&capacity.to_le_bytes());
+        map[20..24].copy_from_slice(&owner.pid.to_le_bytes());
+        map[48..64].copy_from_slice(&owner.id);
         Mapping {
             map,
             capacity,
@@ -221,6 +248,14 @@ impl Mapping {
         match &self.path {
             Some(p) => p.display().to_string(),
             None => "<anonymous>".to_string(),
+        }
+    }
+
+    fn owner(&self) -> TableOwner {
+        let h = self.header();
+        TableOwner {
+            pid: h.owner_pid,
+            run: h.owner_run,
         }
     }
 
@@ -429,9 +464,19 @@ impl ReclaimTable {
         if !entry.is_occupied() {
             return Err(ReclaimTableError::NotOccupied { id });
         }
-        entry.vacate();
+        // An entry that cannot be emptied is never handed out again.
+        entry.vacate().map_err(|reason| ReclaimTableError::Entry {
+            table: self.describe(),
+            id,
+            reason,
+        })?;
         free.freed.push(id.index());
         Ok(())
+    }
+
+    /// The table's file, or `<anonymous>`, for messages.
+    pub fn describe(&self) -> String {
+        self.mapping.describe()
     }
 
     /// The entry `id`.
@@ -512,6 +557,20 @@ impl ReclaimTableView {
     /// The number of entries the table holds.
     pub fn capacity(&self) -> u32 {
         self.mapping.capacity
+    }
+
+    /// Who made the table (its header's pid and run id): a reclaimer checks it is the
+    /// process it means before it acts on any entry.
+    pub fn owner(&self) -> TableOwner {
+        self.mapping.owner()
+    }
+
+    /// The table's file.
+    pub fn path(&self) -> &Path {
+        self.mapping
+            .path
+            .as_deref()
+            .unwrap_or(Path::new("<anonymous>"))
     }
 
     /// The entry `id`, or `None` when it is out of range.

@@ -56,7 +56,7 @@ fn reclaimable_needs_every_flag_and_no_lock() {
     e.set_cold(true);
     assert!(e.looks_reclaimable());
     {
-        let _shared = e.lock_shared();
+        let _shared = e.lock_shared().unwrap();
         assert!(!e.looks_reclaimable(), "a shared holder hides it");
         assert!(e.try_lock_reclaimer().is_none());
     }
@@ -90,8 +90,8 @@ fn flag_changes_never_touch_the_reclaimer_bit() {
 fn shared_locks_stack_and_exclude_the_reclaimer() {
     let table = ReclaimTable::anonymous(1).unwrap();
     let e = table.entry(table.insert(1, 2, 3).unwrap());
-    let a = e.lock_shared();
-    let b = e.lock_shared();
+    let a = e.lock_shared().unwrap();
+    let b = e.lock_shared().unwrap();
     assert_eq!(e.lock().shared_count(), 2);
     drop(a);
     assert!(e.try_lock_reclaimer().is_none());
@@ -119,7 +119,7 @@ fn shared_lock_waits_for_the_reclaimer() {
     std::thread::scope(|s| {
         let guard = e.try_lock_reclaimer().unwrap();
         let app = s.spawn(|| {
-            let _g = e.lock_shared();
+            let _g = e.lock_shared().unwrap();
             released.load(SeqCst)
         });
         std::thread::yield_now();
@@ -240,7 +240,7 @@ fn file_backed_table_is_shared_with_a_second_mapping() {
     assert!(!std::ptr::eq(remote, e), "two distinct mappings");
 
     // The lock is shared too: a shared hold in the table blocks the view's reclaimer.
-    let shared = e.lock_shared();
+    let shared = e.lock_shared().unwrap();
     assert!(remote.try_lock_reclaimer().is_none());
     drop(shared);
     let guard = remote.try_lock_reclaimer().unwrap();
@@ -249,6 +249,11 @@ fn file_backed_table_is_shared_with_a_second_mapping() {
     guard.mark_reclaimed();
     drop(guard);
     assert!(!e.is_resident() && !e.is_reclaimer_locked());
+
+    // The header names the run that made the table.
+    let owner = view.owner();
+    assert_eq!(owner.pid, std::process::id());
+    assert_eq!(owner.run, crate::run_identity::RunIdentity::current().id);
 
     assert!(!view.is_foreground());
     table.set_foreground(true);
@@ -320,7 +325,7 @@ fn stress_shared_and_reclaimer_locks_exclude_each_other() {
             let e = table.entry(id);
             start.wait();
             for i in 0..rounds {
-                let guard = e.lock_shared();
+                let guard = e.lock_shared().unwrap();
                 apps_inside.fetch_add(1, SeqCst);
                 assert!(
                     !reclaimer_inside.load(SeqCst),
@@ -425,4 +430,80 @@ fn a_large_table_holds_memory_for_what_it_used_not_its_capacity() {
     small.insert(1, 1, 1).unwrap();
     small.insert(2, 1, 2).unwrap();
     assert!(small.insert(3, 1, 3).is_err());
+}
+
+#[test]
+fn a_reclaimer_bit_nobody_clears_is_an_error_after_the_wait_limit_not_a_hang() {
+    let table = ReclaimTable::anonymous(4).unwrap();
+    let id = table.insert(0x7000, 4096, 1).unwrap();
+    let e = table.entry(id);
+    // A reclaimer bit left set (as random bytes in the shared table would leave it).
+    std::mem::forget(e.try_lock_reclaimer().unwrap());
+    let t0 = std::time::Instant::now();
+    assert_eq!(
+        e.lock_shared().unwrap_err(),
+        EntryError::Stuck(LOCK_WAIT_LIMIT)
+    );
+    assert!(t0.elapsed() >= LOCK_WAIT_LIMIT);
+    // Giving up left nothing held.
+    assert_eq!(e.lock().shared_count(), 0);
+    // Removing the entry waits the same bounded time, then fails and keeps it taken.
+    let err = table.remove(id).unwrap_err();
+    assert!(
+        matches!(err, ReclaimTableError::Entry { id: i, .. } if i == id),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("reclaimer lock stayed held"),
+        "{err}"
+    );
+    assert_eq!(table.len(), 1);
+    e.lock().unlock_reclaimer();
+    table.remove(id).unwrap();
+}
+
+#[test]
+fn check_refuses_an_entry_that_does_not_describe_its_object() {
+    let table = ReclaimTable::anonymous(4).unwrap();
+    let (addr, size, owner) = (0x7000_0000, 8192, 9);
+    let id = table.insert(addr, size, owner).unwrap();
+    let e = table.entry(id);
+    let check = || e.lock_shared().unwrap().check(addr, size, owner);
+    assert_eq!(check(), Ok(()));
+    let corrupt = |what: &str| {
+        let err = check().unwrap_err();
+        assert!(
+            matches!(&err, EntryError::Corrupt(m) if m.contains(what)),
+            "{what}: {err}"
+        );
+    };
+    // Location and owner: each compared with what the runtime knows.
+    e.lock_shared().unwrap().set_location(addr + 4096, size);
+    corrupt("address");
+    e.lock_shared().unwrap().set_location(addr, size * 2);
+    corrupt("size");
+    e.lock_shared().unwrap().set_location(addr, size);
+    assert_eq!(
+        e.lock_shared()
+            .unwrap()
+            .check(addr, size, owner + 1)
+            .unwrap_err(),
+        EntryError::Corrupt(format!("owner {owner:#x}, expected {:#x}", owner + 1))
+    );
+    // Flags that cannot coexist, or that the runtime never sets.
+    e.set_clean(true);
+    corrupt("CLEAN but not SAVED");
+    e.set_clean(false);
+    e.set_resident(false);
+    corrupt("never SAVED");
+    e.set_saved(true);
+    assert_eq!(
+        check(),
+        Ok(()),
+        "out once saved is a state the runtime makes"
+    );
+    e.lock().insert_flags(EntryFlags::from_bits_retain(1 << 12));
+    corrupt("unknown bits");
+    e.lock().remove_flags(EntryFlags::from_bits_retain(1 << 12));
+    assert_eq!(check(), Ok(()));
 }

@@ -101,7 +101,7 @@ impl Fixture {
 
     /// The header bits of a stubbed object that is resident.
     pub fn header_bits(&self, s: &Stub) -> HeaderBits {
-        let _g = self.entry(s).lock_shared();
+        let _g = self.entry(s).lock_shared().unwrap();
         assert!(self.entry(s).is_resident());
         // SAFETY: resident, and the shared lock keeps the reclaimer away.
         unsafe { s.object() }.header().bits()
