@@ -350,7 +350,9 @@ impl StubSpace {
     /// what the stub knows of the object: its address, its size, its owner and flags that
     /// can coexist (see [`SharedGuard::check`]). The table is shared memory; an entry
     /// that fails is an error naming the object, and nothing is done to it. After the
-    /// first failure the table as a whole is distrusted: every entry fails at once.
+    /// first failure the table as a whole is distrusted: every entry fails at once. (A
+    /// stub freed meanwhile fails with [`EntryError::Freed`], which distrusts nothing.)
+    /// The caller must not hold the stub's state lock.
     pub fn lock_entry(&self, stub: &Stub) -> Result<SharedGuard<'_>, EntryFault> {
         let fault = |reason| EntryFault {
             table: self.table.describe(),
@@ -371,6 +373,11 @@ impl StubSpace {
                 Ok(guard)
             });
         checked.map_err(|reason| {
+            // A stub that died meanwhile (a snapshot of the registry outlived it) has its
+            // entry emptied, or already another object's: not the table's fault.
+            if stub.state.lock().dead {
+                return fault(EntryError::Freed);
+            }
             let fault = fault(reason);
             let _ = self.distrusted.set(fault.to_string());
             fault
@@ -394,8 +401,12 @@ impl StubSpace {
     }
 }
 
-/// An access error for an entry that failed its checks.
+/// An access error for an entry that failed its checks (a dangling reference when the
+/// object was freed meanwhile, as a fault of a dead stub reports it).
 fn table_fault(stub: &Stub, e: EntryFault) -> AccessError {
+    if e.reason == EntryError::Freed {
+        return AccessError::Dangling(stub.handle.value());
+    }
     AccessError::Fault {
         handle: stub.handle.value(),
         reason: Box::new(e),

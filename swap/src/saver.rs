@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use marvin_runtime::header::HeaderBits;
 use marvin_runtime::heap::Heap;
-use marvin_runtime::reclaim_table::EntryFlags;
+use marvin_runtime::reclaim_table::{EntryError, EntryFlags};
 
 use crate::app_swap::AppSwap;
 use crate::swap_file::{SlotId, SwapError, SwapFile};
@@ -75,6 +75,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         // an error (the app's own access to the object reports it too), never saved on.
         let _g = match space.lock_entry(stub) {
             Ok(g) => g,
+            Err(e) if e.reason == EntryError::Freed => continue,
             Err(e) => {
                 *swap.last_error.lock() = Some(e.to_string());
                 swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);

@@ -50,6 +50,10 @@ pub enum EntryError {
     /// A field does not hold what the runtime wrote or knows.
     #[error("it is corrupt: {0}")]
     Corrupt(String),
+    /// The object was freed meanwhile (its entry emptied, perhaps reused): nothing is
+    /// wrong with the table.
+    #[error("the object was freed")]
+    Freed,
     /// Another entry of the table failed its checks before: the table is not trusted.
     #[error("the table is not trusted since an earlier failure ({0})")]
     Distrusted(String),
