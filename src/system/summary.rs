@@ -317,15 +317,51 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
         ("  hot launches", |s| s.launch_hot.count as f64, Count),
         ("  warm launches", |s| s.launch_warm.count as f64, Count),
         ("  cold launches", |s| s.launch_cold.count as f64, Count),
-        ("launch latency p50", |s| s.launch_p50_ns as f64, Ms),
-        ("launch latency p90", |s| s.launch_p90_ns as f64, Ms),
-        ("launch latency p99", |s| s.launch_p99_ns as f64, Ms),
-        ("  hot p50", |s| s.launch_hot.p50_ns as f64, Ms),
-        ("  hot p99", |s| s.launch_hot.p99_ns as f64, Ms),
-        ("  warm p50", |s| s.launch_warm.p50_ns as f64, Ms),
-        ("  warm p99", |s| s.launch_warm.p99_ns as f64, Ms),
-        ("  cold p50", |s| s.launch_cold.p50_ns as f64, Ms),
-        ("  cold p99", |s| s.launch_cold.p99_ns as f64, Ms),
+        (
+            "launch latency p50",
+            |s| launch_ns(s.launches, s.launch_p50_ns),
+            Ms,
+        ),
+        (
+            "launch latency p90",
+            |s| launch_ns(s.launches, s.launch_p90_ns),
+            Ms,
+        ),
+        (
+            "launch latency p99",
+            |s| launch_ns(s.launches, s.launch_p99_ns),
+            Ms,
+        ),
+        (
+            "  hot p50",
+            |s| class_ns(&s.launch_hot, s.launch_hot.p50_ns),
+            Ms,
+        ),
+        (
+            "  hot p99",
+            |s| class_ns(&s.launch_hot, s.launch_hot.p99_ns),
+            Ms,
+        ),
+        (
+            "  warm p50",
+            |s| class_ns(&s.launch_warm, s.launch_warm.p50_ns),
+            Ms,
+        ),
+        (
+            "  warm p99",
+            |s| class_ns(&s.launch_warm, s.launch_warm.p99_ns),
+            Ms,
+        ),
+        (
+            "  cold p50",
+            |s| class_ns(&s.launch_cold, s.launch_cold.p50_ns),
+            Ms,
+        ),
+        (
+            "  cold p99",
+            |s| class_ns(&s.launch_cold, s.launch_cold.p99_ns),
+            Ms,
+        ),
         (
             "launches unfinished",
             |s| s.launches_unfinished as f64,
@@ -350,6 +386,21 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
         ]);
     }
     rows
+}
+
+/// A launch latency as a table cell: none (shown as `-`) when there were no launches,
+/// rather than a latency of zero.
+fn launch_ns(launches: u64, ns: u64) -> f64 {
+    if launches == 0 {
+        f64::NAN
+    } else {
+        ns as f64
+    }
+}
+
+/// A launch class's latency as a table cell: none when the class had no launch.
+fn class_ns(class: &LaunchStats, ns: u64) -> f64 {
+    launch_ns(class.count, ns)
 }
 
 /// The runs grouped into columns by label, in order of first appearance.
@@ -466,6 +517,20 @@ mod tests {
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .collect()
+    }
+
+    #[test]
+    fn a_launch_class_without_launches_has_no_latency_not_zero() {
+        let mut kill = run("kill", 0, 8, 0);
+        kill.launches = 2;
+        kill.launch_p50_ns = 16_000_000;
+        kill.launch_cold.count = 2;
+        kill.launch_cold.p50_ns = 16_000_000;
+        let none = run("marvin", 0, 20, 5);
+        let t = table(&[kill, none]);
+        assert_eq!(row(&t, "  cold p50"), ["16.000 ms", "-"]);
+        assert_eq!(row(&t, "  warm p50"), ["-", "-"]);
+        assert_eq!(row(&t, "launch latency p50"), ["16.000 ms", "-"]);
     }
 
     #[test]
