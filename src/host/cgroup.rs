@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::error::{HostError, Result};
 use super::memstat::{parse_keyed, MemStat};
-use super::owner::Owner;
+use super::owner::{self, Owner};
 use super::{announce, mib, sys};
 
 /// The prefix of every run's group name.
@@ -234,17 +234,9 @@ impl Hierarchy {
     /// runs are left alone. Returns the removed paths.
     pub fn sweep(&self) -> Result<Vec<PathBuf>> {
         let mut removed = Vec::new();
-        let entries =
-            fs::read_dir(&self.parent).map_err(|e| HostError::io("listing", &self.parent, e))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(owner) = name.to_str().and_then(|n| Owner::parse_name(PREFIX, n)) else {
-                continue;
-            };
-            if owner.is_alive() {
-                continue;
-            }
-            let path = entry.path();
+        let dead = owner::dead_entries(&self.parent, PREFIX)
+            .map_err(|e| HostError::io("listing", &self.parent, e))?;
+        for (path, owner) in dead {
             remove_dir(&path, self.version)?;
             announce(&format!(
                 "removed memory cgroup {} left by a dead run ({owner})",

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::cgroup::{own_path, parse_mountinfo, read_text, under_mount, write_text, Version};
 use super::error::{HostError, Result};
-use super::owner::Owner;
+use super::owner::{self, Owner};
 use super::{announce, sys};
 
 /// The prefix of every run's parent group.
@@ -153,17 +153,9 @@ impl CpuController {
     /// Removes the run groups of dead owners (their threads are gone with them).
     pub fn sweep(&self) -> Result<Vec<PathBuf>> {
         let mut removed = Vec::new();
-        let entries =
-            fs::read_dir(&self.home).map_err(|e| HostError::io("listing", &self.home, e))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(owner) = name.to_str().and_then(|n| Owner::parse_name(PREFIX, n)) else {
-                continue;
-            };
-            if owner.is_alive() {
-                continue;
-            }
-            let parent = entry.path();
+        let dead = owner::dead_entries(&self.home, PREFIX)
+            .map_err(|e| HostError::io("listing", &self.home, e))?;
+        for (parent, owner) in dead {
             let children = fs::read_dir(&parent)
                 .map_err(|e| HostError::io("listing", &parent, e))?
                 .flatten()

@@ -4,7 +4,9 @@
 //! live one (left alone), even after the dead run's pid has been reused.
 
 use std::fmt;
+use std::fs;
 use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::procstat;
@@ -61,6 +63,22 @@ impl Owner {
     }
 }
 
+/// The entries of `dir` named by [`Owner::name`] with `prefix` whose owner has died,
+/// with their owners: what a start-up sweep removes (entries of live runs and names
+/// that are not ours are left out).
+pub fn dead_entries(dir: &Path, prefix: &str) -> io::Result<Vec<(PathBuf, Owner)>> {
+    Ok(fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|entry| {
+            let owner = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| Owner::parse_name(prefix, n))?;
+            (!owner.is_alive()).then(|| (entry.path(), owner))
+        })
+        .collect())
+}
+
 impl fmt::Display for Owner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "pid {} (started at tick {})", self.pid, self.start_time)
@@ -70,6 +88,28 @@ impl fmt::Display for Owner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dead_entries_are_the_dead_owners_names_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = Owner::current().unwrap();
+        let dead = Owner {
+            pid: me.pid,
+            start_time: me.start_time + 1,
+        };
+        let live_name = me.name("marvin-run");
+        let dead_name = dead.name("marvin-run");
+        for n in [
+            &live_name,
+            &dead_name,
+            &dead.name("other"),
+            &"stranger".to_string(),
+        ] {
+            fs::create_dir(dir.path().join(n)).unwrap();
+        }
+        let found = dead_entries(dir.path(), "marvin-run").unwrap();
+        assert_eq!(found, vec![(dir.path().join(&dead_name), dead)]);
+    }
 
     #[test]
     fn names_round_trip_and_strangers_are_not_ours() {
