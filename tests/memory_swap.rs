@@ -9,22 +9,15 @@
 //! the process. The programs are in `tests/memory/`. `MARVIN_STRESS=1` runs the
 //! workload for longer, with more transitions.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_swap::swap_file::layout::{SlotHeader, SlotState, FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
+use marvin_swap::swap_file::layout::{SlotHeader, SLOT_HEADER_BYTES};
+
+mod support;
 use serde_json::Value;
-
-/// A policy under which arrays are cold a fraction of a second after their last write
-/// (fast working-set rounds, a one-round window), so the reclaims take them.
-const QUICK_COLD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/memory/quick_cold.toml");
-
-fn program(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/memory")
-        .join(name)
-}
+use support::{live_checkpoints, program, text, QUICK_COLD};
 
 fn marvin(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_marvin"))
@@ -49,10 +42,6 @@ fn run_with_stats(program: &Path, args: &[&str]) -> (Output, Value) {
         )
     });
     (out, serde_json::from_str(&json).unwrap())
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn n(v: &Value, key: &str) -> u64 {
@@ -244,25 +233,6 @@ fn an_unusable_swap_directory_is_a_clear_error_at_start() {
     assert!(stderr.contains("cannot be created"), "{stderr}");
     assert!(stderr.contains(swap_dir.to_str().unwrap()), "{stderr}");
     assert!(text(&out.stdout).is_empty(), "the app ran without its swap");
-}
-
-/// Counts the live checkpoints at the start of a swap file (slots written in order).
-fn live_checkpoints(path: &Path) -> Vec<(u64, SlotHeader)> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let mut at = FILE_HEADER_BYTES;
-    let mut live = Vec::new();
-    while let Some(raw) = bytes.get(at as usize..(at + SLOT_HEADER_BYTES) as usize) {
-        match SlotHeader::decode(raw) {
-            Ok(h) if h.state == SlotState::Live => {
-                live.push((at, h));
-                at += SLOT_HEADER_BYTES + h.capacity as u64;
-            }
-            _ => break,
-        }
-    }
-    live
 }
 
 /// Runs `hold.masm` with its arrays saved and reclaimed early, calls `damage` on the

@@ -5,27 +5,18 @@
 //! in a live reclaim table end the app with an error (not a hang); a full disk during a
 //! save is one warning naming the directory, and the objects stay resident and correct.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_swap::swap_file::layout::{SlotHeader, SlotState, FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
+use marvin_swap::swap_file::layout::SlotHeader;
 
-const QUICK_COLD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/memory/quick_cold.toml");
+mod support;
+use support::{live_checkpoints, program, text, QUICK_COLD};
 
 /// Long enough for anything these tests wait for, on a loaded machine: a hang guard, not
 /// a timing assertion.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-fn program(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/memory")
-        .join(name)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn spawn(args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_marvin"))
@@ -51,25 +42,6 @@ fn wait_bounded(mut child: Child, what: &str) -> Output {
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().unwrap()
-}
-
-/// The live checkpoints at the start of a swap file (slots written in order).
-fn live_checkpoints(path: &Path) -> Vec<(u64, SlotHeader)> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let mut at = FILE_HEADER_BYTES;
-    let mut live = Vec::new();
-    while let Some(raw) = bytes.get(at as usize..(at + SLOT_HEADER_BYTES) as usize) {
-        match SlotHeader::decode(raw) {
-            Ok(h) if h.state == SlotState::Live => {
-                live.push((at, h));
-                at += SLOT_HEADER_BYTES + h.capacity as u64;
-            }
-            _ => break,
-        }
-    }
-    live
 }
 
 /// Waits until `ready` holds of the swap file's live checkpoints, the app still running.
