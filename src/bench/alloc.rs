@@ -281,6 +281,6 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
             notes.push(format!("wrote {}", f.display()));
         }
     }
-    finish(samples, FREE, args.common.json, &notes)?;
+    finish(samples, FREE, &args.common, &notes)?;
     Ok(())
 }

@@ -193,6 +193,6 @@ pub fn run(args: &AtomicsArgs) -> anyhow::Result<()> {
                 .to_string(),
         );
     }
-    finish(samples, BY_NAME, args.common.json, &notes)?;
+    finish(samples, BY_NAME, &args.common, &notes)?;
     Ok(())
 }

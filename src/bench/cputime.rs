@@ -92,6 +92,6 @@ pub fn run(args: &CputimeArgs) -> anyhow::Result<()> {
             100.0 * (general - fast) / general
         ),
     ];
-    finish(samples, BASELINE, args.common.json, &notes)?;
+    finish(samples, BASELINE, &args.common, &notes)?;
     Ok(())
 }

@@ -200,6 +200,6 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
             notes.push(format!("wrote {}", f.display()));
         }
     }
-    finish(samples, IMPL, args.common.json, &notes)?;
+    finish(samples, IMPL, &args.common, &notes)?;
     Ok(())
 }

@@ -312,6 +312,6 @@ pub fn run(args: &InterpArgs) -> anyhow::Result<()> {
         }
         notes.push(format!("{}: {}", scenario, program.about));
     }
-    finish(samples, "lua", args.common.json, &notes)?;
+    finish(samples, "lua", &args.common, &notes)?;
     Ok(())
 }

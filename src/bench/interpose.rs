@@ -188,6 +188,6 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
             notes.push(format!("wrote {}", f.display()));
         }
     }
-    finish(samples, OFF, args.common.json, &notes)?;
+    finish(samples, OFF, &args.common, &notes)?;
     Ok(())
 }

@@ -49,10 +49,9 @@ use marvin_runtime::cpuaccount::process_cpu_time_ns;
 use marvin_runtime::cpuclock::{current_tid, thread_cpu_time_ns};
 use marvin_runtime::fasttrack::{self, FastTracker, Mode};
 use marvin_runtime::monitor::{thread_id, Monitors};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
-use super::{finish, percentile, CommonArgs, Sample};
+use super::{finish, percentile, stream_rng, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
 pub struct InversionArgs {
@@ -100,15 +99,16 @@ const SECTIONS: usize = 40;
 const ROUND_CAP: u32 = 10;
 
 /// The arrival times (from the round start) of each low thread's critical sections in
-/// round `rep`: the same in every mode.
-fn schedule(args: &InversionArgs, rep: usize) -> Vec<Vec<Duration>> {
+/// round `rep`: the same in every mode, drawn from `--seed`'s stream of that round and
+/// thread.
+pub fn schedule(args: &InversionArgs, rep: usize) -> Vec<Vec<Duration>> {
     let (lo, hi) = (
         args.gap_us / 3,
         (5 * args.gap_us / 3).max(args.gap_us / 3 + 1),
     );
     (0..args.low)
         .map(|thread| {
-            let mut rng = StdRng::seed_from_u64(0x5EC7_1045 ^ ((rep as u64) << 16) ^ thread as u64);
+            let mut rng = stream_rng(args.common.seed, rep as u64, thread as u64);
             let mut at = Duration::ZERO;
             (0..args.sections)
                 .map(|_| {
@@ -415,6 +415,6 @@ pub fn run(args: &InversionArgs) -> anyhow::Result<()> {
         "goal (at least -72% p99.9, -47.7% count, at most 0.74% CPU): {}",
         if met { "met" } else { "NOT met" }
     ));
-    finish(samples, "off", args.common.json, &notes)?;
+    finish(samples, "off", &args.common, &notes)?;
     Ok(())
 }

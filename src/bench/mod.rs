@@ -58,6 +58,31 @@ pub struct CommonArgs {
     /// Repetitions per scenario and implementation (the median is reported; at least 1).
     #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub reps: usize,
+    /// Seed of the random draws (queue due times, inversion arrivals): every thread's
+    /// and repetition's stream is derived from it ([`stream_rng`]); recorded in the JSON
+    /// as `seed`. Benches without random draws record it only.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// The seed of one random stream of a bench run with `--seed seed`: repetition `rep`'s,
+/// thread (or poster) `thread`'s. Distinct streams get unrelated seeds (SplitMix64
+/// mixing), and the same triple always gets the same seed.
+pub fn stream_seed(seed: u64, rep: u64, thread: u64) -> u64 {
+    mix(seed ^ mix(rep ^ mix(thread).rotate_left(17)))
+}
+
+/// The random generator of one stream (see [`stream_seed`]).
+pub fn stream_rng(seed: u64, rep: u64, thread: u64) -> rand::rngs::StdRng {
+    rand::SeedableRng::seed_from_u64(stream_seed(seed, rep, thread))
+}
+
+/// SplitMix64's finaliser: a bijection of `u64` that spreads every input bit.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// One measured scenario of one implementation.
@@ -140,13 +165,15 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 }
 
 /// Fills in each sample's ratio to `baseline` in the same scenario, then prints the
-/// table (or the JSON array with `json`); a failed write to stdout is returned.
+/// table (or, with `--json`, the JSON array, every sample carrying the run's `seed`); a
+/// failed write to stdout is returned.
 pub fn finish(
     mut samples: Vec<Sample>,
     baseline: &str,
-    json: bool,
+    common: &CommonArgs,
     notes: &[String],
 ) -> Result<(), OutputError> {
+    let json = common.json;
     let base: std::collections::HashMap<String, f64> = samples
         .iter()
         .filter(|s| s.implementation == baseline)
@@ -161,6 +188,9 @@ pub fn finish(
         }
     }
     if json {
+        for s in &mut samples {
+            s.extra.insert("seed".to_string(), common.seed.into());
+        }
         let text = serde_json::to_string_pretty(&samples)
             .unwrap_or_else(|e| format!("{{\"error\": \"the samples do not serialise: {e}\"}}"));
         outln!("{text}")?;

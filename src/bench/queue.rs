@@ -68,11 +68,11 @@ use marvin_deliqueue::legacy_queue::LegacyQueue;
 use marvin_deliqueue::{
     Clock, DeliQueue, Message, MessageQueue, MonotonicClock, Next, VirtualClock,
 };
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 use super::delay_plot::DelaySeries;
 use super::sched::{self, as_background_thread, Grouping, LooperPolicy};
-use super::{finish, median, percentile, CommonArgs, Sample};
+use super::{finish, median, percentile, stream_rng, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
 pub struct QueueArgs {
@@ -165,6 +165,7 @@ fn post_with_looper<M: Make<VirtualClock>>(
     posters: usize,
     per: usize,
     due: fn(&mut rand::rngs::StdRng, u64) -> u64,
+    seed: u64,
 ) -> Duration {
     let clock = VirtualClock::new(1);
     let queue = make.make(clock);
@@ -173,7 +174,7 @@ fn post_with_looper<M: Make<VirtualClock>>(
         .map(|p| {
             let (queue, start_line) = (queue.clone(), start_line.clone());
             thread::spawn(move || {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(p as u64);
+                let mut rng = stream_rng(seed, 0, p as u64);
                 start_line.wait();
                 for i in 0..per {
                     let when = due(&mut rng, queue.now());
@@ -193,14 +194,22 @@ fn up_to_5s(rng: &mut rand::rngs::StdRng, now: u64) -> u64 {
     now + rng.gen_range(0..5 * SECOND)
 }
 
-fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
+/// The due-time offsets (0-5 s, in ns) that poster `poster` draws, `count` of them, in
+/// the delayed scenarios of a run with `--seed seed`: the same in every repetition, so
+/// each repetition does the same work.
+pub fn delay_plan(seed: u64, poster: u64, count: usize) -> Vec<u64> {
+    let mut rng = stream_rng(seed, 0, poster);
+    (0..count).map(|_| up_to_5s(&mut rng, 0)).collect()
+}
+
+fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M, seed: u64) -> Duration {
     let queue = make.make(VirtualClock::new(1));
     let start_line = Arc::new(Barrier::new(9));
     let mut threads = Vec::new();
     for p in 0..4u64 {
         let (queue, start_line) = (queue.clone(), start_line.clone());
         threads.push(thread::spawn(move || {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(p);
+            let mut rng = stream_rng(seed, 0, p);
             start_line.wait();
             for i in 0..1_000 {
                 let when = up_to_5s(&mut rng, queue.now()) + 1;
@@ -220,9 +229,9 @@ fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
     time_with_looper(&queue, &start_line, threads)
 }
 
-fn single_thread_enqueue_remove<M: Make<VirtualClock>>(make: M) -> Duration {
+fn single_thread_enqueue_remove<M: Make<VirtualClock>>(make: M, seed: u64) -> Duration {
     let queue = make.make(VirtualClock::new(1));
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut rng = stream_rng(seed, 0, 0);
     let t = Instant::now();
     for i in 0..10_000 {
         let when = up_to_5s(&mut rng, queue.now()) + 1;
@@ -260,15 +269,15 @@ struct BusyTimes {
 /// posters (the time posting threads spent inserting, waiting for the lock included).
 /// The looper's take-in of the new messages (DeliQueue's sweep into its heap; a no-op
 /// pop for the legacy queue, whose posters did the ordering) is timed separately.
-fn busy_insert<M: Make<VirtualClock>>(queue: Arc<M::Queue>) -> BusyTimes {
+fn busy_insert<M: Make<VirtualClock>>(queue: Arc<M::Queue>, seed: u64) -> BusyTimes {
     let start_line = Arc::new(Barrier::new(8));
     let threads: Vec<_> = (0..8u64)
         .map(|p| {
             let (queue, start_line) = (queue.clone(), start_line.clone());
             thread::spawn(move || {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(p);
-                let whens: Vec<u64> = (0..250)
-                    .map(|_| SECOND + rng.gen_range(0..5 * SECOND))
+                let whens: Vec<u64> = delay_plan(seed, p, 250)
+                    .into_iter()
+                    .map(|offset| SECOND + offset)
                     .collect();
                 start_line.wait();
                 let t = Instant::now();
@@ -293,11 +302,11 @@ fn busy_insert<M: Make<VirtualClock>>(queue: Arc<M::Queue>) -> BusyTimes {
 
 /// Busy-queue insertion, `reps` times after a warm-up: the median posting time, with
 /// the median take-in as an extra field.
-fn busy_sample<M: Make<VirtualClock>>(make: M, reps: usize) -> Sample {
-    busy_insert::<M>(busy_queue(make, BUSY_PENDING));
+fn busy_sample<M: Make<VirtualClock>>(make: M, reps: usize, seed: u64) -> Sample {
+    busy_insert::<M>(busy_queue(make, BUSY_PENDING), seed);
     let (mut posting, mut take_in): (Vec<f64>, Vec<f64>) = (0..reps.max(1))
         .map(|_| {
-            let times = busy_insert::<M>(busy_queue(make, BUSY_PENDING));
+            let times = busy_insert::<M>(busy_queue(make, BUSY_PENDING), seed);
             (
                 times.posting.as_nanos() as f64,
                 times.take_in.as_nanos() as f64,
@@ -317,8 +326,8 @@ const FIFO: &str = "fifo 1x100000";
 /// One timed FIFO run of one implementation.
 type FifoRun = fn() -> Duration;
 
-/// One timed run of a scenario on DeliQueue (`true`) or the legacy queue.
-type BothRun = fn(bool) -> Duration;
+/// One timed run of a scenario on DeliQueue (`true`) or the legacy queue, with `--seed`.
+type BothRun = fn(bool, u64) -> Duration;
 
 fn fifo_queue<M: Make<MonotonicClock>>(make: M) -> Duration {
     let queue = make.make(MonotonicClock::new());
@@ -428,6 +437,7 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
     make: M,
     policy: LooperPolicy,
     grouping: Option<&Arc<Grouping>>,
+    seed: u64,
 ) -> Result<Vec<f64>, String> {
     let queue = make.make(MonotonicClock::new());
     // The posters start together once the looper is about to loop: otherwise the first
@@ -452,7 +462,7 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
                 }
                 // A poster that could not be placed still posts (the looper counts on
                 // every message), and the run reports the failure.
-                let mut rng = rand::rngs::StdRng::seed_from_u64(p);
+                let mut rng = stream_rng(seed, 0, p);
                 for _ in 0..DISPATCH_PER_POSTER {
                     let delay = Duration::from_micros(rng.gen_range(0..2_000));
                     let _ = queue.post_delayed(delay, Message::new(p, 0, 0));
@@ -520,42 +530,43 @@ pub struct Measured {
     pub delays: Vec<DelaySeries>,
 }
 
-/// Runs every scenario whose name contains `only` (every one when `None`).
-pub fn measure(reps: usize, only: Option<&str>) -> Measured {
+/// Runs every scenario whose name contains `only` (every one when `None`), the random
+/// draws seeded from `seed`.
+pub fn measure(reps: usize, seed: u64, only: Option<&str>) -> Measured {
     let wanted = |scenario: &str| only.is_none_or(|only| scenario.contains(only));
     let mut samples = Vec::new();
     let mut notes = Vec::new();
     let mut delays = Vec::new();
     // The scenarios timed the same way for both queues (`true`: DeliQueue).
     let plain: [(&str, BothRun); 4] = [
-        (IMMEDIATE, |deli| match deli {
-            true => post_with_looper(Deli, 8, 1_000, immediate),
-            false => post_with_looper(Legacy, 8, 1_000, immediate),
+        (IMMEDIATE, |deli, seed| match deli {
+            true => post_with_looper(Deli, 8, 1_000, immediate, seed),
+            false => post_with_looper(Legacy, 8, 1_000, immediate, seed),
         }),
-        (DELAYED, |deli| match deli {
-            true => post_with_looper(Deli, 8, 1_000, up_to_5s),
-            false => post_with_looper(Legacy, 8, 1_000, up_to_5s),
+        (DELAYED, |deli, seed| match deli {
+            true => post_with_looper(Deli, 8, 1_000, up_to_5s, seed),
+            false => post_with_looper(Legacy, 8, 1_000, up_to_5s, seed),
         }),
-        (ENQUEUE_REMOVE, |deli| match deli {
-            true => concurrent_enqueue_remove(Deli),
-            false => concurrent_enqueue_remove(Legacy),
+        (ENQUEUE_REMOVE, |deli, seed| match deli {
+            true => concurrent_enqueue_remove(Deli, seed),
+            false => concurrent_enqueue_remove(Legacy, seed),
         }),
-        (SINGLE_THREAD, |deli| match deli {
-            true => single_thread_enqueue_remove(Deli),
-            false => single_thread_enqueue_remove(Legacy),
+        (SINGLE_THREAD, |deli, seed| match deli {
+            true => single_thread_enqueue_remove(Deli, seed),
+            false => single_thread_enqueue_remove(Legacy, seed),
         }),
     ];
     for (scenario, run) in plain {
         if wanted(scenario) {
             both(scenario, &mut samples, |deli| {
-                timed(reps, || (), |_| run(deli))
+                timed(reps, || (), |_| run(deli, seed))
             });
         }
     }
     if wanted(BUSY) {
         let busy_reps = reps.min(5);
-        samples.push(busy_sample(Deli, busy_reps));
-        samples.push(busy_sample(Legacy, busy_reps));
+        samples.push(busy_sample(Deli, busy_reps, seed));
+        samples.push(busy_sample(Legacy, busy_reps, seed));
     }
     if wanted(FIFO) {
         let fifos: [(&str, FifoRun); 4] = [
@@ -603,8 +614,8 @@ pub fn measure(reps: usize, only: Option<&str>) -> Measured {
         };
         for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
             match dispatch_sample(scenario, policy, name, reps, || match deli {
-                true => dispatch_delays(Deli, policy, grouping.as_ref()),
-                false => dispatch_delays(Legacy, policy, grouping.as_ref()),
+                true => dispatch_delays(Deli, policy, grouping.as_ref(), seed),
+                false => dispatch_delays(Legacy, policy, grouping.as_ref(), seed),
             }) {
                 Ok((sample, series)) => {
                     samples.push(sample);
@@ -767,7 +778,7 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
         samples,
         mut notes,
         delays,
-    } = measure(args.common.reps, args.only.as_deref());
+    } = measure(args.common.reps, args.common.seed, args.only.as_deref());
     if let Some(dir) = &args.plot {
         if delays.is_empty() {
             notes.push("--plot: no dispatch-delay scenario ran, so no figure".to_string());
@@ -778,7 +789,7 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
         }
     }
     notes.extend(goal_notes(&samples));
-    finish(samples, "legacy", args.common.json, &notes)?;
+    finish(samples, "legacy", &args.common, &notes)?;
     if let Some(sig) = crate::host::signals::stop_requested() {
         // The cpu groups are gone already (their guard dropped with the scenario).
         crate::errln!("marvin: stopped by signal {sig}; the cpu groups were removed");
@@ -794,18 +805,18 @@ pub mod criterion_support {
     /// One thread: 10,000 delayed posts, then removal by `what`.
     pub fn single_thread(deli: bool) -> Duration {
         if deli {
-            single_thread_enqueue_remove(Deli)
+            single_thread_enqueue_remove(Deli, 0)
         } else {
-            single_thread_enqueue_remove(Legacy)
+            single_thread_enqueue_remove(Legacy, 0)
         }
     }
 
     /// 8 posters x 1,000 immediate messages into one looper.
     pub fn eight_posters(deli: bool) -> Duration {
         if deli {
-            post_with_looper(Deli, 8, 1_000, immediate)
+            post_with_looper(Deli, 8, 1_000, immediate, 0)
         } else {
-            post_with_looper(Legacy, 8, 1_000, immediate)
+            post_with_looper(Legacy, 8, 1_000, immediate, 0)
         }
     }
 
@@ -822,9 +833,9 @@ pub mod criterion_support {
     /// posters' summed posting time.
     pub fn busy(deli: bool, pending: u64) -> Duration {
         if deli {
-            busy_insert::<Deli>(busy_queue(Deli, pending)).posting
+            busy_insert::<Deli>(busy_queue(Deli, pending), 0).posting
         } else {
-            busy_insert::<Legacy>(busy_queue(Legacy, pending)).posting
+            busy_insert::<Legacy>(busy_queue(Legacy, pending), 0).posting
         }
     }
 }

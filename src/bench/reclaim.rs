@@ -565,6 +565,6 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
             notes.push(format!("wrote {}", f.display()));
         }
     }
-    finish(samples, PUBLISHED, args.common.json, &notes)?;
+    finish(samples, PUBLISHED, &args.common, &notes)?;
     Ok(())
 }
