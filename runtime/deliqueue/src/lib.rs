@@ -13,7 +13,7 @@
 //!   wakes the looper only if the message is due before the looper's published wake-up
 //!   time ([`wake`]).
 //! - **Sweep**: only the looper walks the stack from the head down to the last node it
-//!   already swept, building back-links (`prev`) and inserting each new node into a
+//!   already swept, building back-links (`link`) and inserting each new node into a
 //!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
 //!   branchless comparator. Sequence numbers follow push order; front-of-queue posts
 //!   (due time 0) get negative ones, so they run first and last-in first-out. Nodes
@@ -158,6 +158,16 @@ struct LooperState<T> {
     quit_applied: bool,
     torn_down: bool,
     reclaimer: Reclaimer<T>,
+    /// The sweep's notes on the nodes it walks (kept to reuse the allocation).
+    walked: Vec<Walked<T>>,
+}
+
+/// What the sweep notes of a new node on its way down the stack.
+struct Walked<T> {
+    node: NonNull<Node<T>>,
+    when: u64,
+    side: Side,
+    pending: bool,
 }
 
 impl<T: Send + 'static> DeliQueue<T, MonotonicClock> {
@@ -228,6 +238,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 quit_applied: false,
                 torn_down: false,
                 reclaimer: Reclaimer::new(pool),
+                walked: Vec::new(),
             })),
             clock,
         }
@@ -319,8 +330,10 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         if top == st.swept_top {
             return;
         }
-        // Down: from the head to the last swept node, linking each node to the newer one.
-        let mut lowest = top;
+        // Down: from the head to the last swept node, linking each node to the newer one
+        // and noting what the heaps need, so that the way back up reads the notes, not
+        // the nodes again (a long sweep's first nodes are out of the cache by its end).
+        let mut walked = std::mem::take(&mut st.walked);
         let mut cursor = top;
         while cursor != st.swept_top {
             // SAFETY: reachable from the head and not yet unlinked (only the looper
@@ -331,40 +344,41 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             if !next.is_null() {
                 // SAFETY: `next` is unswept or the last swept node: linked, so alive.
                 unsafe { node_ref(next) }
-                    .prev
+                    .link
                     .store(cursor, Ordering::Relaxed);
             }
-            lowest = cursor;
+            walked.push(Walked {
+                node: NonNull::new(cursor).expect("walked nodes are non-null"),
+                when: node.when,
+                side: side_of(node),
+                // A node tombstoned after this reading is still taken in; the freelist
+                // then takes it out again, as for any removal.
+                pending: node.state.load(Ordering::Relaxed) == PENDING,
+            });
             cursor = next;
         }
         // Up: from the oldest new node to the head, so sequence numbers follow pushes.
-        let mut cursor = lowest;
-        loop {
-            // SAFETY: as above; we just walked these nodes.
-            let node = unsafe { node_ref(cursor) };
-            if cursor == self.sentinel {
+        for walked in walked.drain(..).rev() {
+            if walked.node.as_ptr() == self.sentinel {
                 st.quit = self.quit.read();
-            } else if node.state.load(Ordering::Relaxed) == PENDING {
+            } else if walked.pending {
                 st.seq += 1;
-                let seq = if node.when == FRONT_OF_QUEUE {
+                let seq = if walked.when == FRONT_OF_QUEUE {
                     -st.seq
                 } else {
                     st.seq
                 };
                 let entry = Entry {
-                    when: node.when,
+                    when: walked.when,
                     seq,
-                    // The raw pointer (not `node`, a shared borrow): the node is freed
-                    // through it later.
-                    node: NonNull::new(cursor).expect("walked nodes are non-null"),
+                    // The raw pointer (not a shared borrow): the node is freed through
+                    // it later.
+                    node: walked.node,
                 };
-                Self::heap(st, side_of(node)).push(entry);
+                Self::heap(st, walked.side).push(entry);
             }
-            if cursor == top {
-                break;
-            }
-            cursor = node.prev.load(Ordering::Relaxed);
         }
+        st.walked = walked;
         st.swept_top = top;
     }
 
@@ -375,7 +389,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         // Relaxed: `next` of a swept node is written only by the looper (or by its poster
         // before publication, which the sweep acquired).
         let next = node.next.load(Ordering::Relaxed);
-        if node.prev.load(Ordering::Relaxed).is_null() {
+        if node.link.load(Ordering::Relaxed).is_null() {
             // The topmost swept node: unlink it at the head unless someone pushed above.
             debug_assert_eq!(target, st.swept_top);
             if self.stack.replace_head(target, next) {
@@ -383,7 +397,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 if !next.is_null() {
                     // SAFETY: `next` is linked, so alive.
                     unsafe { node_ref(next) }
-                        .prev
+                        .link
                         .store(ptr::null_mut(), Ordering::Relaxed);
                 }
                 return;
@@ -391,7 +405,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             // New nodes sit above it: sweeping them gives it a back-link.
             self.sweep(st);
         }
-        let prev = node.prev.load(Ordering::Relaxed);
+        let prev = node.link.load(Ordering::Relaxed);
         debug_assert!(!prev.is_null());
         // SAFETY: `prev` is the newer neighbour, linked, so alive.
         let prev_node = unsafe { node_ref(prev) };
@@ -400,7 +414,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         if !next.is_null() {
             // SAFETY: `next` is linked, so alive.
             unsafe { node_ref(next) }
-                .prev
+                .link
                 .store(prev, Ordering::Relaxed);
         }
     }
@@ -491,7 +505,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             // SAFETY: we won the claim; the payload is in place and ours alone.
             let payload = unsafe { node.take_payload() };
             let message = Message {
-                key: node.key,
+                key: node.key(),
                 asynchronous: node.kind == Kind::Async,
                 payload,
             };
@@ -638,7 +652,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         // SAFETY: an unpublished message node: its payload is in place and ours.
         let payload = unsafe { node_ref.take_payload() };
         let message = Message {
-            key: node_ref.key,
+            key: node_ref.key(),
             asynchronous: node_ref.kind == Kind::Async,
             payload,
         };
@@ -691,7 +705,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
     fn remove_sync_barrier(&self, token: BarrierToken) -> bool {
         let mut found = false;
         self.walk(|node, ptr| {
-            if node.kind == Kind::Barrier && node.key.what == token.0 as i64 {
+            if node.kind == Kind::Barrier && node.key().what == token.0 as i64 {
                 found = self.tombstone(node, ptr);
                 return false;
             }
@@ -709,7 +723,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
         self.walk(|node, ptr| {
             if node.is_message()
                 && node.is_pending()
-                && filter(&node.key)
+                && filter(&node.key())
                 && self.tombstone(node, ptr)
             {
                 removed += 1;
@@ -722,7 +736,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
     fn has(&self, filter: KeyFilter<'_>) -> bool {
         let mut found = false;
         self.walk(|node, _| {
-            found = node.is_message() && node.is_pending() && filter(&node.key);
+            found = node.is_message() && node.is_pending() && filter(&node.key());
             !found
         });
         found

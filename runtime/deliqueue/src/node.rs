@@ -2,12 +2,21 @@
 //! three-state lifecycle.
 //!
 //! Fields by who writes them:
-//! - the poster, before publishing: `when`, `kind`, `key`, `payload`, first `next`;
+//! - the poster, before publishing: `when`, `kind`, the key, `payload`, first `next`;
 //! - anyone, once: `state` (CAS from `PENDING` to `DELIVERED` by the looper, or to
 //!   `REMOVED` by a remover), and then `free_next` (by the remover that won);
-//! - the looper only, after publishing: `next` (when it unlinks a later node), `prev`,
+//! - the looper only, after publishing: `next` (when it unlinks a later node), `link`,
 //!   `heap_index`. Looper-only fields are atomics accessed `Relaxed`, which compiles to
 //!   plain loads and stores and keeps the node `Sync` without unsafe.
+//!
+//! **Layout.** Everything a message's trip through the queue touches sits in the node's
+//! first cache line: the poster writes it, the looper reads it from the other core and
+//! writes only to it (the back-link, the claim, the retirement link), so a message moves
+//! one line between cores, not two. With a word-sized payload that line is full: the key's
+//! object token is stored as a value and a flag rather than an `Option` (16 bytes), and
+//! the retirement and pool chains reuse the back-link (`link`), which an unlinked node no
+//! longer needs. What the common path does not touch (`heap_index`, used only for
+//! messages out of order, `free_next`, used only by removals, and the slab) follows.
 //!
 //! The payload is read (moved out) only by the looper after it wins the claim CAS, or
 //! dropped only by the looper when it reclaims a removed node or tears the queue down.
@@ -45,30 +54,34 @@ pub enum Kind {
 pub const NO_INDEX: usize = usize::MAX;
 
 /// A queue node. Field order follows the readers: walkers (`remove`, `has`) read
-/// `next`, `key`, `state` and `kind`, which come first; the looper's sweep adds `when`
-/// and `prev`. Both then touch as few cache lines per node as the layout allows: nodes
-/// are cache-line aligned, so those fields share the node's first line (and no node
-/// straddles a line it shares with another; the looper's sweep is a chain of dependent
-/// loads, one miss per line).
+/// `next`, the key, `state` and `kind`; the looper's sweep adds `when` and `link`, its
+/// delivery the payload. All of those share the node's first cache line when the payload
+/// is a word or less (nodes are cache-line aligned, so no node straddles a line it shares
+/// with another; the looper's sweep is a chain of dependent loads, one miss per line).
 #[repr(C, align(64))]
 pub struct Node<T> {
     /// The next older node on the stack (toward the bottom).
     pub next: AtomicPtr<Node<T>>,
-    pub key: MessageKey,
+    target: u64,
+    what: i64,
+    /// The object token, when `has_obj`.
+    obj: u64,
+    pub when: u64,
+    /// Looper only. While the node is linked: the next newer node (the back-link built
+    /// by the sweep). Once unlinked: the next node of the retirement batch or the pool
+    /// list it is on.
+    pub link: AtomicPtr<Node<T>>,
     /// `PENDING`, `DELIVERED` or `REMOVED`.
     pub state: AtomicU8,
     pub kind: Kind,
-    pub when: u64,
-    /// Looper only: the next newer node (the back-link built by the sweep).
-    pub prev: AtomicPtr<Node<T>>,
+    has_obj: bool,
+    payload: UnsafeCell<MaybeUninit<T>>,
     /// Looper only: position in its heap, or [`NO_INDEX`].
     pub heap_index: AtomicUsize,
-    /// The freelist link, written once by the remover that tombstoned the node (and
-    /// the retirement link once the node is unlinked).
+    /// The freelist link, written once by the remover that tombstoned the node.
     pub free_next: AtomicPtr<Node<T>>,
     /// The slab the node's memory belongs to, or null for a node allocated on its own.
     slab: *mut Slab,
-    payload: UnsafeCell<MaybeUninit<T>>,
 }
 
 impl<T> Node<T> {
@@ -92,14 +105,27 @@ impl<T> Node<T> {
         Node {
             when,
             kind,
-            key,
+            target: key.target,
+            what: key.what,
+            obj: key.obj.unwrap_or(0),
+            has_obj: key.obj.is_some(),
             payload: UnsafeCell::new(payload),
             state: AtomicU8::new(PENDING),
             next: AtomicPtr::new(ptr::null_mut()),
-            prev: AtomicPtr::new(ptr::null_mut()),
+            link: AtomicPtr::new(ptr::null_mut()),
             heap_index: AtomicUsize::new(NO_INDEX),
             free_next: AtomicPtr::new(ptr::null_mut()),
             slab: ptr::null_mut(),
+        }
+    }
+
+    /// The message's key (what `remove` and `has` match on).
+    #[inline]
+    pub fn key(&self) -> MessageKey {
+        MessageKey {
+            target: self.target,
+            what: self.what,
+            obj: self.has_obj.then_some(self.obj),
         }
     }
 
@@ -220,4 +246,42 @@ pub unsafe fn free<T>(node: *mut Node<T>) {
     }
     #[cfg(feature = "node-census")]
     LIVE_NODES.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn a_word_sized_message_travels_in_the_first_cache_line() {
+        let line_end = |offset: usize, size: usize| offset + size <= 64;
+        assert!(line_end(offset_of!(Node<u64>, next), 8));
+        assert!(line_end(offset_of!(Node<u64>, obj), 8));
+        assert!(line_end(offset_of!(Node<u64>, when), 8));
+        assert!(line_end(offset_of!(Node<u64>, link), 8));
+        assert!(line_end(offset_of!(Node<u64>, has_obj), 1));
+        assert!(line_end(offset_of!(Node<u64>, payload), size_of::<u64>()));
+        assert!(offset_of!(Node<u64>, heap_index) >= 64, "the rest comes after");
+    }
+
+    #[test]
+    fn the_key_comes_back_as_posted() {
+        for obj in [None, Some(0), Some(u64::MAX)] {
+            let key = MessageKey {
+                target: 7,
+                what: -3,
+                obj,
+            };
+            let message = Message {
+                key,
+                asynchronous: false,
+                payload: 1,
+            };
+            let node = Node::<u64>::message(0, message);
+            assert_eq!(node.key(), key);
+            // SAFETY: never published: ours, payload in place.
+            assert_eq!(unsafe { node.take_payload() }, 1);
+        }
+    }
 }

@@ -14,8 +14,11 @@
 //! background poster preempted inside `malloc` holds it: the looper then waits for that
 //! poster to be scheduled again, a priority inversion of many milliseconds (measured:
 //! `marvin bench queue --only dispatch`, see `docs/benchmarks.md`). So handing back never
-//! frees: a batch beyond the cap goes to `surplus`, another push-only stack, and the next
-//! post frees it, on the poster's own time. Dropping the queue first waits (a bounded
+//! frees: a batch beyond the cap goes to `surplus`, another push-only stack, for a post
+//! to deal with on its own time: a post that finds the pool dry takes the surplus in
+//! whole (posts outrunning the looper would otherwise free those nodes and carve fresh
+//! memory, page faults included, for the same messages), and a post that finds the pool
+//! full frees it. Dropping the queue first waits (a bounded
 //! while) for the batches still in the epoch ([`NodePool::in_flight`]), then frees what
 //! is pooled on the dropping thread ([`NodePool::free_pooled`]); only if another thread
 //! stays pinned past that wait are its last batches freed wherever the pool's last
@@ -38,12 +41,14 @@ pub const CAP: usize = 4096;
 
 /// Dead nodes (no payload, unreachable) ready to be reused.
 pub struct NodePool<T> {
-    /// Batches handed back, chained through `free_next`.
+    /// Batches handed back, chained through `link`.
     incoming: CachePadded<AtomicPtr<Node<T>>>,
     /// Nodes handed back so far (by count).
     given: CachePadded<AtomicUsize>,
-    /// Batches beyond the cap, chained through `free_next`, for the next post to free.
+    /// Batches beyond the cap, chained through `link`, for the next post to free.
     surplus: CachePadded<AtomicPtr<Node<T>>>,
+    /// Nodes in `surplus` (a bound, like `given`).
+    surplus_len: AtomicUsize,
     /// Batches on their way back through the epoch (see [`NodePool::in_flight`]).
     in_flight: AtomicUsize,
     /// The taker's side: the flag, the list it pops from and how many it took.
@@ -82,6 +87,7 @@ impl<T> Default for NodePool<T> {
             incoming: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
             given: CachePadded::new(AtomicUsize::new(0)),
             surplus: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
+            surplus_len: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             taker: CachePadded::new(Taker {
                 taking: AtomicBool::new(false),
@@ -96,40 +102,43 @@ impl<T> Default for NodePool<T> {
 
 impl<T> NodePool<T> {
     /// Takes a dead node to reuse, or else carves a fresh one, unless another thread is
-    /// taking (the caller then allocates a node on its own).
+    /// taking (the caller then allocates a node on its own). Pooled nodes go first, then
+    /// the surplus (nodes that came back beyond the cap while posts were outrunning the
+    /// looper: reusing them beats freeing them and carving fresh memory); a take that
+    /// finds the pool full frees the surplus instead.
     #[inline]
     pub fn take(&self) -> Option<Taken<T>> {
-        // Relaxed test first: no surplus (the usual case) costs a read of a line that
-        // is rarely written.
-        if !self.surplus.load(Ordering::Relaxed).is_null() {
-            self.free_surplus();
-        }
         let taker = &*self.taker;
         // Acquire: pairs with the previous holder's Release below, so its `owned` and
         // `taken` writes are visible.
         if taker.taking.swap(true, Ordering::Acquire) {
             return None;
         }
+        // Relaxed: a bound for givers, nothing is published through it.
+        let taken = taker.taken.load(Ordering::Relaxed);
+        // Relaxed test first: no surplus (the usual case) costs a read of a line that
+        // is rarely written.
+        let surplus = !self.surplus.load(Ordering::Relaxed).is_null();
         // SAFETY: we hold `taking`, so nobody else touches `owned` until we release it.
         let node = taker.owned.with_mut(|owned| unsafe {
             if (*owned).is_null() {
                 // Relaxed test first: an empty pool costs no read-modify-write.
                 if !self.incoming.load(Ordering::Relaxed).is_null() {
                     // Acquire: pairs with the givers' Release push, so the chain's
-                    // `free_next` links are visible.
+                    // links are visible.
                     *owned = self.incoming.swap(std::ptr::null_mut(), Ordering::Acquire);
+                } else if surplus {
+                    *owned = self.adopt_surplus();
                 }
             }
             let node = *owned;
             if !node.is_null() {
                 // Relaxed: the link was published by the give we acquired.
-                *owned = (*node).free_next.load(Ordering::Relaxed);
+                *owned = (*node).link.load(Ordering::Relaxed);
             }
             node
         });
-        let taken = if !node.is_null() {
-            // Relaxed: a bound for givers, nothing is published through it.
-            let taken = taker.taken.load(Ordering::Relaxed);
+        let result = if !node.is_null() {
             taker.taken.store(taken + 1, Ordering::Relaxed);
             Some(Taken::Recycled(node))
         } else {
@@ -137,7 +146,23 @@ impl<T> NodePool<T> {
         };
         // Release: pairs with the next holder's Acquire swap.
         taker.taking.store(false, Ordering::Release);
-        taken
+        // Relaxed: only a bound, as in `give`.
+        if surplus && self.given.load(Ordering::Relaxed).saturating_sub(taken) >= CAP {
+            self.free_surplus();
+        }
+        result
+    }
+
+    /// Takes the surplus whole into the pool (its nodes now count as given). The caller
+    /// holds `taking`.
+    #[cold]
+    fn adopt_surplus(&self) -> *mut Node<T> {
+        // Acquire: pairs with the givers' Release push, so the chain's links are visible.
+        let chain = self.surplus.swap(std::ptr::null_mut(), Ordering::Acquire);
+        // Relaxed: a bound; a batch pushed between the two swaps is counted either way.
+        let len = self.surplus_len.swap(0, Ordering::Relaxed);
+        self.given.fetch_add(len, Ordering::Relaxed);
+        chain
     }
 
     /// Frees the batches beyond the cap (a poster's work, see the module docs).
@@ -145,6 +170,8 @@ impl<T> NodePool<T> {
     fn free_surplus(&self) {
         // Acquire: pairs with the givers' Release push, so the chain's links are visible.
         let chain = self.surplus.swap(std::ptr::null_mut(), Ordering::Acquire);
+        // Relaxed: a bound, as in `adopt_surplus`.
+        self.surplus_len.store(0, Ordering::Relaxed);
         // SAFETY: swapped out whole, the chain is ours alone; every node in it is dead
         // and came from `node::into_raw` or `node::init_carved`.
         unsafe { free_chain(chain) };
@@ -209,7 +236,7 @@ impl<T> NodePool<T> {
     }
 
     /// Hands back a chain of `len` dead nodes from `first` to `last`, linked through
-    /// `free_next`; when the pool is full, leaves them for the next post to free. Never
+    /// `link`; when the pool is full, leaves them for the next post to free. Never
     /// frees memory itself (it runs on loopers, see the module docs).
     ///
     /// # Safety
@@ -222,6 +249,7 @@ impl<T> NodePool<T> {
             .load(Ordering::Relaxed)
             .saturating_sub(self.taker.taken.load(Ordering::Relaxed));
         let stack = if pooled + len > CAP {
+            self.surplus_len.fetch_add(len, Ordering::Relaxed);
             &self.surplus
         } else {
             self.given.fetch_add(len, Ordering::Relaxed);
@@ -232,7 +260,7 @@ impl<T> NodePool<T> {
         let mut head = stack.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the CAS below.
-            last_ref.free_next.store(head, Ordering::Relaxed);
+            last_ref.link.store(head, Ordering::Relaxed);
             // Release: pairs with the taker's (or surplus freer's) Acquire swap.
             match stack.compare_exchange_weak(head, first, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return,
@@ -261,7 +289,7 @@ impl<T> Drop for NodePool<T> {
     }
 }
 
-/// Frees a chain of dead nodes linked through `free_next`.
+/// Frees a chain of dead nodes linked through `link`.
 ///
 /// # Safety
 /// Every node of the chain came from `node::into_raw` or `node::init_carved`, holds no
@@ -269,7 +297,7 @@ impl<T> Drop for NodePool<T> {
 pub unsafe fn free_chain<T>(mut cursor: *mut Node<T>) {
     while !cursor.is_null() {
         // SAFETY: by the contract the node is alive until freed just below.
-        let next = unsafe { &*cursor }.free_next.load(Ordering::Relaxed);
+        let next = unsafe { &*cursor }.link.load(Ordering::Relaxed);
         // SAFETY: by the contract, dead and unreachable; freed once.
         unsafe { node::free(cursor) };
         cursor = next;
@@ -292,13 +320,13 @@ mod tests {
         node::into_raw(Node::marker(0, Kind::Barrier, key))
     }
 
-    /// Links `n` fresh nodes through `free_next`; returns (first, last).
+    /// Links `n` fresh nodes through `link`; returns (first, last).
     fn chain(n: usize) -> (*mut Node<u64>, *mut Node<u64>) {
         let nodes: Vec<_> = (0..n).map(|_| dead_node()).collect();
         for pair in nodes.windows(2) {
             // SAFETY: fresh nodes, ours.
             unsafe { &*pair[0] }
-                .free_next
+                .link
                 .store(pair[1], Ordering::Relaxed);
         }
         (nodes[0], nodes[n - 1])
@@ -344,6 +372,33 @@ mod tests {
         addresses.dedup();
         assert_eq!(addresses.len(), 7, "no node handed out twice");
         for node in addresses {
+            // SAFETY: taken from the pool: ours.
+            unsafe { node::free(node) };
+        }
+    }
+
+    #[test]
+    fn a_dry_pool_reuses_the_surplus_before_carving() {
+        let pool = NodePool::<u64>::default();
+        let (first, last) = chain(CAP);
+        // SAFETY: a fresh chain we give up.
+        unsafe { pool.give(first, last, CAP) };
+        let mut held = vec![take_any(&pool).unwrap()];
+        let (first, last) = chain(3);
+        // SAFETY: as above; CAP - 1 pooled plus 3 is beyond the cap: surplus.
+        unsafe { pool.give(first, last, 3) };
+        assert_eq!(pool.surplus.load(Ordering::Relaxed), first);
+        loop {
+            let (node, was_recycled) = take_any(&pool).unwrap();
+            held.push((node, was_recycled));
+            if !was_recycled {
+                break;
+            }
+        }
+        let recycled = held.iter().filter(|&&(_, recycled)| recycled).count();
+        assert_eq!(recycled, CAP + 3, "every pooled and surplus node reused first");
+        assert!(pool.surplus.load(Ordering::Relaxed).is_null());
+        for (node, _) in held {
             // SAFETY: taken from the pool: ours.
             unsafe { node::free(node) };
         }

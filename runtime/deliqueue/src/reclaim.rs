@@ -5,7 +5,8 @@
 //! Miri checks the queue's own protocol with the stand-in.)
 //!
 //! The looper retires nodes in batches: it chains unlinked nodes through their
-//! `free_next` link (unused once a node is unlinked) and hands a whole batch to the
+//! `link` (the back-link, unused once a node is unlinked; it shares the cache line the
+//! looper has just written to claim the node) and hands a whole batch to the
 //! epoch in one deferred function, pinning only then. Deferring later than the unlink
 //! is only more conservative: the batch is freed after every thread pinned when it was
 //! handed over has unpinned, and a thread pinned after the unlink cannot reach the node.
@@ -39,7 +40,7 @@ pub fn pin() -> Guard {
 
 /// The looper's retirement of unlinked nodes.
 pub struct Reclaimer<T> {
-    /// Retired nodes not yet handed over, chained through `free_next`, newest first.
+    /// Retired nodes not yet handed over, chained through `link`, newest first.
     batch: *mut Node<T>,
     /// The oldest node of the batch (its chain's end).
     batch_last: *mut Node<T>,
@@ -71,10 +72,10 @@ impl<T> Reclaimer<T> {
     /// retired once.
     pub unsafe fn retire(&mut self, node: *mut Node<T>) {
         // SAFETY: by the contract the node is alive and only the looper touches it now
-        // (walkers may still read it, but never `free_next`).
+        // (walkers may still read it, but never `link`).
         let node_ref = unsafe { &*node };
         // Relaxed: looper-only from now on.
-        node_ref.free_next.store(self.batch, Ordering::Relaxed);
+        node_ref.link.store(self.batch, Ordering::Relaxed);
         if self.batch.is_null() {
             self.batch_last = node;
         }
@@ -120,7 +121,7 @@ impl<T> Reclaimer<T> {
             while !cursor.is_null() {
                 self.kept.push(cursor);
                 // SAFETY: kept nodes stay allocated until `free_all`.
-                cursor = unsafe { &*cursor }.free_next.load(Ordering::Relaxed);
+                cursor = unsafe { &*cursor }.link.load(Ordering::Relaxed);
             }
         }
     }
