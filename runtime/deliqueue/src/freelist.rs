@@ -4,7 +4,7 @@
 use crossbeam_utils::CachePadded;
 use marvin_sync::atomic::{AtomicPtr, Ordering};
 
-use super::node::Node;
+use super::node::{self, Node};
 
 /// A push-only Treiber stack drained all at once (so no ABA: nothing is popped singly).
 pub struct FreeList<T> {
@@ -25,12 +25,15 @@ impl<T> FreeList<T> {
     /// `node` is `ptr` borrowed; the pointer keeps the provenance the looper frees with.
     pub fn push(&self, node: &Node<T>, ptr: *mut Node<T>) {
         debug_assert!(std::ptr::eq(node, ptr));
+        // SAFETY: `ptr` is a linked node (the caller tombstoned it on its walk), alive
+        // while the looper has not reclaimed it, which it does only after this push.
+        let free_next = unsafe { node::free_next(ptr) };
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the CAS below.
-            node.free_next.store(head, Ordering::Relaxed);
+            free_next.store(head, Ordering::Relaxed);
             // Release: pairs with the Acquire swap in `take_all`, so the looper sees
-            // `free_next` and, through the remover's own Acquire walk, the node's push.
+            // the link and, through the remover's own Acquire walk, the node's push.
             match self
                 .head
                 .compare_exchange_weak(head, ptr, Ordering::Release, Ordering::Relaxed)
@@ -41,7 +44,7 @@ impl<T> FreeList<T> {
         }
     }
 
-    /// Looper only: takes every node pushed so far (a chain through `free_next`).
+    /// Looper only: takes every node pushed so far (a chain through [`node::free_next`]).
     pub fn take_all(&self) -> *mut Node<T> {
         if self.head.load(Ordering::Relaxed).is_null() {
             return std::ptr::null_mut();

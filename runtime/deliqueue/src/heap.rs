@@ -6,7 +6,6 @@
 
 use std::ptr::NonNull;
 
-use marvin_sync::atomic::Ordering;
 
 use super::node::{Node, NO_INDEX};
 
@@ -153,8 +152,7 @@ fn set_index<T>(entry: &Entry<T>, index: usize) {
     // SAFETY: a node in the heap stays allocated until the looper takes it out of the
     // heap and then unlinks and retires it; the heap holds only such nodes.
     let node = unsafe { entry.node.as_ref() };
-    // Relaxed: `heap_index` is looper-only data.
-    node.heap_index.store(index, Ordering::Relaxed);
+    node.set_heap_index(index);
 }
 
 #[cfg(test)]
@@ -200,7 +198,7 @@ mod tests {
         // Remove every third node through its recorded index.
         for node in nodes.iter().step_by(3) {
             // SAFETY: the node is live until freed at the end of the test.
-            let index = unsafe { &**node }.heap_index.load(Ordering::Relaxed);
+            let index = unsafe { &**node }.heap_index();
             let e = heap.remove_at(index);
             assert_eq!(e.node.as_ptr(), *node);
         }

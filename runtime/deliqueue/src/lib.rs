@@ -283,7 +283,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             // SAFETY: a node from the pool is dead (no payload, unreachable) and ours.
             Some(Taken::Recycled(slot)) => unsafe { node::reuse(slot, node) },
             // SAFETY: a freshly carved slot of `slab`, used once.
-            Some(Taken::Carved(slot, slab)) => unsafe { node::init_carved(slot, node, slab) },
+            Some(Taken::Carved(slot)) => unsafe { node::init_carved(slot, node) },
             None => node::into_raw(node),
         }
     }
@@ -430,7 +430,8 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             // SAFETY: a tombstoned node is freed only here, after leaving the freelist.
             let node = unsafe { node_ref(ptr) };
             // Relaxed: published by the freelist push we acquired.
-            removed = node.free_next.load(Ordering::Relaxed);
+            // SAFETY: as above, alive.
+            removed = unsafe { node::free_next(ptr) }.load(Ordering::Relaxed);
             Self::heap(st, side_of(node)).remove(node);
             // SAFETY: the node is tombstoned (its remover won) and we are the looper: the
             // payload is ours to drop, once; it then leaves the list and is retired once.

@@ -4,19 +4,21 @@
 //! Fields by who writes them:
 //! - the poster, before publishing: `when`, `kind`, the key, `payload`, first `next`;
 //! - anyone, once: `state` (CAS from `PENDING` to `DELIVERED` by the looper, or to
-//!   `REMOVED` by a remover), and then `free_next` (by the remover that won);
+//!   `REMOVED` by a remover), and then the freelist link (by the remover that won);
 //! - the looper only, after publishing: `next` (when it unlinks a later node), `link`,
 //!   `heap_index`. Looper-only fields are atomics accessed `Relaxed`, which compiles to
 //!   plain loads and stores and keeps the node `Sync` without unsafe.
 //!
-//! **Layout.** Everything a message's trip through the queue touches sits in the node's
-//! first cache line: the poster writes it, the looper reads it from the other core and
-//! writes only to it (the back-link, the claim, the retirement link), so a message moves
-//! one line between cores, not two. With a word-sized payload that line is full: the key's
-//! object token is stored as a value and a flag rather than an `Option` (16 bytes), and
-//! the retirement and pool chains reuse the back-link (`link`), which an unlinked node no
-//! longer needs. What the common path does not touch (`heap_index`, used only for
-//! messages out of order, `free_next`, used only by removals, and the slab) follows.
+//! **Layout.** A node with a word-sized payload is one cache line: the poster writes it,
+//! the looper reads it from the other core and writes only to it (the back-link, the
+//! claim, the retirement link), so a message moves one line between cores, and a burst
+//! of posts touches half the memory a two-line node did. To fit, the key's object token is
+//! a value and a flag rather than an `Option` (16 bytes), the heap index is 32 bits, the
+//! retirement and pool chains reuse the back-link (`link`, which an unlinked node no longer
+//! needs), and two things live beside the node rather than in it: the freelist link, used
+//! only by removals ([`free_next`]: in a side array of the node's slab, or after a node
+//! allocated on its own), and the node's slab, found from the node's address (slabs are
+//! aligned to their size, see [`super::slab`]; a flag tells carved nodes from lone ones).
 //!
 //! The payload is read (moved out) only by the looper after it wins the claim CAS, or
 //! dropped only by the looper when it reclaims a removed node or tears the queue down.
@@ -24,11 +26,11 @@
 use std::mem::MaybeUninit;
 use std::ptr;
 
-use marvin_sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use marvin_sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use marvin_sync::cell::UnsafeCell;
 
 use super::message::{Message, MessageKey};
-use super::slab::{self, Slab};
+use super::slab;
 
 /// Waiting to be delivered or removed.
 pub const PENDING: u8 = 0;
@@ -53,6 +55,14 @@ pub enum Kind {
 /// "Not in any heap".
 pub const NO_INDEX: usize = usize::MAX;
 
+/// `heap_index` as stored (32 bits: a heap of four billion nodes is out of reach).
+const NO_INDEX_STORED: u32 = u32::MAX;
+
+/// `flags`: the key has an object token.
+const HAS_OBJ: u8 = 1;
+/// `flags`: the node was carved from a slab (else it is a [`Lone`] allocation).
+const IN_SLAB: u8 = 2;
+
 /// A queue node. Field order follows the readers: walkers (`remove`, `has`) read
 /// `next`, the key, `state` and `kind`; the looper's sweep adds `when` and `link`, its
 /// delivery the payload. All of those share the node's first cache line when the payload
@@ -64,7 +74,7 @@ pub struct Node<T> {
     pub next: AtomicPtr<Node<T>>,
     target: u64,
     what: i64,
-    /// The object token, when `has_obj`.
+    /// The object token, when `flags` has [`HAS_OBJ`].
     obj: u64,
     pub when: u64,
     /// Looper only. While the node is linked: the next newer node (the back-link built
@@ -74,14 +84,19 @@ pub struct Node<T> {
     /// `PENDING`, `DELIVERED` or `REMOVED`.
     pub state: AtomicU8,
     pub kind: Kind,
-    has_obj: bool,
+    /// [`HAS_OBJ`], [`IN_SLAB`].
+    flags: u8,
+    /// Looper only: position in its heap, or [`NO_INDEX_STORED`] (see
+    /// [`Node::heap_index`]).
+    heap_index: AtomicU32,
     payload: UnsafeCell<MaybeUninit<T>>,
-    /// Looper only: position in its heap, or [`NO_INDEX`].
-    pub heap_index: AtomicUsize,
-    /// The freelist link, written once by the remover that tombstoned the node.
-    pub free_next: AtomicPtr<Node<T>>,
-    /// The slab the node's memory belongs to, or null for a node allocated on its own.
-    slab: *mut Slab,
+}
+
+/// A node allocated on its own (not carved from a slab), with its freelist link after it.
+#[repr(C)]
+struct Lone<T> {
+    node: Node<T>,
+    free_next: AtomicPtr<Node<T>>,
 }
 
 impl<T> Node<T> {
@@ -108,14 +123,12 @@ impl<T> Node<T> {
             target: key.target,
             what: key.what,
             obj: key.obj.unwrap_or(0),
-            has_obj: key.obj.is_some(),
+            flags: if key.obj.is_some() { HAS_OBJ } else { 0 },
             payload: UnsafeCell::new(payload),
             state: AtomicU8::new(PENDING),
             next: AtomicPtr::new(ptr::null_mut()),
             link: AtomicPtr::new(ptr::null_mut()),
-            heap_index: AtomicUsize::new(NO_INDEX),
-            free_next: AtomicPtr::new(ptr::null_mut()),
-            slab: ptr::null_mut(),
+            heap_index: AtomicU32::new(NO_INDEX_STORED),
         }
     }
 
@@ -125,8 +138,26 @@ impl<T> Node<T> {
         MessageKey {
             target: self.target,
             what: self.what,
-            obj: self.has_obj.then_some(self.obj),
+            obj: (self.flags & HAS_OBJ != 0).then_some(self.obj),
         }
+    }
+
+    /// Looper only: the node's position in its heap, or [`NO_INDEX`].
+    #[inline]
+    pub fn heap_index(&self) -> usize {
+        // Relaxed: looper-only data.
+        match self.heap_index.load(Ordering::Relaxed) {
+            NO_INDEX_STORED => NO_INDEX,
+            index => index as usize,
+        }
+    }
+
+    /// Looper only: records the node's position in its heap ([`NO_INDEX`]: out of it).
+    #[inline]
+    pub fn set_heap_index(&self, index: usize) {
+        debug_assert!(index == NO_INDEX || index < NO_INDEX_STORED as usize);
+        // Relaxed: looper-only data. `NO_INDEX` truncates to `NO_INDEX_STORED`.
+        self.heap_index.store(index as u32, Ordering::Relaxed);
     }
 
     /// Whether the node carries a payload.
@@ -184,11 +215,35 @@ impl<T> Node<T> {
 #[cfg(feature = "node-census")]
 pub static LIVE_NODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Allocates a node on the heap and leaks it as a raw pointer.
+/// Allocates a node on its own (with its freelist link) and leaks it as a raw pointer.
 pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
     #[cfg(feature = "node-census")]
     LIVE_NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Box::into_raw(Box::new(node))
+    let lone = Box::new(Lone {
+        node,
+        free_next: AtomicPtr::new(ptr::null_mut()),
+    });
+    // The node is the allocation's first field (`repr(C)`); the pointer keeps the whole
+    // allocation's provenance, so the link after the node stays reachable through it.
+    Box::into_raw(lone).cast::<Node<T>>()
+}
+
+/// The freelist link of `node` (beside it: see the module docs).
+///
+/// # Safety
+/// `node` came from [`into_raw`] or [`init_carved`] (through a pointer carrying that
+/// allocation's provenance) and stays allocated for `'a`.
+#[inline]
+pub unsafe fn free_next<'a, T>(node: *mut Node<T>) -> &'a AtomicPtr<Node<T>> {
+    // SAFETY: by the contract the node is alive; `flags` is written before the node is
+    // shared and never after.
+    if unsafe { (*node).flags } & IN_SLAB != 0 {
+        // SAFETY: a carved node: its slab holds its link, alive while the node is.
+        unsafe { &*slab::free_next_of(node) }
+    } else {
+        // SAFETY: a lone node is the first field of its `Lone`, alive while it is.
+        unsafe { &(*node.cast::<Lone<T>>()).free_next }
+    }
 }
 
 /// Builds `node` in the memory of a dead node, for reuse.
@@ -199,26 +254,21 @@ pub fn into_raw<T>(node: Node<T>) -> *mut Node<T> {
 pub unsafe fn reuse<T>(slot: *mut Node<T>, mut node: Node<T>) -> *mut Node<T> {
     // SAFETY: by the contract the old node is ours and its payload is gone, so dropping
     // it in place drops no payload; the memory then takes the new node, which keeps the
-    // memory's slab.
+    // memory's origin (slab or lone).
     unsafe {
-        node.slab = (*slot).slab;
+        node.flags |= (*slot).flags & IN_SLAB;
         ptr::drop_in_place(slot);
         ptr::write(slot, node);
     }
     slot
 }
 
-/// Builds `node` in a slot freshly carved from `slab`.
+/// Builds `node` in a slot freshly carved from a slab.
 ///
 /// # Safety
-/// `slot` is uninitialised memory that [`slab::Carver::carve`] returned, carved from
-/// `slab`, and used once.
-pub unsafe fn init_carved<T>(
-    slot: *mut Node<T>,
-    mut node: Node<T>,
-    slab: *mut Slab,
-) -> *mut Node<T> {
-    node.slab = slab;
+/// `slot` is uninitialised memory that [`slab::Carver::carve`] returned, used once.
+pub unsafe fn init_carved<T>(slot: *mut Node<T>, mut node: Node<T>) -> *mut Node<T> {
+    node.flags |= IN_SLAB;
     // SAFETY: by the contract the slot is ours, sized and aligned for a node.
     unsafe { ptr::write(slot, node) };
     slot
@@ -232,16 +282,16 @@ pub unsafe fn init_carved<T>(
 /// reach it any more.
 pub unsafe fn free<T>(node: *mut Node<T>) {
     // SAFETY: by the contract the node is alive and ours.
-    let slab = unsafe { (*node).slab };
-    if slab.is_null() {
-        // SAFETY: by the contract the pointer is a live, unique `Box` allocation.
-        drop(unsafe { Box::from_raw(node) });
+    if unsafe { (*node).flags } & IN_SLAB == 0 {
+        // SAFETY: by the contract the pointer is a live, unique `Box<Lone>` allocation,
+        // whose first field the node is.
+        drop(unsafe { Box::from_raw(node.cast::<Lone<T>>()) });
     } else {
-        // SAFETY: the node lives in `slab`, which counts it until this release; it holds
-        // no payload, so dropping it in place frees nothing else.
+        // SAFETY: the node lives in its slab, which counts it until this release; it
+        // holds no payload, so dropping it in place frees nothing else.
         unsafe {
             ptr::drop_in_place(node);
-            slab::release::<T>(slab, 1);
+            slab::release::<T>(slab::slab_of(node), 1);
         }
     }
     #[cfg(feature = "node-census")]
@@ -260,9 +310,9 @@ mod tests {
         assert!(line_end(offset_of!(Node<u64>, obj), 8));
         assert!(line_end(offset_of!(Node<u64>, when), 8));
         assert!(line_end(offset_of!(Node<u64>, link), 8));
-        assert!(line_end(offset_of!(Node<u64>, has_obj), 1));
+        assert!(line_end(offset_of!(Node<u64>, heap_index), 4));
         assert!(line_end(offset_of!(Node<u64>, payload), size_of::<u64>()));
-        assert!(offset_of!(Node<u64>, heap_index) >= 64, "the rest comes after");
+        assert_eq!(size_of::<Node<u64>>(), 64, "one cache line");
     }
 
     #[test]

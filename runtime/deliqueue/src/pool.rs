@@ -34,7 +34,6 @@ use marvin_sync::cell::UnsafeCell;
 use super::node::{self, Node};
 #[cfg(not(loom))]
 use super::slab::Carver;
-use super::slab::Slab;
 
 /// The most nodes a pool keeps; a batch handed back beyond it is freed.
 pub const CAP: usize = 4096;
@@ -60,7 +59,7 @@ pub enum Taken<T> {
     /// A dead node to build the new one in (see [`node::reuse`]).
     Recycled(*mut Node<T>),
     /// Uninitialised memory carved from a slab (see [`node::init_carved`]).
-    Carved(*mut Node<T>, *mut Slab),
+    Carved(*mut Node<T>),
 }
 
 struct Taker<T> {
@@ -227,8 +226,7 @@ impl<T> NodePool<T> {
         {
             self.taker.carver.with_mut(|carver| {
                 // SAFETY: the caller holds `taking`, so nobody else touches the carver.
-                let (slot, slab) = unsafe { (*carver).carve() };
-                Some(Taken::Carved(slot, slab))
+                Some(Taken::Carved(unsafe { (*carver).carve() }))
             })
         }
         #[cfg(loom)]
@@ -343,8 +341,8 @@ mod tests {
         match pool.take()? {
             Taken::Recycled(node) => Some((node, true)),
             // SAFETY: a freshly carved slot, used once.
-            Taken::Carved(slot, slab) => Some((
-                unsafe { node::init_carved(slot, Node::marker(0, Kind::Barrier, key), slab) },
+            Taken::Carved(slot) => Some((
+                unsafe { node::init_carved(slot, Node::marker(0, Kind::Barrier, key)) },
                 false,
             )),
         }

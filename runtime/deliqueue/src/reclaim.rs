@@ -209,11 +209,11 @@ mod tests {
         loop {
             match pool.take().expect("an idle pool always hands out") {
                 Taken::Recycled(node) => back.push(node),
-                Taken::Carved(slot, slab) => {
+                Taken::Carved(slot) => {
                     // Dry: the pool carves. Build and free that node too.
                     let marker = Node::marker(0, Kind::Barrier, key);
                     // SAFETY: a freshly carved slot of `slab`, used once; then ours.
-                    unsafe { node::free(node::init_carved(slot, marker, slab)) };
+                    unsafe { node::free(node::init_carved(slot, marker)) };
                     break;
                 }
             }

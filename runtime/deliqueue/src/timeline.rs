@@ -15,7 +15,6 @@
 
 use std::collections::VecDeque;
 
-use marvin_sync::atomic::Ordering;
 
 use super::heap::{self, Entry, Heap};
 use super::node::{Node, NO_INDEX};
@@ -86,8 +85,7 @@ impl<T> Timeline<T> {
 
     /// Takes `node` out, wherever it is (nothing when it is in neither part).
     pub fn remove(&mut self, node: &Node<T>) {
-        // Relaxed: `heap_index` is looper-only data.
-        let index = node.heap_index.load(Ordering::Relaxed);
+        let index = node.heap_index();
         if index != NO_INDEX {
             self.heap.remove_at(index);
             return;
@@ -103,7 +101,7 @@ impl<T> Timeline<T> {
             for entry in std::mem::take(&mut self.run) {
                 self.heap.push(entry);
             }
-            self.heap.remove_at(node.heap_index.load(Ordering::Relaxed));
+            self.heap.remove_at(node.heap_index());
         }
     }
 
