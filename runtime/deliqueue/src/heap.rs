@@ -6,7 +6,6 @@
 
 use std::ptr::NonNull;
 
-
 use super::node::{Node, NO_INDEX};
 
 /// A heap entry: the ordering key copied out of the node, so sifting reads no node.

@@ -323,9 +323,7 @@ mod tests {
         let nodes: Vec<_> = (0..n).map(|_| dead_node()).collect();
         for pair in nodes.windows(2) {
             // SAFETY: fresh nodes, ours.
-            unsafe { &*pair[0] }
-                .link
-                .store(pair[1], Ordering::Relaxed);
+            unsafe { &*pair[0] }.link.store(pair[1], Ordering::Relaxed);
         }
         (nodes[0], nodes[n - 1])
     }
@@ -394,7 +392,11 @@ mod tests {
             }
         }
         let recycled = held.iter().filter(|&&(_, recycled)| recycled).count();
-        assert_eq!(recycled, CAP + 3, "every pooled and surplus node reused first");
+        assert_eq!(
+            recycled,
+            CAP + 3,
+            "every pooled and surplus node reused first"
+        );
         assert!(pool.surplus.load(Ordering::Relaxed).is_null());
         for (node, _) in held {
             // SAFETY: taken from the pool: ours.

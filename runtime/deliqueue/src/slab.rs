@@ -196,7 +196,11 @@ mod tests {
             assert_eq!(pair[1] as usize - pair[0] as usize, size_of::<Node<u64>>());
             assert_eq!(slab_of(pair[0]), slab_of(pair[1]), "one slab for the first");
         }
-        assert_ne!(slab_of(nodes[capacity]), slab_of(nodes[0]), "a new slab once full");
+        assert_ne!(
+            slab_of(nodes[capacity]),
+            slab_of(nodes[0]),
+            "a new slab once full"
+        );
         assert_eq!(nodes[0] as usize % align_of::<Node<u64>>(), 0);
         // Every node has its own link, inside its slab, before the nodes.
         let mut links: Vec<_> = nodes.iter().map(|&node| free_next_of(node)).collect();

@@ -15,7 +15,6 @@
 
 use std::collections::VecDeque;
 
-
 use super::heap::{self, Entry, Heap};
 use super::node::{Node, NO_INDEX};
 
