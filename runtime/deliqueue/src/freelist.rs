@@ -22,11 +22,13 @@ impl<T> Default for FreeList<T> {
 impl<T> FreeList<T> {
     /// Pushes a tombstoned node. Each node is pushed at most once: only the thread that
     /// won its transition to `REMOVED` pushes it.
-    /// `node` is `ptr` borrowed; the pointer keeps the provenance the looper frees with.
-    pub fn push(&self, node: &Node<T>, ptr: *mut Node<T>) {
-        debug_assert!(std::ptr::eq(node, ptr));
-        // SAFETY: `ptr` is a linked node (the caller tombstoned it on its walk), alive
-        // while the looper has not reclaimed it, which it does only after this push.
+    ///
+    /// # Safety
+    /// `ptr` is a node of the queue's list (with its allocation's provenance: the looper
+    /// frees through it), tombstoned by the caller, who has not pushed it before; the
+    /// looper reclaims it only after this push, so it stays alive through it.
+    pub unsafe fn push(&self, ptr: *mut Node<T>) {
+        // SAFETY: by the contract the node is alive until the push is done.
         let free_next = unsafe { node::free_next(ptr) };
         let mut head = self.head.load(Ordering::Relaxed);
         loop {

@@ -316,7 +316,9 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         if !node.try_transition(REMOVED) {
             return false;
         }
-        self.freelist.push(node, ptr);
+        // SAFETY: `ptr` is the walked node `node` borrows (alive while the walk is
+        // pinned), and we just won its tombstone, so we push it once.
+        unsafe { self.freelist.push(ptr) };
         true
     }
 
