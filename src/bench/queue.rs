@@ -49,14 +49,14 @@
 //! as a tie, see `TIE`), FIFO at most 3x crossbeam-channel's time.
 //!
 //! What bounds DeliQueue's FIFO time (`perf record` on the scenario): a message is a node
-//! (128 bytes, one cache line for what the sweep reads) that the poster writes and the
+//! (64 bytes with a word-sized payload: one cache line) that the poster writes and the
 //! looper then reads from another core, reached through a chain of dependent loads (the
 //! stack is walked from its head), and the head itself is one cache line that every push
-//! CASes and every sweep reads. crossbeam-channel packs four messages a line in blocks
-//! read in order. The post path was trimmed to a time-stamp-counter read, a node from the
-//! pool or carved from a slab, and one CAS; the remaining gap is the design's (pinned to
-//! one CPU, where no line moves between cores, it is wider still: see
-//! `docs/benchmarks.md`).
+//! CASes and every sweep reads. Per message, four locked read-modify-writes remain: the
+//! pool's taker flag and the push CAS on the post, the looper's guard and the claim CAS on
+//! delivery. crossbeam-channel packs four messages a line in blocks read in order, with
+//! about one such operation per side. See `docs/benchmarks.md` for what was measured and
+//! tried.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
