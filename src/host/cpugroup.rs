@@ -36,6 +36,21 @@ pub fn weight_of_shares(shares: u64) -> u64 {
     ((shares * 100 + 512) / 1024).clamp(1, 10_000)
 }
 
+/// The scheduler's weight of a thread at `nice` (the kernel's `sched_prio_to_weight`;
+/// 1024 at nice 0, about 1.25x per step), for shares that weigh as much as threads at
+/// that nice. Values outside -20..=19 are clamped.
+pub fn nice_weight(nice: i32) -> u64 {
+    const WEIGHTS: [u64; 40] = [
+        88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100,
+        4904, 3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172,
+        137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+    ];
+    WEIGHTS[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// The most `cpu.shares` v1 accepts.
+pub const MAX_SHARES: u64 = 262_144;
+
 impl CpuController {
     /// Finds the cpu controller: v1 if mounted there, else v2 when this cgroup's
     /// parent gives `cpu` to it.
@@ -236,6 +251,54 @@ impl CpuGroups {
         )
     }
 
+    /// Moves every thread of process `pid` into group `name` (threads it starts later
+    /// are born in their parent thread's group). A thread that exits meanwhile is
+    /// skipped; a process that is gone is an error.
+    pub fn move_process(&self, name: &str, pid: u32) -> Result<()> {
+        let file = self.path(name)?.join(self.threads_file());
+        let task_dir = PathBuf::from(format!("/proc/{pid}/task"));
+        let tasks = fs::read_dir(&task_dir).map_err(|e| HostError::io("listing", &task_dir, e))?;
+        for task in tasks.flatten() {
+            let tid = task.file_name();
+            match write_text(&file, &tid.to_string_lossy(), "moving a thread into") {
+                Ok(()) => {}
+                Err(HostError::Io { source, .. }) if source.raw_os_error() == Some(libc::ESRCH) => {
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the child that `cmd` will start join group `name` between fork and exec
+    /// (its only thread then), so every thread it starts is born there.
+    pub fn join_before_exec(&self, name: &str, cmd: &mut std::process::Command) -> Result<()> {
+        let p = self.path(name)?.join(self.threads_file());
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .map_err(|e| HostError::io("opening", &p, e))?;
+        sys::join_cgroup_before_exec(cmd, file);
+        Ok(())
+    }
+
+    /// Sets the shares of the run's parent group (what all its groups together weigh
+    /// against the other processes of the machine).
+    pub fn set_parent_shares(&self, shares: u64) -> Result<()> {
+        match self.version {
+            Version::V1 => write_text(
+                &self.parent.join("cpu.shares"),
+                &shares.to_string(),
+                "setting",
+            ),
+            Version::V2 => write_text(
+                &self.parent.join("cpu.weight"),
+                &weight_of_shares(shares).to_string(),
+                "setting",
+            ),
+        }
+    }
+
     /// The threads (ids) in group `name`.
     pub fn threads(&self, name: &str) -> Result<Vec<u32>> {
         let text = read_text(&self.path(name)?.join(self.threads_file()), "reading")?;
@@ -346,6 +409,15 @@ mod tests {
     }
 
     #[test]
+    fn nice_weights_are_the_kernels() {
+        assert_eq!(nice_weight(0), 1024);
+        assert_eq!(nice_weight(-15), 29154);
+        assert_eq!(nice_weight(10), 110);
+        assert_eq!(nice_weight(-40), 88761);
+        assert_eq!(nice_weight(40), 15);
+    }
+
+    #[test]
     fn shares_map_to_weights_as_the_kernel_does() {
         assert_eq!(weight_of_shares(1024), 100);
         assert_eq!(weight_of_shares(52), 5);
@@ -393,5 +465,47 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A whole process moves between groups, every thread of it; a gone process is an
+    /// error (root and a cpu controller only).
+    #[test]
+    fn a_process_moves_with_all_its_threads() {
+        let controller = match CpuController::available() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let groups = controller
+            .create(&[("top", 1024), ("back", 52)])
+            .expect("creating groups as root");
+        groups.set_parent_shares(4096).unwrap();
+        if controller.version == Version::V1 {
+            let shares = fs::read_to_string(groups.parent.join("cpu.shares")).unwrap();
+            assert_eq!(shares.trim(), "4096");
+        }
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("starting sleep");
+        let pid = child.id();
+        groups.move_process("back", pid).unwrap();
+        assert_eq!(groups.threads("back").unwrap(), vec![pid]);
+        groups.move_process("top", pid).unwrap();
+        assert_eq!(groups.threads("top").unwrap(), vec![pid]);
+        assert!(groups.threads("back").unwrap().is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(groups.move_process("top", pid).is_err(), "a gone process");
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        groups.join_before_exec("back", &mut cmd).unwrap();
+        let mut born = cmd.spawn().expect("starting sleep in a group");
+        assert_eq!(groups.threads("back").unwrap(), vec![born.id()]);
+        born.kill().unwrap();
+        born.wait().unwrap();
+        assert!(groups.move_process("nope", std::process::id()).is_err());
     }
 }

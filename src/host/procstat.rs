@@ -38,6 +38,8 @@ pub struct Stat {
     /// Start time after boot in clock ticks (field 22); with the pid it names one
     /// process for good, even once the pid is reused.
     pub start_time: u64,
+    /// Its nice value (field 19; a process's is its main thread's).
+    pub nice: i32,
 }
 
 /// Parses a `kB` value line body such as `"    1234 kB"` into bytes.
@@ -134,6 +136,9 @@ pub fn parse_stat(text: &str) -> io::Result<Stat> {
         minor_faults: num(10)?,
         major_faults: num(12)?,
         start_time: num(22)?,
+        nice: field(19)?
+            .parse()
+            .map_err(|_| bad("stat field 19 is not a number".into()))?,
     })
 }
 
@@ -177,6 +182,44 @@ pub fn this_thread_major_faults() -> io::Result<u64> {
     Ok(parse_stat(&text)?.major_faults)
 }
 
+/// CPU time on and waiting for a CPU, summed over a process's threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedTimes {
+    /// Time its threads ran.
+    pub run_ns: u64,
+    /// Time its threads were runnable but waited on a run queue.
+    pub runqueue_ns: u64,
+}
+
+/// The first two fields of a `schedstat` file (run and run-queue time, ns).
+pub fn parse_schedstat(text: &str) -> io::Result<SchedTimes> {
+    let mut f = text.split_ascii_whitespace().map(str::parse::<u64>);
+    match (f.next(), f.next()) {
+        (Some(Ok(run_ns)), Some(Ok(runqueue_ns))) => Ok(SchedTimes {
+            run_ns,
+            runqueue_ns,
+        }),
+        _ => Err(bad(format!("schedstat: not two numbers: {text:?}"))),
+    }
+}
+
+/// The scheduler's times of process `pid`, summed over its threads now alive
+/// (`/proc/PID/task/*/schedstat`; a thread that ended meanwhile is not counted).
+pub fn sched_times(pid: u32) -> io::Result<SchedTimes> {
+    let dir = format!("/proc/{pid}/task");
+    let mut sum = SchedTimes::default();
+    for entry in fs::read_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{dir}: {e}")))? {
+        let path = entry?.path().join("schedstat");
+        // A thread may end between the listing and the read.
+        if let Ok(text) = fs::read_to_string(&path) {
+            let t = parse_schedstat(&text)?;
+            sum.run_ns += t.run_ns;
+            sum.runqueue_ns += t.runqueue_ns;
+        }
+    }
+    Ok(sum)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,7 +260,7 @@ mod tests {
     fn stat_fields_count_from_the_last_parenthesis() {
         // A command name with spaces and a parenthesis must not shift the fields.
         let text =
-            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 111 0 7 0 3 4 0 0 20 0 1 0 98765 1000 200\n";
+            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 111 0 7 0 3 4 0 0 5 -15 1 0 98765 1000 200\n";
         let s = parse_stat(text).unwrap();
         assert_eq!(
             s,
@@ -225,7 +268,8 @@ mod tests {
                 state: 'S',
                 minor_faults: 111,
                 major_faults: 7,
-                start_time: 98765
+                start_time: 98765,
+                nice: -15,
             }
         );
         assert!(parse_stat("4242 (x) S 1 2\n").is_err());
@@ -260,5 +304,19 @@ mod tests {
         );
         assert!(mem(u32::MAX).is_err(), "no such pid");
         drop(block);
+    }
+
+    #[test]
+    fn schedstat_gives_run_and_queue_time() {
+        let t = parse_schedstat("301370 25 1\n").unwrap();
+        assert_eq!((t.run_ns, t.runqueue_ns), (301_370, 25));
+        assert!(parse_schedstat("12\n").is_err());
+        assert!(parse_schedstat("a b c").is_err());
+    }
+
+    #[test]
+    fn this_process_has_run() {
+        let t = sched_times(std::process::id()).unwrap();
+        assert!(t.run_ns > 0, "{t:?}");
     }
 }

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 
 use super::activity::{Activity, Thresholds};
 use super::budget::{Budget, BudgetHook, Member};
-use super::launch::{Brought, LaunchPhase, Pending};
+use super::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::timeline::Timeline;
@@ -74,6 +74,11 @@ struct Run {
 /// often).
 const ACTIVITY_TICK: Duration = Duration::from_millis(10);
 
+/// The room the System makes under the budget before it tells an app to come to the
+/// foreground: what a warm launch of the shipped workloads faults back (a bucket of
+/// arrays and their read-ahead, 1-4 MiB) with a margin for what it allocates.
+const LAUNCH_ROOM: u64 = 8 << 20;
+
 /// Progress callback: (elapsed, alive, active, kills, accounted bytes).
 pub type Progress<'a> = &'a (dyn Fn(Duration, u32, u32, u64, u64) + Sync);
 
@@ -128,7 +133,7 @@ pub fn run_policy(
     let mut fg: Option<usize> = None;
     // The launch phase begins once the last app has had its turn in front (off when the
     // foreground is switched round robin instead).
-    let mut phase: LaunchPhase<SwapIo> =
+    let mut phase: LaunchPhase<(SwapIo, u64)> =
         LaunchPhase::new(cfg.launch, cfg.launch_every * cfg.apps as u32);
     let phase_on = cfg.switch_every.is_none() && cfg.launch.launches > 0;
     loop {
@@ -274,7 +279,7 @@ impl Run {
     /// launch when it is time.
     fn drive_launches(
         &self,
-        phase: &mut LaunchPhase<SwapIo>,
+        phase: &mut LaunchPhase<(SwapIo, u64)>,
         fg: &mut Option<usize>,
     ) -> anyhow::Result<()> {
         let now = self.start.elapsed();
@@ -292,10 +297,27 @@ impl Run {
                 Some(app) => {
                     let f = app.frames();
                     if f.count > p.frames_before && f.last_ns >= p.told_ns {
-                        phase.finish(now, f.last_ns, |before| Brought {
-                            object_faults: f.io.object_faults.saturating_sub(before.object_faults),
-                            swap_read_bytes: f.io.bytes_read.saturating_sub(before.bytes_read),
-                            ..Brought::default()
+                        let told_ns = p.told_ns;
+                        phase.finish(now, f.last_ns, |(before, resumed_ns)| {
+                            (
+                                Brought {
+                                    object_faults: f
+                                        .io
+                                        .object_faults
+                                        .saturating_sub(before.object_faults),
+                                    swap_read_bytes: f
+                                        .io
+                                        .bytes_read
+                                        .saturating_sub(before.bytes_read),
+                                    ..Brought::default()
+                                },
+                                // Cold: no transition, the whole launch is its frame.
+                                LaunchParts {
+                                    transition_ns: resumed_ns.saturating_sub(told_ns),
+                                    frame_ns: f.last_ns.saturating_sub((*resumed_ns).max(told_ns)),
+                                    ..LaunchParts::default()
+                                },
+                            )
                         });
                     } else if phase.timed_out(boottime_ns()) {
                         phase.give_up(now);
@@ -324,10 +346,13 @@ impl Run {
         &self,
         next: usize,
         fg: &mut Option<usize>,
-    ) -> anyhow::Result<Pending<SwapIo>> {
+    ) -> anyhow::Result<Pending<(SwapIo, u64)>> {
         if let Some(prev) = fg.take() {
             self.to_background(prev);
         }
+        // Room for the app that is coming back, made before it is told (see
+        // `Budget::make_room_ahead`): its launch then does not reclaim on its own thread.
+        self.budget.make_room_ahead(next, LAUNCH_ROOM);
         let told_ns = boottime_ns();
         let t_s = self.start.elapsed().as_secs_f64();
         let cached = {
@@ -349,13 +374,14 @@ impl Run {
                         restored_objects = t.objects;
                     }
                 }
+                let resumed_ns = boottime_ns();
                 app.resume();
                 Pending {
                     app: next,
                     cold: false,
                     told_ns,
                     t_s,
-                    before,
+                    before: (before, resumed_ns),
                     frames_before,
                     restored_objects,
                 }
@@ -370,7 +396,7 @@ impl Run {
                     cold: true,
                     told_ns,
                     t_s,
-                    before: SwapIo::default(),
+                    before: (SwapIo::default(), 0),
                     frames_before: 0,
                     restored_objects: 0,
                 }

@@ -67,6 +67,35 @@ impl Brought {
     }
 }
 
+/// Where a launch's time went, as far as the System and the app can tell (0 where a
+/// mode cannot: a cold launch has no command to read; the in-process model has no pipe,
+/// no process of its own to read the scheduler's times of, and no kernel limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LaunchParts {
+    /// From the System's command until the app's control thread read it (the pipe
+    /// and the thread's wake-up).
+    #[serde(default)]
+    pub deliver_ns: u64,
+    /// From then until its transition was done and its foreground message posted
+    /// (stopping its threads, and an eager restore).
+    #[serde(default)]
+    pub transition_ns: u64,
+    /// From then until its frame (waiting for the message under way, the frame's
+    /// task and its faults).
+    #[serde(default)]
+    pub frame_ns: u64,
+    /// CPU time the app's threads ran during the launch, and waited on a run queue
+    /// (process mode, summed over its threads: parallel threads add up).
+    #[serde(default)]
+    pub run_ns: u64,
+    #[serde(default)]
+    pub runqueue_ns: u64,
+    /// Times the group's usage ran into its limit during the launch (process mode,
+    /// `memory.failcnt`; every app of the group counts).
+    #[serde(default)]
+    pub limit_hits: u64,
+}
+
 /// Classifies a launch.
 pub fn classify(cold: bool, brought: &Brought) -> LaunchClass {
     if cold {
@@ -89,6 +118,8 @@ pub struct LaunchRecord {
     pub latency_ns: u64,
     #[serde(flatten)]
     pub brought: Brought,
+    #[serde(flatten, default)]
+    pub parts: LaunchParts,
 }
 
 /// Count and percentiles of a set of launch latencies.
@@ -224,12 +255,12 @@ impl<C> LaunchPhase<C> {
         &mut self,
         now: Duration,
         frame_ns: u64,
-        brought_after: impl FnOnce(&C) -> Brought,
+        brought_after: impl FnOnce(&C) -> (Brought, LaunchParts),
     ) {
         let Some(p) = self.pending.take() else {
             return;
         };
-        let mut brought = brought_after(&p.before);
+        let (mut brought, parts) = brought_after(&p.before);
         brought.restored_objects += p.restored_objects;
         self.records.push(LaunchRecord {
             app: p.app,
@@ -237,6 +268,7 @@ impl<C> LaunchPhase<C> {
             class: classify(p.cold, &brought),
             latency_ns: frame_ns.saturating_sub(p.told_ns),
             brought,
+            parts,
         });
         self.next_at = now + self.plan.gap;
     }
@@ -266,13 +298,13 @@ pub fn write_csv(
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(
         w,
-        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults"
+        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits"
     )?;
     for (policy, records) in policies {
         for r in records {
             writeln!(
                 w,
-                "{policy},{},{:.3},{},{},{},{},{},{}",
+                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.app,
                 r.t_s,
                 r.class.name(),
@@ -280,7 +312,13 @@ pub fn write_csv(
                 r.brought.restored_objects,
                 r.brought.object_faults,
                 r.brought.swap_read_bytes,
-                r.brought.major_faults
+                r.brought.major_faults,
+                r.parts.deliver_ns,
+                r.parts.transition_ns,
+                r.parts.frame_ns,
+                r.parts.run_ns,
+                r.parts.runqueue_ns,
+                r.parts.limit_hits
             )?;
         }
     }
@@ -392,9 +430,20 @@ mod tests {
         );
         assert!(!ph.timed_out(1_000 + 5_000_000_000));
         assert!(ph.timed_out(1_000 + 5_000_000_001));
-        ph.finish(Duration::from_secs(4), 251_000, |before| Brought {
-            object_faults: 12 - before,
-            ..Brought::default()
+        let parts = LaunchParts {
+            deliver_ns: 10_000,
+            transition_ns: 40_000,
+            frame_ns: 200_000,
+            ..LaunchParts::default()
+        };
+        ph.finish(Duration::from_secs(4), 251_000, |before| {
+            (
+                Brought {
+                    object_faults: 12 - before,
+                    ..Brought::default()
+                },
+                parts,
+            )
         });
         let r = &ph.records[0];
         assert_eq!(
@@ -405,6 +454,7 @@ mod tests {
             (r.brought.restored_objects, r.brought.object_faults),
             (4, 2)
         );
+        assert_eq!(r.parts, parts, "the launch's parts are kept");
         assert_eq!(
             ph.next_app(Duration::from_millis(4_500), &all),
             None,
@@ -433,5 +483,41 @@ mod tests {
         assert_eq!(ph.next_app(Duration::from_secs(1), &[]), None);
         assert!(ph.is_done(), "every app ended by itself: nothing to launch");
         assert!(ph.records.is_empty());
+    }
+
+    #[test]
+    fn the_csv_has_a_row_per_launch_with_its_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("launches.csv");
+        let r = LaunchRecord {
+            app: 3,
+            t_s: 1.5,
+            class: LaunchClass::Warm,
+            latency_ns: 900,
+            brought: Brought {
+                object_faults: 2,
+                ..Brought::default()
+            },
+            parts: LaunchParts {
+                deliver_ns: 100,
+                transition_ns: 200,
+                frame_ns: 600,
+                run_ns: 50,
+                runqueue_ns: 70,
+                limit_hits: 9,
+            },
+        };
+        write_csv(&path, &[("marvin".to_string(), vec![r])]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        let header: Vec<&str> = lines[0].split(',').collect();
+        let row: Vec<&str> = lines[1].split(',').collect();
+        assert_eq!(header.len(), row.len());
+        let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(col("class"), "warm");
+        assert_eq!(col("deliver_ns"), "100");
+        assert_eq!(col("frame_ns"), "600");
+        assert_eq!(col("limit_hits"), "9");
     }
 }

@@ -117,6 +117,7 @@ mod tests {
             class: LaunchClass::Hot,
             latency_ns,
             brought: Brought::default(),
+            parts: Default::default(),
         }
     }
 

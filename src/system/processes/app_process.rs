@@ -20,6 +20,8 @@ use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::protocol::{self, Command, Report};
+use crate::host::procstat::{self, SchedTimes};
+use marvin_runtime::cpuclock::boottime_ns;
 
 /// How often an app process gives its allocator's free memory back to the kernel: the
 /// cgroup charges every resident page, and the allocator keeps what stubs, registries
@@ -88,9 +90,9 @@ pub fn run(
             pid: std::process::id(),
         },
     )?;
-    // Swap counters when the app was last told to come to the foreground: a frame
-    // reports what came back since.
-    let told: Arc<Mutex<Option<SwapIo>>> = Arc::new(Mutex::new(None));
+    // Swap counters and times when the app was last told to come to the foreground: a
+    // frame reports what came back since, and where the time went.
+    let told: Arc<Mutex<Option<Told>>> = Arc::new(Mutex::new(None));
     {
         let (o, told) = (out.clone(), told.clone());
         app.on_frame(Box::new(move |f| report_frame(f, &told, &o)))?;
@@ -145,17 +147,40 @@ fn report_marks(app: &App, out: &Mutex<impl Write>) {
     let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks, counters });
 }
 
+/// What the app noted when it was told to come to the foreground.
+#[derive(Clone, Copy, Debug)]
+struct Told {
+    io: SwapIo,
+    /// When its control thread read the command (`CLOCK_BOOTTIME` ns).
+    received_ns: u64,
+    /// When its transition was done and the foreground message posted (0 until then).
+    resumed_ns: u64,
+    sched: SchedTimes,
+}
+
+fn own_sched_times() -> SchedTimes {
+    procstat::sched_times(std::process::id()).unwrap_or_default()
+}
+
 /// Reports a frame at once, with what came back since the app was told to come to the
 /// foreground (nothing for a frame without such a command, its first after starting).
-fn report_frame(f: &Frames, told: &Mutex<Option<SwapIo>>, out: &Mutex<impl Write>) {
+fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>) {
     let since = told.lock().take();
-    let d = |now: u64, then: fn(&SwapIo) -> u64| since.map_or(0, |b| now.saturating_sub(then(&b)));
+    let d =
+        |now: u64, then: fn(&SwapIo) -> u64| since.map_or(0, |b| now.saturating_sub(then(&b.io)));
+    let sched = since.map(|b| (b, own_sched_times()));
     let report = Report::Frame {
         at_ns: f.last_ns,
-        major_faults: crate::host::procstat::major_faults(std::process::id()).unwrap_or(0),
+        major_faults: procstat::major_faults(std::process::id()).unwrap_or(0),
         restored_objects: d(f.io.restored_objects, |b| b.restored_objects),
         object_faults: d(f.io.object_faults, |b| b.object_faults),
         swap_read_bytes: d(f.io.bytes_read, |b| b.bytes_read),
+        received_ns: since.map_or(0, |b| b.received_ns),
+        resumed_ns: since.map_or(0, |b| b.resumed_ns),
+        run_ns: sched.map_or(0, |(b, now)| now.run_ns.saturating_sub(b.sched.run_ns)),
+        runqueue_ns: sched.map_or(0, |(b, now)| {
+            now.runqueue_ns.saturating_sub(b.sched.runqueue_ns)
+        }),
     };
     let _ = protocol::send(&mut *out.lock(), &report);
 }
@@ -168,7 +193,7 @@ fn obey(
     app: &Arc<App>,
     mut commands: impl std::io::BufRead,
     out: &Mutex<impl Write>,
-    told: &Mutex<Option<SwapIo>>,
+    told: &Mutex<Option<Told>>,
 ) {
     loop {
         let cmd = match protocol::recv::<Command>(&mut commands) {
@@ -184,7 +209,12 @@ fn obey(
         };
         let swapping = app.swap_mode().is_some();
         if cmd == Command::Foreground {
-            *told.lock() = Some(app.swap_io());
+            *told.lock() = Some(Told {
+                received_ns: boottime_ns(),
+                sched: own_sched_times(),
+                io: app.swap_io(),
+                resumed_ns: 0,
+            });
         }
         let done = match cmd {
             Command::Stop => {
@@ -216,6 +246,9 @@ fn obey(
             None => {}
         }
         if cmd == Command::Foreground {
+            if let Some(t) = told.lock().as_mut() {
+                t.resumed_ns = boottime_ns();
+            }
             app.resume();
         }
     }

@@ -64,6 +64,11 @@ pub struct FrameSeen {
     pub restored_objects: u64,
     pub object_faults: u64,
     pub swap_read_bytes: u64,
+    /// The app's times (see [`Report::Frame`]).
+    pub received_ns: u64,
+    pub resumed_ns: u64,
+    pub run_ns: u64,
+    pub runqueue_ns: u64,
 }
 
 /// One app process.
@@ -259,6 +264,10 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                         restored_objects,
                         object_faults,
                         swap_read_bytes,
+                        received_ns,
+                        resumed_ns,
+                        run_ns,
+                        runqueue_ns,
                     } => {
                         s.frames += 1;
                         s.frame = Some(FrameSeen {
@@ -267,6 +276,10 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                             restored_objects,
                             object_faults,
                             swap_read_bytes,
+                            received_ns,
+                            resumed_ns,
+                            run_ns,
+                            runqueue_ns,
                         });
                     }
                     Report::Exit { status, error } => s.exit = Some((status, error)),

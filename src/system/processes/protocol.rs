@@ -22,7 +22,8 @@
 //! (`gc_major_faults`: major page faults taken while the app collected;
 //! `object_faults`: objects faulted back in), sent every report period and after each
 //! transition; `frame` is sent at once on every `mark "frame"` (a launch's end, timed
-//! on `CLOCK_BOOTTIME`, which the System reads too); `exit` is the last line an app writes. An app whose standard
+//! on `CLOCK_BOOTTIME`, which the System reads too, with when the app read the command and
+//! finished its transition, and its threads' CPU and run-queue time since); `exit` is the last line an app writes. An app whose standard
 //! input closes stops as if told `stop`. A line that does not parse is a protocol error
 //! on either side: the app reports it and stops; the System counts the app as crashed.
 
@@ -83,6 +84,18 @@ pub enum Report {
         restored_objects: u64,
         object_faults: u64,
         swap_read_bytes: u64,
+        /// Where the launch's time went, as the app saw it (0 for a frame without a
+        /// command): when its control thread read the command, when its transition
+        /// was done and the foreground message posted (`CLOCK_BOOTTIME` ns), and the
+        /// CPU time its threads ran and waited on a run queue since the command.
+        #[serde(default)]
+        received_ns: u64,
+        #[serde(default)]
+        resumed_ns: u64,
+        #[serde(default)]
+        run_ns: u64,
+        #[serde(default)]
+        runqueue_ns: u64,
     },
     /// The app's end: the last line it writes.
     Exit {
@@ -186,6 +199,10 @@ mod tests {
                 restored_objects: 4,
                 object_faults: 5,
                 swap_read_bytes: 8192,
+                received_ns: 123_000_000,
+                resumed_ns: 123_100_000,
+                run_ns: 200_000,
+                runqueue_ns: 30_000,
             },
             Report::Exit {
                 status: 70,

@@ -28,11 +28,13 @@ use marvin_swap::policy::PolicyConfig;
 
 use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
+use crate::host::cgroup::Version;
+use crate::host::cpugroup::{self, CpuController, CpuGroups};
 use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
 use crate::host::{cgroup, lmk, procstat, signals, swapdev};
 use crate::system::activity::{Activity, Thresholds};
-use crate::system::launch::{Brought, LaunchPhase, Pending};
+use crate::system::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::system::series::{PolicySeries, SeriesPoint};
 use crate::system::summary::{AppRecord, Crash, Summary};
 use crate::system::{Pressure, SystemConfig};
@@ -43,6 +45,19 @@ use marvin_runtime::cpuclock::boottime_ns;
 const REPORT_EVERY: Duration = Duration::from_millis(20);
 /// The System's loop tick: launches, the killer, the reclaimer, activity.
 const TICK: Duration = Duration::from_millis(20);
+
+/// Android's cpu groups for apps (every policy alike): the app in front in `top-app`,
+/// with a default group's shares, the others in `background`, with a quarter of that
+/// (Android gives its background group 52, but its cached apps are idle, where this
+/// experiment's background apps work and are counted active when they do).
+const TOP_APP: (&str, u64) = ("top-app", 1024);
+const BACKGROUND: (&str, u64) = ("background", 256);
+
+/// Marvin: the room the System makes below its reclaim threshold before it tells an
+/// app to come to the foreground (see [`Run::make_room_ahead`]): what a warm launch of
+/// the shipped workloads faults back (a bucket of arrays with their read-ahead, 1-4 MiB)
+/// with a margin for what it allocates.
+const LAUNCH_ROOM: u64 = 8 << 20;
 
 /// The name of an app's swap file and reclaim table in its directory.
 const SWAP_NAME: &str = "swap";
@@ -90,6 +105,8 @@ struct Slot {
     last_mem: procstat::ProcMem,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
+    /// The cpu group its threads are in (none without cpu groups).
+    cpu_group: Option<&'static str>,
 }
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
@@ -160,6 +177,7 @@ pub fn run_policy(
             source.describe()
         );
     }
+    let cpu = cpu_groups(sys.apps);
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
     let mut run = Run {
@@ -180,6 +198,7 @@ pub fn run_policy(
         working_set: 0,
         kill_reasons: Default::default(),
         fg: None,
+        cpu: cpu.as_ref(),
     };
     let result = run.drive(progress);
     run.stop_all();
@@ -187,6 +206,9 @@ pub fn run_policy(
     let oom_kills = group.oom_kills().unwrap_or(0);
     let peak = group.peak().unwrap_or(0);
     drop(run);
+    if let Some(cpu) = cpu {
+        cpu.remove()?;
+    }
     // Taken down here rather than on drop, so a failure to remove is reported.
     machine.tear_down()?;
     let (mut summary, series) = result?;
@@ -229,6 +251,37 @@ struct Run<'a> {
     /// The killer's kills by reason.
     kill_reasons: std::collections::BTreeMap<String, u64>,
     fg: Option<usize>,
+    /// The apps' cpu groups, when this machine has them.
+    cpu: Option<&'a CpuGroups>,
+}
+
+/// The run's cpu groups ([`TOP_APP`], [`BACKGROUND`]) under a parent group that weighs
+/// as much as one thread per app at the System's own nice (the apps' processes inherit
+/// it), or none, said on stderr, where there is no cgroup v1 cpu controller to use
+/// (not root; under v2 the cpu groups would take the apps out of their memory group).
+fn cpu_groups(apps: usize) -> Option<CpuGroups> {
+    let made = CpuController::available().and_then(|c| {
+        if c.version != Version::V1 {
+            return Err(crate::host::error::HostError::Refused(
+                "the cpu controller is in cgroup v2, where a cpu group would take the apps out of their memory group".into(),
+            ));
+        }
+        c.sweep()?;
+        let groups = c.create(&[TOP_APP, BACKGROUND])?;
+        let nice = procstat::stat(std::process::id()).map_or(0, |s| s.nice);
+        let shares = (cpugroup::nice_weight(nice) * apps as u64).clamp(2, cpugroup::MAX_SHARES);
+        groups.set_parent_shares(shares)?;
+        Ok(groups)
+    });
+    match made {
+        Ok(groups) => Some(groups),
+        Err(e) => {
+            crate::errln!(
+                "marvin: apps keep the System's cpu priority, in front or not (no cpu groups: {e})"
+            );
+            None
+        }
+    }
 }
 
 impl Run<'_> {
@@ -252,7 +305,7 @@ impl Run<'_> {
         let tick = TICK.min(sys.sample_every);
         // The launch phase begins once the last app has had its turn in front (off when
         // the foreground is switched round robin instead).
-        let mut phase: LaunchPhase<u64> =
+        let mut phase: LaunchPhase<(u64, u64)> =
             LaunchPhase::new(sys.launch, sys.launch_every * sys.apps as u32);
         let phase_on = sys.switch_every.is_none() && sys.launch.launches > 0;
         loop {
@@ -363,8 +416,13 @@ impl Run<'_> {
     fn start_app(&mut self, id: usize) -> anyhow::Result<Slot> {
         let dir = self.run_dir.join(format!("app{id}"));
         std::fs::create_dir_all(&dir)?;
-        let group = self.group;
+        let (group, cpu) = (self.group, self.cpu);
+        // Started in front: born in the top-app cpu group.
         let proc = AppProcess::spawn_with(&self.cfg.exe, &self.app_args(&dir), |cmd| {
+            if let Some(cpu) = cpu {
+                cpu.join_before_exec(TOP_APP.0, cmd)
+                    .map_err(std::io::Error::other)?;
+            }
             group.spawn_inside(cmd).map_err(std::io::Error::other)
         })?;
         let pid = proc.pid();
@@ -380,6 +438,7 @@ impl Run<'_> {
             major_faults: 0,
             last_mem: procstat::ProcMem::default(),
             ended: false,
+            cpu_group: self.cpu.map(|_| TOP_APP.0),
         })
     }
 
@@ -406,18 +465,34 @@ impl Run<'_> {
     /// The launch phase's step: finishes the launch under way once its app reported
     /// its frame (or gives it up when the app died or it timed out), and makes the next
     /// launch when it is time.
-    fn drive_launches(&mut self, phase: &mut LaunchPhase<u64>) -> anyhow::Result<()> {
+    fn drive_launches(&mut self, phase: &mut LaunchPhase<(u64, u64)>) -> anyhow::Result<()> {
         let now = self.start.elapsed();
         if let Some(p) = &phase.pending {
             match self.slots[p.app].proc.as_ref() {
                 None => phase.give_up(now),
                 Some(proc) => match proc.frames() {
                     (n, Some(f)) if n > p.frames_before && f.at_ns >= p.told_ns => {
-                        phase.finish(now, f.at_ns, |major_before| Brought {
-                            restored_objects: f.restored_objects,
-                            object_faults: f.object_faults,
-                            swap_read_bytes: f.swap_read_bytes,
-                            major_faults: f.major_faults.saturating_sub(*major_before),
+                        let hits = self.group.limit_hits().ok();
+                        let told_ns = p.told_ns;
+                        phase.finish(now, f.at_ns, |&(major_before, hits_before)| {
+                            let since =
+                                |a: u64, b: u64| if b == 0 { 0 } else { a.saturating_sub(b) };
+                            (
+                                Brought {
+                                    restored_objects: f.restored_objects,
+                                    object_faults: f.object_faults,
+                                    swap_read_bytes: f.swap_read_bytes,
+                                    major_faults: f.major_faults.saturating_sub(major_before),
+                                },
+                                LaunchParts {
+                                    deliver_ns: since(f.received_ns, told_ns),
+                                    transition_ns: since(f.resumed_ns, f.received_ns),
+                                    frame_ns: since(f.at_ns, f.resumed_ns),
+                                    run_ns: f.run_ns,
+                                    runqueue_ns: f.runqueue_ns,
+                                    limit_hits: hits.map_or(0, |h| h.saturating_sub(hits_before)),
+                                },
+                            )
                         })
                     }
                     _ if phase.timed_out(boottime_ns()) => phase.give_up(now),
@@ -439,16 +514,25 @@ impl Run<'_> {
 
     /// Brings app `next` to the foreground (the one in front goes to the background): a
     /// running app is told, a killed one starts again. Returns the launch under way,
-    /// with the app's major faults before it was told.
-    fn bring_to_foreground(&mut self, next: usize) -> anyhow::Result<Pending<u64>> {
+    /// with the app's major faults and the group's limit hits before it was told.
+    fn bring_to_foreground(&mut self, next: usize) -> anyhow::Result<Pending<(u64, u64)>> {
         if let Some(prev) = self.fg.take() {
             self.send_to_background(prev);
         }
         let t_s = self.start.elapsed().as_secs_f64();
         let pid = self.slots[next].pid;
+        if self.slots[next].proc.is_some() {
+            // Before the app is told, as Android's activity manager does: room for what
+            // it will fault back, and the top-app cpu group.
+            self.make_room_ahead(next);
+            self.set_cpu_group(next, TOP_APP.0);
+        }
         let pending = match self.slots[next].proc.as_mut() {
             Some(proc) => {
-                let before = procstat::major_faults(pid).unwrap_or(0);
+                let before = (
+                    procstat::major_faults(pid).unwrap_or(0),
+                    self.group.limit_hits().unwrap_or(0),
+                );
                 let (frames_before, _) = proc.frames();
                 let told_ns = boottime_ns();
                 proc.tell(&Command::Foreground);
@@ -471,7 +555,7 @@ impl Run<'_> {
                     cold: true,
                     told_ns,
                     t_s,
-                    before: 0,
+                    before: (0, self.group.limit_hits().unwrap_or(0)),
                     frames_before: 0,
                     restored_objects: 0,
                 }
@@ -510,6 +594,10 @@ impl Run<'_> {
             let _ = self
                 .killer
                 .set_state(self.slots[fg].pid, AppState::Foreground);
+            self.set_cpu_group(fg, TOP_APP.0);
+        }
+        for &id in &cached {
+            self.set_cpu_group(id, BACKGROUND.0);
         }
         for (rank, id) in cached.iter().rev().enumerate() {
             let state = if rank == 0 {
@@ -521,6 +609,32 @@ impl Run<'_> {
             };
             // An app that just died is no longer tracked: nothing to update.
             let _ = self.killer.set_state(self.slots[*id].pid, state);
+        }
+    }
+
+    /// Moves app `id`'s threads into cpu group `name` unless they are there (nothing
+    /// without cpu groups; an app that just died stays where it was).
+    fn set_cpu_group(&mut self, id: usize, name: &'static str) {
+        let Some(cpu) = self.cpu else {
+            return;
+        };
+        let s = &mut self.slots[id];
+        if s.proc.is_none() || s.cpu_group == Some(name) {
+            return;
+        }
+        if cpu.move_process(name, s.pid).is_ok() {
+            s.cpu_group = Some(name);
+        }
+    }
+
+    /// Marvin, before an app is told to come to the foreground: reclaims from the other
+    /// background apps until usage is [`LAUNCH_ROOM`] below the reclaimer's threshold,
+    /// so that the launch's faults find room instead of waiting for the System's next
+    /// tick or the kernel's reclaim at the limit. (The killer makes no room ahead: it
+    /// acts when the group runs out; kernel swap reclaims at the limit.)
+    fn make_room_ahead(&mut self, next: usize) {
+        if self.pressure == Pressure::Marvin {
+            self.reclaim_below(LAUNCH_ROOM, Some(next));
         }
     }
 
@@ -536,16 +650,22 @@ impl Run<'_> {
     /// Marvin: when usage comes within twice the headroom of the limit, reclaims from
     /// background apps, least recently used first, until it is below again.
     fn reclaim_if_needed(&mut self) {
+        if let Some(short) = self.reclaim_below(0, None) {
+            self.reclaim_short = short;
+        }
+    }
+
+    /// Reclaims from background apps (never `except`), least recently used first, when
+    /// usage is above twice the headroom plus `room` below the limit, until it is below
+    /// again. Returns whether a pass got less than it asked for (`None`: no pass).
+    fn reclaim_below(&mut self, room: u64, except: Option<usize>) -> Option<bool> {
         // The same measure the killer watches: usage less inactive page cache.
-        let Ok(usage) = self.group.working_set() else {
-            return;
-        };
+        let usage = self.group.working_set().ok()?;
         self.working_set = usage;
         let limit = self.cfg.system.budget as u64;
-        let threshold = limit.saturating_sub(2 * self.cfg.headroom);
+        let threshold = limit.saturating_sub(2 * self.cfg.headroom + room);
         if usage <= threshold {
-            self.reclaim_short = false;
-            return;
+            return Some(false);
         }
         let asked = usage - threshold + self.cfg.headroom;
         let mut want = asked;
@@ -554,6 +674,9 @@ impl Run<'_> {
         for id in self.background_lru() {
             if want == 0 {
                 break;
+            }
+            if Some(id) == except {
+                continue;
             }
             let slot = &mut self.slots[id];
             if slot.external.is_none() {
@@ -574,7 +697,7 @@ impl Run<'_> {
         }
         self.reclaim_ns.push(t0.elapsed().as_nanos() as u64);
         self.reclaimed_bytes += got;
-        self.reclaim_short = got < asked;
+        Some(got < asked)
     }
 
     /// Notices apps that ended (killed, crashed, or done) and books them.
