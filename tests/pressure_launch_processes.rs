@@ -1,8 +1,8 @@
 //! The launch phase in the process mode, on a tiny run per policy: every launch is
 //! timed from the System's command to the app process's frame report and classified;
 //! kill's killed apps start cold, marvin's eager restore brings objects back in warm
-//! launches, and on demand restores nothing eagerly. Needs root and a memory
-//! controller; elsewhere it prints why it skips.
+//! launches, and on demand restores nothing eagerly; each launch says where its time
+//! went. Needs root and a memory controller; elsewhere it prints why it skips.
 
 use std::process::Command;
 
@@ -66,6 +66,19 @@ fn launches_of_app_processes_are_timed_and_classified() {
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
+    // Every policy's apps are in Android's cpu groups where a v1 cpu controller is.
+    let cpu_v1 = marvin::host::cpugroup::CpuController::available()
+        .is_ok_and(|c| c.version == marvin::host::cgroup::Version::V1);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if cpu_v1 {
+        assert_eq!(
+            stderr.matches("/top-app (1024 shares)").count(),
+            4,
+            "a top-app group per policy: {stderr}"
+        );
+    } else {
+        assert!(stderr.contains("no cpu groups"), "{stderr}");
+    }
     let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
     let v = v.as_array().unwrap();
     assert_eq!(v.len(), 4);
@@ -89,6 +102,16 @@ fn launches_of_app_processes_are_timed_and_classified() {
         assert_eq!(per_class, n, "{policy}");
         for r in s["launch_records"].as_array().unwrap() {
             assert!(u(r, "latency_ns") > 0, "{policy}: {r}");
+            // Where the time went: a cached app read the command, made its transition
+            // and drew its frame, in that order, within the launch (a cold one has no
+            // command to read: its parts are 0).
+            let parts = u(r, "deliver_ns") + u(r, "transition_ns") + u(r, "frame_ns");
+            assert!(parts <= u(r, "latency_ns"), "{policy}: {r}");
+            if r["class"] != "cold" {
+                assert!(u(r, "frame_ns") > 0 && u(r, "run_ns") > 0, "{policy}: {r}");
+            } else {
+                assert_eq!(parts, 0, "{policy}: {r}");
+            }
         }
         assert!(u(s, "launch_p50_ns") <= u(s, "launch_p99_ns"));
     }
