@@ -150,6 +150,10 @@ impl Cond {
     /// Whether the branch is taken for operands `a` and `b`.
     #[inline(always)]
     pub fn taken(self, a: i64, b: i64) -> bool {
+        // A loop's test is nearly always `lt`: one compare-and-branch for it.
+        if self.0 == 0b001 {
+            return a < b;
+        }
         let ord = (a > b) as u8 + (a >= b) as u8;
         (self.0 >> ord) & 1 != 0
     }
@@ -245,7 +249,11 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
                     out.push(Op::ALoadLocal(a, b, ty));
                 }
                 if let (Some(op), Some(Op::Store(d))) = (bin(2), at(3)) {
-                    out.push(Op::LoadBinLocalStore(a, op, b, d));
+                    out.push(if op == Bin::Add {
+                        Op::LoadAddLocalStore(a, b, d)
+                    } else {
+                        Op::LoadBinLocalStore(a, op, b, d)
+                    });
                 }
                 if let Some(op) = bin(2) {
                     out.push(Op::LoadBinLocal(a, op, b));
@@ -571,7 +579,7 @@ mod tests {
                 fall: 4
             }
         );
-        assert_eq!(code[4], Op::LoadBinLocalStore(0, Bin::Add, 1, 0));
+        assert_eq!(code[4], Op::LoadAddLocalStore(0, 1, 0));
         // The increment takes the test along: it goes to the body or out, as the jmp
         // to the test would; the backward successor (the body) is the taken one.
         let again = Bin::Lt.cond(true).unwrap();
@@ -616,6 +624,26 @@ mod tests {
         assert_eq!(code[0], Op::Load(2));
         assert_eq!(code[1], Op::ALoadLocal(0, 1, Ty::Int));
         assert_eq!(code[4], Op::BinStore(Bin::Add, 2));
+    }
+
+    #[test]
+    fn a_three_address_add_has_its_own_op() {
+        // d = a + b needs no dispatch on the operation; d = a - b keeps the general op.
+        let mut code = vec![
+            Op::Load(0),
+            Op::Load(1),
+            Op::Add,
+            Op::Store(2),
+            Op::Load(0),
+            Op::Load(1),
+            Op::Sub,
+            Op::Store(2),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        assert_eq!(code[0], Op::LoadAddLocalStore(0, 1, 2));
+        assert_eq!(code[4], Op::LoadBinLocalStore(0, Bin::Sub, 1, 2));
+        assert_eq!(code[0].covers(), 4);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! call leaves the arguments where they are and they become the callee's first locals.
 //! The verifier proves every stack depth and local index, and a call checks that the
 //! callee's locals and deepest operand stack fit, so the loop indexes the stack without
-//! bounds checks (see [`ValueStack`]). Every object access goes through the runtime's
+//! bounds checks (see [`ValueStack`]). The loop keeps what every op needs in locals the
+//! compiler can hold in registers: a pointer to the next op (not an index, so a dispatch
+//! is one load), and cursors to the stack and to the running frame's locals ([`Slots`]),
+//! rather than reaching them through `self` on every op. Every object access goes through the runtime's
 //! access barrier (`Heap::access`); safepoints are polled at calls, backward branches and
 //! allocations.
 //!
@@ -83,6 +86,18 @@ impl ValueStack {
         unsafe { *self.ptr.add(i) = v }
     }
 
+    /// The slots from `from` on as a cursor the loop keeps in a register: the stack's
+    /// mapping never moves, so the loop need not reach it through `self` on every access.
+    #[inline(always)]
+    pub(crate) fn slots(&self, from: usize) -> Slots {
+        debug_assert!(from <= self.len);
+        Slots {
+            ptr: self.ptr.wrapping_add(from),
+            #[cfg(debug_assertions)]
+            left: self.len - from,
+        }
+    }
+
     pub fn slice(&self, from: usize, to: usize) -> &[u64] {
         let to = to.min(self.len);
         let from = from.min(to);
@@ -94,6 +109,49 @@ impl ValueStack {
     /// The mapping (kept for its lifetime; the pointer above borrows it).
     pub fn mapped_bytes(&self) -> usize {
         self.map.len()
+    }
+}
+
+/// The slots of a [`ValueStack`] from some index on (the whole stack, or a frame's
+/// locals), indexed without bounds checks as [`ValueStack::get`] is.
+#[derive(Clone, Copy)]
+pub(crate) struct Slots {
+    ptr: *mut u64,
+    #[cfg(debug_assertions)]
+    left: usize,
+}
+
+impl Slots {
+    /// The slots from `i` on.
+    #[inline(always)]
+    fn at(self, i: usize) -> Slots {
+        #[cfg(debug_assertions)]
+        debug_assert!(i <= self.left);
+        Slots {
+            ptr: self.ptr.wrapping_add(i),
+            #[cfg(debug_assertions)]
+            left: self.left - i,
+        }
+    }
+
+    #[inline(always)]
+    fn get(self, i: usize) -> u64 {
+        #[cfg(debug_assertions)]
+        debug_assert!(i < self.left);
+        // SAFETY: as in `ValueStack::get`: the loop makes its cursors from the running
+        // thread's stack, whose mapping outlives the loop and never moves, and indexes
+        // them only below bp + locals + max_stack of the running frame (proved by the
+        // verifier and checked against the capacity by `call`).
+        unsafe { *self.ptr.add(i) }
+    }
+
+    #[inline(always)]
+    fn set(self, i: usize, v: u64) {
+        #[cfg(debug_assertions)]
+        debug_assert!(i < self.left);
+        // SAFETY: as in `get`; the loop is the only code touching the stack while it
+        // runs (collections read it from this thread, between instructions).
+        unsafe { *self.ptr.add(i) = v }
     }
 }
 
@@ -349,7 +407,13 @@ impl<A: AppBinding> Thread<A> {
             self.stack.set(bp + i, args.get(i).copied().unwrap_or(0));
         }
         let mut sp = bp + nlocals;
-        let mut pc: usize = 0;
+        // The next op to run: a pointer rather than an index, so a dispatch is one load;
+        // `pc!()` is its position (past the running op) where an error or a frame needs it.
+        let mut ip: *const Op = code.as_ptr();
+        // The whole stack (operands are indexed by `sp`) and the running frame's locals.
+        let stk = self.stack.slots(0);
+        let mut fp = stk.at(bp);
+        let safepoints: &marvin_runtime::safepoint::Safepoints = app.safepoints();
         let depth0 = self.frames.len();
         self.frames.push(Frame {
             method,
@@ -357,16 +421,27 @@ impl<A: AppBinding> Thread<A> {
             bp: bp as u32,
         });
 
+        macro_rules! pc {
+            () => {
+                (ip as usize - code.as_ptr() as usize) / std::mem::size_of::<Op>()
+            };
+        }
+        // Continues at position `$t` of the running method.
+        macro_rules! jump {
+            ($t:expr) => {
+                ip = code.as_ptr().wrapping_add($t)
+            };
+        }
         macro_rules! pop {
             () => {{
                 sp -= 1;
-                self.stack.get(sp)
+                stk.get(sp)
             }};
         }
         macro_rules! push {
             ($v:expr) => {{
                 let v: u64 = $v;
-                self.stack.set(sp, v);
+                stk.set(sp, v);
                 sp += 1;
             }};
         }
@@ -379,19 +454,19 @@ impl<A: AppBinding> Thread<A> {
         }
         macro_rules! trap {
             ($msg:expr) => {{
-                return Err(error($msg, method, (pc - 1) as u32));
+                return Err(error($msg, method, (pc!() - 1) as u32));
             }};
         }
         macro_rules! save_pc {
             () => {{
                 if let Some(f) = self.frames.last_mut() {
-                    f.pc = (pc - 1) as u32;
+                    f.pc = (pc!() - 1) as u32;
                 }
             }};
         }
         macro_rules! poll {
             () => {{
-                if app.safepoints().requested() {
+                if safepoints.requested() {
                     save_pc!();
                     self.poll_slow()?;
                 }
@@ -429,7 +504,7 @@ impl<A: AppBinding> Thread<A> {
             ($b:expr, $x:expr, $y:expr, $at:expr) => {
                 match $b.apply($x, $y) {
                     Some(v) => v,
-                    None => return Err(error("division by zero", method, (pc - 1 + $at) as u32)),
+                    None => return Err(error("division by zero", method, (pc!() - 1 + $at) as u32)),
                 }
             };
         }
@@ -438,13 +513,14 @@ impl<A: AppBinding> Thread<A> {
         macro_rules! goto {
             ($next:expr) => {{
                 let next = $next as usize;
-                if next < pc && app.safepoints().requested() {
+                let dest = code.as_ptr().wrapping_add(next);
+                if dest < ip && safepoints.requested() {
                     if let Some(f) = self.frames.last_mut() {
                         f.pc = next as u32;
                     }
                     self.poll_slow()?;
                 }
-                pc = next;
+                ip = dest;
             }};
         }
         // A conditional branch of a fused op: to `t` when taken, else `rest` ops further.
@@ -453,7 +529,7 @@ impl<A: AppBinding> Thread<A> {
                 if $taken {
                     goto!($t);
                 } else {
-                    pc += $rest;
+                    ip = ip.wrapping_add($rest);
                 }
             }};
         }
@@ -466,7 +542,7 @@ impl<A: AppBinding> Thread<A> {
                 if $taken {
                     goto!($t);
                 } else {
-                    pc = $fall as usize;
+                    jump!($fall as usize);
                 }
             }};
         }
@@ -533,30 +609,32 @@ impl<A: AppBinding> Thread<A> {
         }
 
         loop {
-            debug_assert!(pc < code.len());
+            debug_assert!(pc!() < code.len());
             // Matched in place (`match *op`): copying the 24-byte op out first cost a
             // store and reloads on every dispatch (about a third of an integer loop's time).
-            // SAFETY: the verifier proves every reachable pc is in range and that no
-            // path falls off the end of a method (each ends in ret/jmp/halt).
-            let op: &Op = unsafe { code.get_unchecked(pc) };
-            pc += 1;
+            // SAFETY: `ip` points into `code` (it is only ever set to a position of the
+            // running method, or advanced within one): the verifier proves every reachable
+            // position is in range and that no path falls off the end of a method (each
+            // ends in ret/jmp/halt), and `code` lives as long as `loaded`.
+            let op: &Op = unsafe { &*ip };
+            ip = ip.wrapping_add(1);
             match *op {
                 Op::Push(v) => push!(v as u64),
-                Op::Load(i) => push!(self.stack.get(bp + i as usize)),
+                Op::Load(i) => push!(fp.get(i as usize)),
                 Op::Store(i) => {
                     let v = pop!();
-                    self.stack.set(bp + i as usize, v);
+                    fp.set(i as usize, v);
                 }
                 Op::Pop => sp -= 1,
                 Op::Dup => {
-                    let v = self.stack.get(sp - 1);
+                    let v = stk.get(sp - 1);
                     push!(v);
                 }
                 Op::Swap => {
-                    let b = self.stack.get(sp - 1);
-                    let a = self.stack.get(sp - 2);
-                    self.stack.set(sp - 1, a);
-                    self.stack.set(sp - 2, b);
+                    let b = stk.get(sp - 1);
+                    let a = stk.get(sp - 2);
+                    stk.set(sp - 1, a);
+                    stk.set(sp - 2, b);
                 }
                 Op::Add => binop!(|a, b| a.wrapping_add(b)),
                 Op::Sub => binop!(|a, b| a.wrapping_sub(b)),
@@ -593,25 +671,28 @@ impl<A: AppBinding> Thread<A> {
                 Op::Eq => binop!(|a, b| (a == b) as i64),
                 Op::Ne => binop!(|a, b| (a != b) as i64),
                 Op::Jmp(t) => {
-                    if (t as usize) < pc {
+                    let dest = code.as_ptr().wrapping_add(t as usize);
+                    if dest < ip {
                         poll!();
                     }
-                    pc = t as usize;
+                    ip = dest;
                 }
                 Op::Jz(t) => {
                     if pop!() == 0 {
-                        if (t as usize) < pc {
+                        let dest = code.as_ptr().wrapping_add(t as usize);
+                        if dest < ip {
                             poll!();
                         }
-                        pc = t as usize;
+                        ip = dest;
                     }
                 }
                 Op::Jnz(t) => {
                     if pop!() != 0 {
-                        if (t as usize) < pc {
+                        let dest = code.as_ptr().wrapping_add(t as usize);
+                        if dest < ip {
                             poll!();
                         }
-                        pc = t as usize;
+                        ip = dest;
                     }
                 }
                 Op::Call(m) => {
@@ -627,10 +708,10 @@ impl<A: AppBinding> Thread<A> {
                         trap!("stack overflow");
                     }
                     for i in nargs..nl {
-                        self.stack.set(nbp + i, 0);
+                        stk.set(nbp + i, 0);
                     }
                     if let Some(f) = self.frames.last_mut() {
-                        f.pc = (pc - 1) as u32;
+                        f.pc = (pc!() - 1) as u32;
                     }
                     self.frames.push(Frame {
                         method: m,
@@ -640,8 +721,9 @@ impl<A: AppBinding> Thread<A> {
                     method = m;
                     code = &loaded.code[m as usize];
                     bp = nbp;
+                    fp = stk.at(bp);
                     sp = bp + nl;
-                    pc = 0;
+                    ip = code.as_ptr();
                 }
                 Op::Ret => {
                     let v = pop!();
@@ -654,7 +736,8 @@ impl<A: AppBinding> Thread<A> {
                     method = f.method;
                     code = &loaded.code[method as usize];
                     bp = f.bp as usize;
-                    pc = f.pc as usize + 1;
+                    fp = stk.at(bp);
+                    jump!(f.pc as usize + 1);
                     push!(v);
                 }
                 Op::New(c) => {
@@ -662,11 +745,11 @@ impl<A: AppBinding> Thread<A> {
                     let l = &loaded.layouts[c as usize];
                     match self.alloc(ObjKind::Instance, c, l.slots, l.nrefs) {
                         Ok(h) => push!(h),
-                        Err(f) => return Err(f.at(method, (pc - 1) as u32)),
+                        Err(f) => return Err(f.at(method, (pc!() - 1) as u32)),
                     }
                 }
                 Op::NewArray(kind) => {
-                    let n = self.stack.get(sp - 1) as i64;
+                    let n = stk.get(sp - 1) as i64;
                     if n < 0 {
                         trap!("negative array length");
                     }
@@ -679,7 +762,7 @@ impl<A: AppBinding> Thread<A> {
                             sp -= 1;
                             push!(h)
                         }
-                        Err(f) => return Err(f.at(method, (pc - 1) as u32)),
+                        Err(f) => return Err(f.at(method, (pc!() - 1) as u32)),
                     }
                 }
                 Op::GetField(s) => {
@@ -811,7 +894,7 @@ impl<A: AppBinding> Thread<A> {
                     let _ = handle!(v);
                     if let Err(holder) = app.monitors().try_enter(v, self.id, self.tid) {
                         save_pc!();
-                        self.monitor_wait(v, holder, method, pc - 1);
+                        self.monitor_wait(v, holder, method, pc!() - 1);
                     }
                 }
                 Op::MonitorExit => {
@@ -829,9 +912,9 @@ impl<A: AppBinding> Thread<A> {
                 | Op::Spawn(_)
                 | Op::Sleep => {
                     save_pc!();
-                    sp = match self.message_op(*op, sp, method, pc - 1) {
+                    sp = match self.message_op(*op, sp, method, pc!() - 1) {
                         Ok(sp) => sp,
-                        Err(f) => return Err(f.at(method, (pc - 1) as u32)),
+                        Err(f) => return Err(f.at(method, (pc!() - 1) as u32)),
                     };
                 }
                 Op::Print => {
@@ -873,93 +956,96 @@ impl<A: AppBinding> Thread<A> {
                     return Err(Trap::Halt(code));
                 }
                 Op::LoadLoad(a, b) => {
-                    let (x, y) = (
-                        self.stack.get(bp + a as usize),
-                        self.stack.get(bp + b as usize),
-                    );
+                    let (x, y) = (fp.get(a as usize), fp.get(b as usize));
                     push!(x);
                     push!(y);
-                    pc += 1;
+                    ip = ip.wrapping_add(1);
                 }
                 Op::BinConst(b, k) => {
                     let x = pop!() as i64;
                     let v = bin!(b, x, k, 1);
                     push!(v as u64);
-                    pc += 1;
+                    ip = ip.wrapping_add(1);
                 }
                 Op::BinConstStore(b, k, a) => {
                     let x = pop!() as i64;
                     let v = bin!(b, x, k, 1);
-                    self.stack.set(bp + a as usize, v as u64);
-                    pc += 2;
+                    fp.set(a as usize, v as u64);
+                    ip = ip.wrapping_add(2);
                 }
                 Op::BinLocal(b, a) => {
-                    let y = self.stack.get(bp + a as usize) as i64;
+                    let y = fp.get(a as usize) as i64;
                     let x = pop!() as i64;
                     let v = bin!(b, x, y, 1);
                     push!(v as u64);
-                    pc += 1;
+                    ip = ip.wrapping_add(1);
                 }
                 Op::BinStore(b, d) => {
                     let y = pop!() as i64;
                     let x = pop!() as i64;
                     let v = bin!(b, x, y, 0);
-                    self.stack.set(bp + d as usize, v as u64);
-                    pc += 1;
+                    fp.set(d as usize, v as u64);
+                    ip = ip.wrapping_add(1);
                 }
                 Op::LoadBinConst(a, b, k) => {
-                    let v = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
+                    let v = bin!(b, fp.get(a as usize) as i64, k, 2);
                     push!(v as u64);
-                    pc += 2;
+                    ip = ip.wrapping_add(2);
                 }
                 Op::LoadBinLocal(a, b, c) => {
-                    let x = self.stack.get(bp + a as usize) as i64;
-                    let y = self.stack.get(bp + c as usize) as i64;
+                    let x = fp.get(a as usize) as i64;
+                    let y = fp.get(c as usize) as i64;
                     let v = bin!(b, x, y, 2);
                     push!(v as u64);
-                    pc += 2;
+                    ip = ip.wrapping_add(2);
                 }
                 Op::LoadBinConstStore(a, b, k, d) => {
-                    let v = bin!(b, self.stack.get(bp + a as usize) as i64, k, 2);
-                    self.stack.set(bp + d as usize, v as u64);
-                    pc += 3;
+                    let v = bin!(b, fp.get(a as usize) as i64, k, 2);
+                    fp.set(d as usize, v as u64);
+                    ip = ip.wrapping_add(3);
                 }
                 Op::LoadBinLocalStore(a, b, c, d) => {
-                    let x = self.stack.get(bp + a as usize) as i64;
-                    let y = self.stack.get(bp + c as usize) as i64;
+                    let x = fp.get(a as usize) as i64;
+                    let y = fp.get(c as usize) as i64;
                     let v = bin!(b, x, y, 2);
-                    self.stack.set(bp + d as usize, v as u64);
-                    pc += 3;
+                    fp.set(d as usize, v as u64);
+                    ip = ip.wrapping_add(3);
+                }
+                Op::LoadAddLocalStore(a, c, d) => {
+                    let x = fp.get(a as usize);
+                    let y = fp.get(c as usize);
+                    fp.set(d as usize, x.wrapping_add(y));
+                    ip = ip.wrapping_add(3);
                 }
                 Op::BinLocalStore(b, a, d) => {
-                    let y = self.stack.get(bp + a as usize) as i64;
+                    let y = fp.get(a as usize) as i64;
                     let x = pop!() as i64;
                     let v = bin!(b, x, y, 1);
-                    self.stack.set(bp + d as usize, v as u64);
-                    pc += 2;
+                    fp.set(d as usize, v as u64);
+                    ip = ip.wrapping_add(2);
                 }
                 Op::LoadBinConstBinLocal(a, b1, k, b2, c) => {
-                    let x = bin!(b1, self.stack.get(bp + a as usize) as i64, k, 2);
-                    let y = self.stack.get(bp + c as usize) as i64;
+                    let x = bin!(b1, fp.get(a as usize) as i64, k, 2);
+                    let y = fp.get(c as usize) as i64;
                     let v = bin!(b2, x, y, 4);
                     push!(v as u64);
-                    pc += 4;
+                    ip = ip.wrapping_add(4);
                 }
                 Op::BinConst2Store(b1, k1, b2, k2, d) => {
                     let x = pop!() as i64;
                     let x = bin!(b1, x, k1, 1);
                     let v = bin!(b2, x, k2, 3);
-                    self.stack.set(bp + d as usize, v as u64);
-                    pc += 4;
+                    fp.set(d as usize, v as u64);
+                    ip = ip.wrapping_add(4);
                 }
                 Op::IncLocal(a, k) => {
-                    let v = (self.stack.get(bp + a as usize) as i64).wrapping_add(k);
-                    self.stack.set(bp + a as usize, v as u64);
-                    pc += 3;
+                    let v = (fp.get(a as usize) as i64).wrapping_add(k);
+                    fp.set(a as usize, v as u64);
+                    ip = ip.wrapping_add(3);
                 }
                 Op::IncJmp(a, k, t) => {
-                    let v = (self.stack.get(bp + a as usize) as i64).wrapping_add(k);
-                    self.stack.set(bp + a as usize, v as u64);
+                    let v = (fp.get(a as usize) as i64).wrapping_add(k);
+                    fp.set(a as usize, v as u64);
                     goto!(t);
                 }
                 Op::BrCmp(c, t) => {
@@ -968,12 +1054,12 @@ impl<A: AppBinding> Thread<A> {
                     branch!(c.taken(x, y), t, 1);
                 }
                 Op::BrLocalConst { a, k, c, t, fall } => {
-                    let x = self.stack.get(bp + a as usize) as i64;
+                    let x = fp.get(a as usize) as i64;
                     fork!(c.taken(x, k), t, fall);
                 }
                 Op::BrLocalLocal { a, b, c, t, fall } => {
-                    let x = self.stack.get(bp + a as usize) as i64;
-                    let y = self.stack.get(bp + b as usize) as i64;
+                    let x = fp.get(a as usize) as i64;
+                    let y = fp.get(b as usize) as i64;
                     fork!(c.taken(x, y), t, fall);
                 }
                 Op::IncBrConst {
@@ -984,8 +1070,8 @@ impl<A: AppBinding> Thread<A> {
                     t,
                     fall,
                 } => {
-                    let x = (self.stack.get(bp + a as usize) as i64).wrapping_add(inc as i64);
-                    self.stack.set(bp + a as usize, x as u64);
+                    let x = (fp.get(a as usize) as i64).wrapping_add(inc as i64);
+                    fp.set(a as usize, x as u64);
                     fork!(c.taken(x, k as i64), t, fall);
                 }
                 Op::IncBrLocal {
@@ -996,43 +1082,43 @@ impl<A: AppBinding> Thread<A> {
                     t,
                     fall,
                 } => {
-                    let x = (self.stack.get(bp + a as usize) as i64).wrapping_add(inc as i64);
-                    self.stack.set(bp + a as usize, x as u64);
-                    let y = self.stack.get(bp + b as usize) as i64;
+                    let x = (fp.get(a as usize) as i64).wrapping_add(inc as i64);
+                    fp.set(a as usize, x as u64);
+                    let y = fp.get(b as usize) as i64;
                     fork!(c.taken(x, y), t, fall);
                 }
                 Op::BrLocalField { a, o, s, c, t } => {
-                    pc += 2;
-                    let h = handle!(self.stack.get(bp + o as usize));
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(fp.get(o as usize));
                     let acc = instance!(h, AccessKind::Read, s);
                     // SAFETY: the class check proved an instance of `s.class`, whose
                     // layout has slot `s.slot`.
                     let y = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
                         .load(Ordering::Relaxed) as i64;
-                    let x = self.stack.get(bp + a as usize) as i64;
+                    let x = fp.get(a as usize) as i64;
                     branch!(c.taken(x, y), t, 2);
                 }
                 Op::ALoadLocal(arr, i, ty) => {
-                    pc += 2;
-                    let h = handle!(self.stack.get(bp + arr as usize));
-                    let v = aload!(h, self.stack.get(bp + i as usize) as i64, ty);
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(fp.get(arr as usize));
+                    let v = aload!(h, fp.get(i as usize) as i64, ty);
                     push!(v);
                 }
                 Op::ALoadLocalBr(arr, i, on, t) => {
-                    pc += 2;
-                    let h = handle!(self.stack.get(bp + arr as usize));
-                    let v = aload!(h, self.stack.get(bp + i as usize) as i64, Ty::Int);
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(fp.get(arr as usize));
+                    let v = aload!(h, fp.get(i as usize) as i64, Ty::Int);
                     branch!((v != 0) == on, t, 1);
                 }
                 Op::AStoreLocalConst(arr, i, k) => {
-                    pc += 3;
-                    let h = handle!(self.stack.get(bp + arr as usize));
+                    ip = ip.wrapping_add(3);
+                    let h = handle!(fp.get(arr as usize));
                     let a = access!(h, AccessKind::Write);
-                    astore_int!(a, self.stack.get(bp + i as usize) as i64, k as u64);
+                    astore_int!(a, fp.get(i as usize) as i64, k as u64);
                 }
                 Op::LoadGetField(a, s) => {
-                    pc += 1;
-                    let h = handle!(self.stack.get(bp + a as usize));
+                    ip = ip.wrapping_add(1);
+                    let h = handle!(fp.get(a as usize));
                     let acc = instance!(h, AccessKind::Read, s);
                     // SAFETY: the class check proved an instance of `s.class`, whose
                     // layout has slot `s.slot`.
@@ -1040,14 +1126,14 @@ impl<A: AppBinding> Thread<A> {
                         .load(Ordering::Relaxed));
                 }
                 Op::LoadGetFieldStore(a, s, b) => {
-                    pc += 1;
-                    let h = handle!(self.stack.get(bp + a as usize));
+                    ip = ip.wrapping_add(1);
+                    let h = handle!(fp.get(a as usize));
                     let acc = instance!(h, AccessKind::Read, s);
                     // SAFETY: as in `LoadGetField`.
                     let v = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
                         .load(Ordering::Relaxed);
-                    self.stack.set(bp + b as usize, v);
-                    pc += 1;
+                    fp.set(b as usize, v);
+                    ip = ip.wrapping_add(1);
                 }
                 Op::CasBr(s, on, t) => {
                     let new = pop!();
@@ -1062,14 +1148,14 @@ impl<A: AppBinding> Thread<A> {
                     branch!(ok == on, t, 1);
                 }
                 Op::LoadXadd(a, k, s, discard) => {
-                    pc += 2;
-                    let h = handle!(self.stack.get(bp + a as usize));
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(fp.get(a as usize));
                     let acc = instance!(h, AccessKind::Write, s);
                     // SAFETY: the class check proved an instance with slot `s.slot`.
                     let w = unsafe { acc.obj().slot_unchecked(s.slot as usize) };
                     let old = w.fetch_add(k as i64 as u64, Ordering::SeqCst);
                     if discard {
-                        pc += 1;
+                        ip = ip.wrapping_add(1);
                     } else {
                         push!(old);
                     }

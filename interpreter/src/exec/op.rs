@@ -113,6 +113,9 @@ pub enum Op {
     LoadBinConst(u32, Bin, i64),
     /// `load a; load b; OP`
     LoadBinLocal(u32, Bin, u32),
+    /// `load a; load b; add; store d`: the commonest three-address operation, apart from
+    /// [`Op::LoadBinLocalStore`] so that it needs no second dispatch on the operation
+    LoadAddLocalStore(u32, u32, u32),
     /// `load a; push k; OP; store d`
     LoadBinConstStore(u32, Bin, i64, u32),
     /// `load a; load b; OP; store d`: a register machine's three-address operation
@@ -213,6 +216,7 @@ impl Op {
             Op::IncLocal(..)
             | Op::LoadBinConstStore(..)
             | Op::LoadBinLocalStore(..)
+            | Op::LoadAddLocalStore(..)
             | Op::BrLocalConst { .. }
             | Op::BrLocalLocal { .. }
             | Op::IncBrConst { .. }
