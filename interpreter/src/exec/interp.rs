@@ -7,9 +7,9 @@
 //! bounds checks (see [`ValueStack`]). The loop keeps what every op needs in locals the
 //! compiler can hold in registers: a pointer to the next op (not an index, so a dispatch
 //! is one load), and cursors to the stack and to the running frame's locals ([`Slots`]),
-//! rather than reaching them through `self` on every op. Every object access goes through the runtime's
-//! access barrier (`Heap::access`); safepoints are polled at calls, backward branches and
-//! allocations.
+//! rather than reaching them through `self` on every op. Every object access goes through
+//! the runtime's access barrier (`Heap::access`); safepoints are polled at calls, backward
+//! branches and allocations.
 //!
 //! `cas` and `xadd` are sequentially consistent, as Java's `compareAndSet` and
 //! `getAndAdd` are (volatile semantics); on x86 that is the same `lock cmpxchg` /
