@@ -11,7 +11,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::sched::LooperPolicy;
-use crate::system::plot::{register_font, FONT};
+use crate::system::plot::{okabe_ito, register_font, FONT};
+use crate::system::plot_text::Png;
 
 /// The delays (ns) of one queue under one looper policy, every message of every run.
 #[derive(Debug, Clone)]
@@ -33,10 +34,11 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
         .iter()
         .map(|s| {
             let deli = s.implementation == "deliqueue";
+            // Okabe-Ito, as the other figures: colour-blind safe.
             let colour = if deli {
-                RGBColor(44, 160, 44)
+                okabe_ito::BLUISH_GREEN
             } else {
-                RGBColor(214, 39, 40)
+                okabe_ito::VERMILLION
             };
             let label = format!("{}, {} looper", s.implementation, s.policy);
             // Solid: the normal looper; dashed: FIFO UI; dotted: grouped.
@@ -68,7 +70,7 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
     let png = dir.join("dispatch_delay.png");
     draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), &figure)
         .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
-    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), &figure)
+    draw(Png::file(&png, SIZE)?.into_drawing_area(), &figure)
         .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
     Ok(vec![svg, png])
 }

@@ -13,6 +13,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::system::plot::{add_svg_description, okabe_ito, register_font, FONT};
+use crate::system::plot_text::Png;
 
 /// One measured (or published) line.
 #[derive(Clone, Debug)]
@@ -78,7 +79,7 @@ pub fn write(dir: &Path, chart: &Chart) -> anyhow::Result<Vec<PathBuf>> {
     let text = format!("{}: {}", chart.title, chart.caption);
     add_svg_description(&svg, &text)?;
     {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        let root = Png::file(&png, SIZE)?.into_drawing_area();
         draw(&root, chart)
             .and_then(|()| root.present())
             .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;

@@ -9,6 +9,7 @@ use plotters::prelude::*;
 
 use super::launch::LaunchRecord;
 use super::plot::{policy_colour, register_font, FONT};
+use super::plot_text::Png;
 
 const SIZE: (u32, u32) = (1000, 600);
 
@@ -40,7 +41,7 @@ pub fn write_cdf(
     draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), policies)
         .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
     let png = dir.join("launch_cdf.png");
-    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), policies)
+    draw(Png::file(&png, SIZE)?.into_drawing_area(), policies)
         .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
     Ok(vec![svg, png])
 }

@@ -14,6 +14,7 @@ pub mod launch;
 pub mod launch_plot;
 pub mod native_heap;
 pub mod plot;
+pub mod plot_text;
 pub mod processes;
 pub mod provenance;
 pub mod series;

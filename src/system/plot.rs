@@ -24,6 +24,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::plot_text::Png;
 use super::series::{PolicySeries, SeriesPoint};
 
 /// The files written by [`write_plots`].
@@ -120,7 +121,7 @@ pub fn write_plots_counted(
         add_svg_description(&svg, &text)?;
         files.push(svg);
         let png = dir.join(format!("{name}.png"));
-        draw_to(BitMapBackend::new(&png, FIGURE_SIZE), figure, &png)?;
+        draw_to(Png::file(&png, FIGURE_SIZE)?, figure, &png)?;
         files.push(png);
         if !caption.is_empty() {
             let txt = dir.join(format!("{name}.txt"));
