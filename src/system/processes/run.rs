@@ -15,6 +15,11 @@
 //!   out of background apps' memory files (least recently used first); the killer,
 //!   the same as kill's, acts only when that was not enough.
 //!
+//! What happened to each app in time (launches, restarts, kills, the foreground and
+//! active intervals) is recorded from the System's side, as the in-process model records
+//! it: the foreground from the commands it sends, activity from the `round` marks the
+//! apps report, a kill when the System sees the killed process gone.
+//!
 //! "Usage" is the group's working set: what it is charged less the clean inactive
 //! page cache the kernel drops first ([`crate::host::memstat::MemStat::working_set`]).
 
@@ -37,6 +42,7 @@ use crate::system::activity::{Activity, Thresholds};
 use crate::system::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::system::series::{PolicySeries, SeriesPoint};
 use crate::system::summary::{AppRecord, Crash, Summary};
+use crate::system::timeline::{self, Timeline};
 use crate::system::{Pressure, SystemConfig};
 use marvin_runtime::cpuclock::boottime_ns;
 
@@ -180,6 +186,7 @@ pub fn run_policy(
     let cpu = cpu_groups(sys.apps);
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
+    let start = Instant::now();
     let mut run = Run {
         cfg,
         pressure,
@@ -188,7 +195,8 @@ pub fn run_policy(
         killer,
         slots: Vec::new(),
         ended: Ended::default(),
-        start: Instant::now(),
+        start,
+        timeline: Timeline::new(start),
         run_dir: run_dir.path().to_path_buf(),
         policy_file,
         restarts: 0,
@@ -203,6 +211,7 @@ pub fn run_policy(
     let result = run.drive(progress);
     run.stop_all();
     let ended = std::mem::take(&mut run.ended);
+    let mut app_events = run.timeline.finish();
     let oom_kills = group.oom_kills().unwrap_or(0);
     let peak = group.peak().unwrap_or(0);
     drop(run);
@@ -220,6 +229,9 @@ pub fn run_policy(
     summary.gc_major_faults = ended.gc_major_faults;
     summary.object_faults = ended.object_faults;
     summary.gc_faults = ended.gc_faults;
+    // The per-process records (how each life ended, its counts) after the intervals.
+    app_events.extend(timeline::from_records(&ended.apps));
+    summary.app_events = app_events;
     summary.apps = ended.apps;
     summary.crashed_apps = ended.crashed.len() as u64;
     summary.crashes = ended.crashed;
@@ -238,6 +250,8 @@ struct Run<'a> {
     slots: Vec<Slot>,
     ended: Ended,
     start: Instant,
+    /// What happened to each app, in time (written as `apps.csv`).
+    timeline: Timeline,
     run_dir: PathBuf,
     policy_file: PathBuf,
     restarts: u64,
@@ -449,6 +463,8 @@ impl Run<'_> {
         }
         let slot = self.start_app(id)?;
         self.slots.push(slot);
+        self.timeline.point(id, "launch");
+        self.timeline.begin(id, "foreground");
         self.fg = Some(id);
         self.update_states();
         Ok(())
@@ -550,6 +566,7 @@ impl Run<'_> {
                 let told_ns = boottime_ns();
                 self.slots[next] = self.start_app(next)?;
                 self.restarts += 1;
+                self.timeline.point(next, "restart");
                 Pending {
                     app: next,
                     cold: true,
@@ -561,12 +578,14 @@ impl Run<'_> {
                 }
             }
         };
+        self.timeline.begin(next, "foreground");
         self.fg = Some(next);
         self.update_states();
         Ok(pending)
     }
 
     fn send_to_background(&mut self, id: usize) {
+        self.timeline.end(id, "foreground");
         let s = &mut self.slots[id];
         s.left_foreground = Instant::now();
         if let Some(p) = s.proc.as_mut() {
@@ -721,6 +740,15 @@ impl Run<'_> {
                 (None, true) => "killed",
                 (None, false) => "ended",
             };
+            // Its intervals end before the kill (or the error) is booked.
+            let id = self.slots[i].id;
+            self.timeline.end(id, "foreground");
+            self.timeline.end(id, "active");
+            match &crash {
+                Some(error) => self.timeline.value(id, "error", error),
+                None if killed => self.timeline.point(id, "kill"),
+                None => {}
+            }
             self.ended.book(&self.slots[i], &seen, crash, t_s, how);
             self.killer.forget(pid);
             self.slots[i].proc = None;
@@ -736,12 +764,19 @@ impl Run<'_> {
         }
     }
 
-    /// Reads every running app's last reported round count into its activity state.
+    /// Reads every running app's last reported round count into its activity state;
+    /// a change begins or ends its `active` interval.
     fn observe_activity(&mut self, th: Thresholds) {
         let now = Instant::now();
         for s in self.slots.iter_mut() {
             if let Some(p) = s.proc.as_ref() {
+                let was = s.activity.is_active();
                 s.activity.observe(p.mark("round"), now, th);
+                match (was, s.activity.is_active()) {
+                    (false, true) => self.timeline.begin(s.id, "active"),
+                    (true, false) => self.timeline.end(s.id, "active"),
+                    _ => {}
+                }
             }
         }
     }
