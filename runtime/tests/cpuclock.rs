@@ -5,11 +5,18 @@
 //! `/proc` rounds down to `_SC_CLK_TCK` ticks (10 ms), so comparisons between differently
 //! accounted figures allow one `/proc` tick (`tick_ns()`, at least one scheduler tick) per
 //! source of rounding. Figures read through the same kernel counter are compared exactly.
+//!
+//! User time is sampled: each scheduler tick charges the thread that is running at that
+//! instant (less the ticks a hypervisor stole), so on a loaded machine a thread can burn
+//! tens of milliseconds between ticks that all land on other threads and show no user time
+//! at all. The tests therefore never expect user time from a fixed amount of work: they spin
+//! until the user clock moves, bounded by [`USER_TIME_BOUND_NS`] of CPU time, and they read
+//! a parked thread only once `/proc` shows it asleep.
 
 use std::hint::black_box;
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use marvin_runtime::cpuclock::{
     current_tid, proc_thread_times, read_clock_ns, thread_cpu_clock_id, thread_cpu_time_ns,
@@ -28,6 +35,39 @@ fn spin_cpu(ns: u64) {
         }
     }
     black_box(x);
+}
+
+/// How much CPU time a busy thread may take before its user clock must have moved: generous,
+/// since ticks sample whichever thread runs (a few milliseconds alone, far more under load).
+const USER_TIME_BOUND_NS: u64 = 10_000_000_000;
+
+/// Spins until this thread's user clock has advanced by at least `ns` since `user0`, or
+/// [`USER_TIME_BOUND_NS`] of CPU time has gone; returns the user clock then.
+fn spin_until_user_time(user0: u64, ns: u64) -> u64 {
+    let start = thread_cpu_time_ns();
+    loop {
+        let user = thread_user_time_ns();
+        if user - user0 >= ns || thread_cpu_time_ns() - start >= USER_TIME_BOUND_NS {
+            return user;
+        }
+        spin_cpu(1_000_000);
+    }
+}
+
+/// The scheduler state of thread `tid` of this process (field 3 of its `stat` line).
+fn thread_state(tid: i32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 1..];
+    after_comm.trim_start().chars().next().unwrap()
+}
+
+/// Waits (bounded by a minute, however loaded the machine) until thread `tid` sleeps.
+fn wait_until_asleep(tid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while thread_state(tid) != 'S' {
+        assert!(Instant::now() < deadline, "thread {tid} never went to sleep");
+        thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]
@@ -62,13 +102,16 @@ fn user_time_does_not_exceed_total_by_more_than_a_tick() {
 fn a_busy_thread_clocks_advance() {
     let (total0, user0) = (thread_cpu_time_ns(), thread_user_time_ns());
     spin_cpu(60_000_000);
-    let (total1, user1) = (thread_cpu_time_ns(), thread_user_time_ns());
+    let total1 = thread_cpu_time_ns();
     assert!(
         total1 - total0 >= 60_000_000,
         "total advanced {}",
         total1 - total0
     );
-    // 60 ms of user-mode spinning is at least several ticks of user time.
+    // User-mode spinning shows as user time once ticks land on this thread: at least a
+    // `/proc` tick of it within the bound.
+    let user1 = spin_until_user_time(user0, tick_ns());
+    let total1 = thread_cpu_time_ns();
     assert!(
         user1 - user0 >= tick_ns(),
         "user advanced only {} ns over {} ns of CPU",
@@ -77,10 +120,13 @@ fn a_busy_thread_clocks_advance() {
     );
 }
 
-/// A thread that burns some CPU, reports its tid, then blocks until told to finish.
+/// A thread that burns some CPU (until its user clock shows some), reports its tid and the
+/// user time it read of itself, then blocks until told to finish.
 struct ParkedThread {
     handle: thread::JoinHandle<()>,
     tid: i32,
+    /// The thread's own user clock as it last read it, before it parked.
+    own_user_ns: u64,
     finish: mpsc::Sender<()>,
 }
 
@@ -90,15 +136,17 @@ impl ParkedThread {
         let (finish, finish_rx) = mpsc::channel::<()>();
         let handle = thread::spawn(move || {
             spin_cpu(burn_ns);
-            tid_tx.send(current_tid()).unwrap();
+            let own_user_ns = spin_until_user_time(0, 1);
+            tid_tx.send((current_tid(), own_user_ns)).unwrap();
             let _ = finish_rx.recv();
         });
-        let tid = tid_rx.recv().unwrap();
-        // Let it reach the blocking recv.
-        thread::sleep(Duration::from_millis(20));
+        let (tid, own_user_ns) = tid_rx.recv().unwrap();
+        // Read it only once it is blocked in that recv, however long the machine takes.
+        wait_until_asleep(tid);
         ParkedThread {
             handle,
             tid,
+            own_user_ns,
             finish,
         }
     }
@@ -115,9 +163,13 @@ fn a_sleeping_thread_clocks_stand_still() {
     let by_handle0 = thread_user_time_of_handle(&parked.handle).unwrap();
     let by_tid0 = thread_user_time_of_tid(parked.tid).unwrap();
     let (proc_user0, proc_sys0) = proc_thread_times(parked.tid).unwrap();
+    // Another thread's clock, read through the handle and the tid, is the one the thread
+    // read of itself (the same counter, which only grows).
+    assert!(parked.own_user_ns > 0, "the busy thread shows no user time");
     assert!(
-        by_handle0 > 0,
-        "the thread burnt 40 ms but shows no user time"
+        by_handle0 >= parked.own_user_ns && by_tid0 >= parked.own_user_ns,
+        "own {} handle {by_handle0} tid {by_tid0}",
+        parked.own_user_ns
     );
 
     thread::sleep(Duration::from_millis(150));
