@@ -65,7 +65,10 @@ fn thread_state(tid: i32) -> char {
 fn wait_until_asleep(tid: i32) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while thread_state(tid) != 'S' {
-        assert!(Instant::now() < deadline, "thread {tid} never went to sleep");
+        assert!(
+            Instant::now() < deadline,
+            "thread {tid} never went to sleep"
+        );
         thread::sleep(Duration::from_millis(1));
     }
 }
