@@ -12,7 +12,7 @@ use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use marvin::host::lmk::Killer;
@@ -20,17 +20,28 @@ use marvin::host::lmk_policy::{AppState, Reason, Trigger};
 use marvin::host::pressure::{Level, PressureEvents};
 use marvin::host::swapdev::{self, SwapDevice};
 use marvin::host::{
-    procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, SwapChoice, Version,
+    procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice,
+    Version,
 };
 
 const CHILD_ENV: &str = "MARVIN_HOST_TEST_CHILD";
 const MIB: u64 = 1 << 20;
 
 /// Tests that turn swap on and off run one at a time: `swapoff` pulls pages back into
-/// whichever group owns them, which must not be another test's group at its limit. Tests
-/// that sweep dead runs' groups (a machine's set-up sweeps too) hold it as well, so that
-/// one test's sweep does not take the group another test left to sweep itself.
+/// whichever group owns them, which must not be another test's group at its limit, and the
+/// kernel puts a group's pages on whichever swap device has the highest priority, which
+/// must be the test's own. Tests that sweep dead runs' groups (a machine's set-up sweeps
+/// too) hold it as well, so that one test's sweep does not take the group another test
+/// left to sweep itself. See [`machine_exclusive`].
 static SWAP: Mutex<()> = Mutex::new(());
+
+/// Holds the machine for one test: [`SWAP`] against the other tests of this binary, and
+/// the machine-wide [`MachineLock`] against other processes (another `cargo test`, a
+/// real-mode run of `marvin pressure`), which a [`Machine`] set up meanwhile shares.
+fn machine_exclusive() -> (MutexGuard<'static, ()>, Arc<MachineLock>) {
+    let one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    (one, MachineLock::acquire().unwrap())
+}
 
 /// The hierarchy to test in, or `None` after printing why the test is skipped.
 fn hierarchy() -> Option<Hierarchy> {
@@ -268,7 +279,7 @@ fn a_panicking_test_body_leaves_no_group_behind() {
 #[test]
 fn a_group_left_by_a_sigkilled_run_is_swept() {
     let Some(h) = hierarchy() else { return };
-    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = machine_exclusive();
     let mut owner = child_command("own-group").spawn().unwrap();
     let mut out = BufReader::new(owner.stdout.take().unwrap());
     let path = PathBuf::from(expect_line(&mut out, "group"));
@@ -308,10 +319,12 @@ fn a_stop_signal_unwinds_the_run_and_removes_its_group() {
 #[test]
 fn kernel_swap_really_swaps_and_is_removed() {
     let Some(h) = hierarchy() else { return };
-    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (_, out0) = marvin::host::memstat::machine_swap_pages().unwrap();
-    let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, None).unwrap();
+    // At a run's priority, the highest: the group's pages go to this file even if the
+    // machine has other swap on.
+    let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
     let swap_path = swap.path().to_path_buf();
     assert!(
         swapdev::active_swaps()
@@ -373,7 +386,7 @@ fn swap_left_by_a_sigkilled_run_is_swept() {
     if hierarchy().is_none() {
         return;
     }
-    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let mut owner = child_command(&format!("swap-owner:{}", dir.path().display()))
         .spawn()
@@ -395,7 +408,7 @@ fn zram_swap_is_set_up_and_reset() {
     if hierarchy().is_none() {
         return;
     }
-    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = machine_exclusive();
     let disksize = Path::new("/sys/block/zram0/disksize");
     match std::fs::read_to_string(disksize) {
         Ok(s) if s.trim() == "0" => {}
@@ -483,7 +496,7 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
     if hierarchy().is_none() {
         return;
     }
-    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let cfg = MachineConfig {
         limits: Limits::hard(32 * MIB),
@@ -519,9 +532,9 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
 #[test]
 fn with_swap_the_killer_acts_when_swap_runs_low() {
     let Some(h) = hierarchy() else { return };
-    let _one = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let swap = SwapDevice::enable_file(dir.path(), 32 * MIB, None).unwrap();
+    let swap = SwapDevice::enable_file(dir.path(), 32 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
     let limit = 32 * MIB;
     let group = h
         .create(&Limits {

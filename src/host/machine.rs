@@ -5,9 +5,11 @@
 //! group) and then the swap.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::cgroup::{Group, Hierarchy, Limits, Version};
 use super::error::Result;
+use super::machine_lock::MachineLock;
 use super::swapdev::{self, SwapDevice};
 use super::{memstat, signals, sys};
 
@@ -45,6 +47,8 @@ pub struct Machine {
     vmstat_at_start: (u64, u64),
     /// What the start-up sweeps removed.
     swept: Vec<PathBuf>,
+    /// The machine, held from before the sweeps until the swap is off (dropped last).
+    _lock: Arc<MachineLock>,
 }
 
 /// Swap traffic of a run, in bytes.
@@ -57,11 +61,13 @@ pub struct SwapTraffic {
 }
 
 impl Machine {
-    /// Checks for root and a memory controller, installs the stop-signal handlers,
-    /// sweeps what dead runs left, then creates the swap and the group.
+    /// Checks for root and a memory controller, installs the stop-signal handlers, takes
+    /// the machine (waiting for another real-mode run to end), sweeps what dead runs
+    /// left, then creates the swap and the group.
     pub fn set_up(cfg: &MachineConfig) -> Result<Machine> {
         let hierarchy = Hierarchy::available()?;
         signals::install().map_err(|e| super::HostError::io("installing", "signal handlers", e))?;
+        let lock = MachineLock::acquire()?;
         let mut swept = hierarchy.sweep()?;
         let file_dirs: Vec<&std::path::Path> = match &cfg.swap {
             SwapChoice::File { dir, .. } => vec![dir.as_path()],
@@ -70,10 +76,16 @@ impl Machine {
         swept.extend(swapdev::sweep(&cfg.state_dir, &file_dirs)?);
         let swap = match &cfg.swap {
             SwapChoice::None => None,
-            SwapChoice::File { dir, bytes } => Some(SwapDevice::enable_file(dir, *bytes, None)?),
-            SwapChoice::Zram { bytes } => {
-                Some(SwapDevice::enable_zram(&cfg.state_dir, *bytes, None)?)
-            }
+            SwapChoice::File { dir, bytes } => Some(SwapDevice::enable_file(
+                dir,
+                *bytes,
+                Some(swapdev::RUN_PRIORITY),
+            )?),
+            SwapChoice::Zram { bytes } => Some(SwapDevice::enable_zram(
+                &cfg.state_dir,
+                *bytes,
+                Some(swapdev::RUN_PRIORITY),
+            )?),
         };
         let vmstat_at_start = memstat::machine_swap_pages()
             .map_err(|e| super::HostError::io("reading", "/proc/vmstat", e))?;
@@ -84,6 +96,7 @@ impl Machine {
             swap,
             vmstat_at_start,
             swept,
+            _lock: lock,
         })
     }
 

@@ -8,7 +8,8 @@
 //! in `top-app` and `background` ([`cpugroup`]).
 //!
 //! [`Machine`] is the front door: it sets all of that up for one run, in order, and
-//! takes it down in reverse.
+//! takes it down in reverse, holding the [`MachineLock`] throughout: one real-mode run
+//! on the machine at a time, since swap and the kernel's OOM killer are machine-wide.
 //!
 //! Everything machine-wide is announced on stderr when it is created and when it is
 //! removed. Guards remove it on drop (also while a panic unwinds), [`signals`] turns
@@ -23,6 +24,7 @@ pub mod error;
 pub mod lmk;
 pub mod lmk_policy;
 pub mod machine;
+pub mod machine_lock;
 pub mod memstat;
 pub mod owner;
 pub mod pressure;
@@ -35,6 +37,7 @@ pub mod sys;
 pub use cgroup::{Group, Hierarchy, Limits, Version};
 pub use error::{HostError, Result};
 pub use machine::{Machine, MachineConfig, SwapChoice};
+pub use machine_lock::MachineLock;
 
 /// Says on stderr what the run does to the machine.
 pub(crate) fn announce(msg: &str) {

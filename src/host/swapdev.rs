@@ -89,6 +89,12 @@ pub fn active_swaps() -> Result<Vec<ActiveSwap>> {
     Ok(parse_proc_swaps(&text))
 }
 
+/// The priority a run's swap is turned on at: the highest there is, so the kernel puts
+/// the run's pages on the run's own device before any other swap the machine has (a
+/// distribution's zram, a device turned on by hand); another real-mode run, whose device
+/// would share it, cannot run at the same time ([`super::MachineLock`]).
+pub const RUN_PRIORITY: u16 = 32767;
+
 fn need_root() -> Result<()> {
     if sys::is_root() {
         Ok(())
