@@ -306,3 +306,55 @@ fn a_full_disk_is_one_warning_naming_the_directory_and_the_data_stays_correct() 
     assert!(warnings[0].contains("is full"), "{stderr}");
     assert!(warnings[0].contains(swap_dir.to_str().unwrap()), "{stderr}");
 }
+
+#[test]
+fn a_reclaim_table_that_does_not_fit_is_a_full_disk_warning_and_the_app_carries_on() {
+    // The table of a `run` (2^17 entries, 4 MiB, every block allocated up front) does
+    // not fit on 1 MiB; the swap file and 8 arrays of 8 KiB do.
+    let fs = match SmallFs::mount(1024 * 1024) {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("skipping the full-disk table test: needs a tmpfs mount as root ({why})");
+            return;
+        }
+    };
+    let swap_dir = fs.path().join("swap");
+    let out = wait_bounded(
+        spawn(&[
+            "run",
+            program("hold.masm").to_str().unwrap(),
+            "-D",
+            "COUNT=8",
+            "-D",
+            "ARRAY_BYTES=8176",
+            "-D",
+            "SLEEP_MS=1000",
+            "--swap-dir",
+            swap_dir.to_str().unwrap(),
+            "--policy",
+            QUICK_COLD,
+            "--lifecycle",
+            "bg@300ms,save@400ms,reclaim@600ms",
+            "--stats",
+        ]),
+        "the run whose table does not fit",
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert_eq!(text(&out.stdout), "ready\nok\n", "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("is full"), "{stderr}");
+    assert!(warnings[0].contains("reclaim table"), "{stderr}");
+    assert!(warnings[0].contains(swap_dir.to_str().unwrap()), "{stderr}");
+    // No half-made table is left for another process to map.
+    let left: Vec<_> = std::fs::read_dir(&swap_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!left.iter().any(|n| n.ends_with(".table")), "{left:?}");
+}

@@ -95,6 +95,31 @@ fn is_disk_full(e: &SwapError) -> bool {
     }
 }
 
+/// The app's reclaim table in `dir`, its blocks allocated up front. On a full disk the
+/// app carries on with a process-private table instead, as with any full disk: a warning
+/// naming the directory (the app's one, hence `true`), and its objects stay in memory,
+/// since no other process can reach a table that is not in a file.
+fn table_or_full(
+    dir: &Path,
+    name: &str,
+    capacity: u32,
+) -> Result<(ReclaimTable, bool), ReclaimTableError> {
+    match ReclaimTable::create(&crate::external::table_path(dir, name), capacity) {
+        Ok(table) => Ok((table, false)),
+        Err(e) if e.is_disk_full() => {
+            // A stderr that cannot be written loses the warning, nothing else.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: swap directory {} is full: the reclaim table stays in this process, out of the System's reach ({e})",
+                dir.display()
+            );
+            Ok((ReclaimTable::anonymous(capacity)?, true))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// A stubbed object that is out has no checkpoint to read back (a bug in the swap
 /// layer: an object is reclaimed only once saved).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -122,7 +147,7 @@ impl AppSwap {
         })?;
         let dir_lock = SwapDirLock::acquire(dir)?;
         let file = SwapFile::create(dir, name)?;
-        let table = ReclaimTable::create(&crate::external::table_path(dir, name), table_capacity)?;
+        let (table, warned_full) = table_or_full(dir, name, table_capacity)?;
         if heap.large_space().backing() == LargeBacking::Memfd {
             heap.large_space()
                 .publish_regions(&crate::external::regions_path(dir, name))?;
@@ -136,7 +161,7 @@ impl AppSwap {
             batch: std::sync::atomic::AtomicBool::new(false),
             index_bytes: std::sync::atomic::AtomicUsize::new(0),
             dir_lock,
-            warned_full: std::sync::atomic::AtomicBool::new(false),
+            warned_full: std::sync::atomic::AtomicBool::new(warned_full),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;

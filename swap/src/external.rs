@@ -50,6 +50,14 @@ pub enum ExternalError {
         found: u32,
         expected: u32,
     },
+    #[error("{path} belongs to run {found}, not to the app's run {expected}")]
+    WrongRun {
+        path: PathBuf,
+        /// The table's run id (32 hex digits).
+        found: String,
+        /// The run id the app said it has.
+        expected: String,
+    },
     #[error("region {index} of process {pid} ({base:#x}, {len} bytes): {source}")]
     Region {
         pid: u32,
@@ -170,6 +178,25 @@ impl AppMemory {
     }
 }
 
+/// A run id as 32 hex digits (as `RunIdentity::id_hex` writes it).
+fn hex(run: &[u8; 16]) -> String {
+    run.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A run id from its 32 hex digits (the process protocol's `ready` message), or `None`
+/// for anything else.
+pub fn parse_run_id(text: &str) -> Option<[u8; 16]> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 32 || !bytes.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let mut run = [0u8; 16];
+    for (i, b) in run.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(run)
+}
+
 /// An app process as the System's reclaimer sees it: its reclaim table and its memory.
 ///
 /// It holds descriptors of the app's memory files: drop it when the app exits, or the
@@ -188,6 +215,29 @@ impl ExternalApp {
     /// directory) is refused before any entry is read.
     pub fn open(pid: u32, dir: &Path, name: &str) -> Result<ExternalApp, ExternalError> {
         let table = ReclaimTableView::open(&table_path(dir, name))?;
+        let memory = AppMemory::open(pid, &regions_path(dir, name))?;
+        ExternalApp::new(table, memory)
+    }
+
+    /// As [`ExternalApp::open`], and refused unless the table's header names run `run`
+    /// too: the run id the app gave the System (the process protocol's `ready` message),
+    /// so a table another run left or wrote in the directory is never acted on, even by a
+    /// process that reuses the pid.
+    pub fn open_run(
+        pid: u32,
+        run: &[u8; 16],
+        dir: &Path,
+        name: &str,
+    ) -> Result<ExternalApp, ExternalError> {
+        let table = ReclaimTableView::open(&table_path(dir, name))?;
+        let found = table.owner().run;
+        if &found != run {
+            return Err(ExternalError::WrongRun {
+                path: table.path().to_owned(),
+                found: hex(&found),
+                expected: hex(run),
+            });
+        }
         let memory = AppMemory::open(pid, &regions_path(dir, name))?;
         ExternalApp::new(table, memory)
     }

@@ -26,7 +26,7 @@ fn main() {
     if let Ok(dir) = std::env::var(APP_ENV) {
         std::process::exit(app::main(Path::new(&dir)));
     }
-    let tests: [(&str, fn()); 5] = [
+    let tests: [(&str, fn()); 6] = [
         (
             "reclaim_from_outside_returns_the_pages_and_the_app_gets_every_byte_back",
             reclaim_from_outside_returns_the_pages_and_the_app_gets_every_byte_back,
@@ -38,6 +38,10 @@ fn main() {
         (
             "a_damaged_or_foreign_region_directory_is_refused",
             a_damaged_or_foreign_region_directory_is_refused,
+        ),
+        (
+            "a_table_of_another_run_is_refused_by_run_id",
+            a_table_of_another_run_is_refused_by_run_id,
         ),
         (
             "an_entry_the_app_holds_is_skipped_not_waited_for",
@@ -366,6 +370,59 @@ fn own_app() -> (Heap, std::sync::Arc<AppSwap>, tempfile::TempDir) {
     let saved = marvin_swap::saver::save(&heap, &swap, std::time::Duration::MAX, true);
     assert_eq!(saved.saved_objects, 1);
     (heap, swap, dir)
+}
+
+/// The System opens an app by the run id the app gave it: the table of that run is
+/// taken, a table whose header names another run (left in or written into the directory,
+/// by this very pid too) is refused naming both runs, before any entry is read.
+fn a_table_of_another_run_is_refused_by_run_id() {
+    use marvin_runtime::run_identity::RunIdentity;
+    use marvin_swap::external::parse_run_id;
+    let (_heap, _swap, dir) = own_app();
+    let me = std::process::id();
+    let mine = *RunIdentity::current();
+    assert_eq!(
+        parse_run_id(&mine.id_hex()),
+        Some(mine.id),
+        "the wire form reads back"
+    );
+    for bad in [
+        "",
+        "xyz",
+        &mine.id_hex()[1..],
+        &format!("{}0", mine.id_hex()),
+    ] {
+        assert_eq!(parse_run_id(bad), None, "{bad:?}");
+    }
+    let ext = ExternalApp::open_run(me, &mine.id, dir.path(), NAME).unwrap();
+    assert_eq!(ext.table().owner().run, mine.id);
+    drop(ext);
+
+    // The app said another run id than the table's.
+    let other = RunIdentity::fresh();
+    let err = ExternalApp::open_run(me, &other.id, dir.path(), NAME).unwrap_err();
+    assert!(matches!(err, ExternalError::WrongRun { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "belongs to run {}, not to the app's run {}",
+            mine.id_hex(),
+            other.id_hex()
+        )),
+        "{text}"
+    );
+
+    // Another run's table over ours, with our pid in it: the pid check alone takes it,
+    // the run check does not.
+    use std::os::unix::fs::FileExt;
+    let path = table_path(dir.path(), NAME);
+    let table = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    table.write_all_at(&other.id, 48).unwrap();
+    assert!(ExternalApp::open(me, dir.path(), NAME).is_ok());
+    let err = ExternalApp::open_run(me, &mine.id, dir.path(), NAME).unwrap_err();
+    assert!(matches!(err, ExternalError::WrongRun { .. }), "{err}");
+    table.write_all_at(&mine.id, 48).unwrap();
+    ExternalApp::open_run(me, &mine.id, dir.path(), NAME).unwrap();
 }
 
 fn a_damaged_or_foreign_region_directory_is_refused() {

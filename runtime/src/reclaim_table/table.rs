@@ -129,6 +129,15 @@ pub enum ReclaimTableError {
     },
 }
 
+impl ReclaimTableError {
+    /// Whether the table did not fit on its file system (no space left, or a file size
+    /// limit): the swap directory is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, ReclaimTableError::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EFBIG | libc::EDQUOT)))
+    }
+}
+
 /// Who made a table, as its header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableOwner {
@@ -305,6 +314,21 @@ impl Mapping {
     }
 }
 
+/// Allocates every block of `file`'s first `len` bytes (`posix_fallocate`), growing it to
+/// `len`: writing to them later cannot fail for lack of room.
+fn reserve(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len =
+        libc::off_t::try_from(len).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: posix_fallocate only reads its integer arguments; the descriptor is owned by
+    // `file`, open for writing, for the whole call.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
 fn open_rw(path: &Path, create: bool) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
@@ -357,8 +381,13 @@ impl ReclaimTable {
             source,
         };
         let file = open_rw(path, true).map_err(|e| io("create the file", e))?;
-        file.set_len(Mapping::bytes_for(capacity) as u64)
-            .map_err(|e| io("size the file", e))?;
+        // Every block of the file is allocated now: a sparse file on a file system that
+        // fills up would make the first touch of a new page of the map a SIGBUS. A table
+        // that does not fit is not left behind half made.
+        if let Err(e) = reserve(&file, Mapping::bytes_for(capacity) as u64) {
+            let _ = std::fs::remove_file(path);
+            return Err(io("reserve the file's space", e));
+        }
         // SAFETY: MAP_SHARED of a file this table just created and sized. The file may be
         // opened by reclaimer processes, which touch it only through the same atomics; a
         // process that truncated or rewrote it would break the table's contract, and no

@@ -507,3 +507,39 @@ fn check_refuses_an_entry_that_does_not_describe_its_object() {
     e.lock().remove_flags(EntryFlags::from_bits_retain(1 << 12));
     assert_eq!(check(), Ok(()));
 }
+
+#[test]
+fn a_table_file_has_every_block_allocated_up_front() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.table");
+    // 4 MiB of entries, none used yet: a sparse file would hold almost no blocks.
+    let table = ReclaimTable::create(&path, 1 << 17).unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    // A 64-byte header, then the entries.
+    assert_eq!(meta.len(), (64 + (1 << 17) * ENTRY_BYTES) as u64);
+    assert!(
+        meta.blocks() * 512 >= meta.len(),
+        "{} bytes allocated of {}",
+        meta.blocks() * 512,
+        meta.len()
+    );
+    drop(table);
+}
+
+#[test]
+fn only_a_file_system_without_room_is_a_full_disk() {
+    let full = |errno| ReclaimTableError::Io {
+        op: "reserve the file's space",
+        path: "t".into(),
+        source: std::io::Error::from_raw_os_error(errno),
+    };
+    assert!(full(libc::ENOSPC).is_disk_full());
+    assert!(full(libc::EFBIG).is_disk_full());
+    assert!(!full(libc::EACCES).is_disk_full());
+    assert!(!ReclaimTableError::BadCapacity { capacity: 0 }.is_disk_full());
+    // A directory that does not exist is not a full disk.
+    let err =
+        ReclaimTable::create(std::path::Path::new("/nonexistent/dir/app.table"), 4).unwrap_err();
+    assert!(!err.is_disk_full(), "{err}");
+}

@@ -88,6 +88,7 @@ pub fn run(
         &mut *out.lock(),
         &Report::Ready {
             pid: std::process::id(),
+            run: marvin_runtime::run_identity::RunIdentity::current().id_hex(),
         },
     )?;
     // Swap counters and times when the app was last told to come to the foreground: a

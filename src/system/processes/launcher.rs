@@ -25,6 +25,8 @@ const STDERR_TAIL: usize = 4096;
 pub struct Seen {
     /// The app said it is running.
     pub ready: bool,
+    /// The run id it gave then (its swap file's and reclaim table's owner).
+    pub run: Option<[u8; 16]>,
     /// Cumulative mark counts, as last reported.
     pub marks: BTreeMap<String, u64>,
     /// Runtime counters, as last reported.
@@ -246,7 +248,18 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                 let mut s = seen.lock();
                 s.last_report = Some(Instant::now());
                 match rep {
-                    Report::Ready { .. } => s.ready = true,
+                    Report::Ready { run, .. } => match marvin_swap::external::parse_run_id(&run) {
+                        Some(run) => {
+                            s.ready = true;
+                            s.run = Some(run);
+                        }
+                        None => {
+                            s.protocol_error = Some(format!(
+                                "ready with a run id that is not 32 hex digits: {:?}",
+                                run.chars().take(40).collect::<String>()
+                            ));
+                        }
+                    },
                     Report::Marks { marks, counters } => {
                         s.marks = marks;
                         s.counters = counters;

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! System -> app (stdin)            app -> System (stdout)
-//!   {"to":"background"}              {"ev":"ready","pid":4242}
+//!   {"to":"background"}              {"ev":"ready","pid":4242,"run":"5f0c…e1"}
 //!   {"to":"foreground"}              {"ev":"marks","marks":{"round":3,"frame":1}}
 //!   {"to":"stop"}                    {"ev":"marks","marks":{...},"counters":{...}}
 //!                                    {"ev":"transition","action":"background",...}
@@ -18,7 +18,9 @@
 //!                                    {"ev":"exit","status":0,"error":null}
 //! ```
 //!
-//! `marks` carries the app's cumulative `mark` counts and runtime counters
+//! `ready` names the app's process and its run id (32 hex digits, the id written into its
+//! swap file's and reclaim table's headers): the System's reclaimer acts only on a table
+//! of that run. `marks` carries the app's cumulative `mark` counts and runtime counters
 //! (`gc_major_faults`: major page faults taken while the app collected;
 //! `object_faults`: objects faulted back in), sent every report period and after each
 //! transition; `frame` is sent at once on every `mark "frame"` (a launch's end, timed
@@ -52,6 +54,8 @@ pub enum Report {
     Ready {
         /// The app's process id.
         pid: u32,
+        /// The app's run id, 32 hex digits (`RunIdentity::id_hex`).
+        run: String,
     },
     /// Cumulative `mark` counts by name, and the runtime's own counters.
     Marks {
@@ -182,7 +186,10 @@ mod tests {
         }
         let marks: BTreeMap<_, _> = [("round".to_string(), 3), ("frame".to_string(), 1)].into();
         for r in [
-            Report::Ready { pid: 42 },
+            Report::Ready {
+                pid: 42,
+                run: "00112233445566778899aabbccddeeff".into(),
+            },
             Report::Marks {
                 marks,
                 counters: [("gc_major_faults".to_string(), 2)].into(),
@@ -219,8 +226,12 @@ mod tests {
         send(&mut buf, &Command::Background).unwrap();
         assert_eq!(buf, b"{\"to\":\"background\"}\n");
         buf.clear();
-        send(&mut buf, &Report::Ready { pid: 7 }).unwrap();
-        assert_eq!(buf, b"{\"ev\":\"ready\",\"pid\":7}\n");
+        let run = "0123456789abcdef0123456789abcdef".to_string();
+        send(&mut buf, &Report::Ready { pid: 7, run }).unwrap();
+        assert_eq!(
+            buf,
+            b"{\"ev\":\"ready\",\"pid\":7,\"run\":\"0123456789abcdef0123456789abcdef\"}\n"
+        );
     }
 
     #[test]

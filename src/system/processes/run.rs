@@ -699,11 +699,11 @@ impl Run<'_> {
             }
             let slot = &mut self.slots[id];
             if slot.external.is_none() {
-                let ready = slot.proc.as_ref().is_some_and(|p| p.seen().ready);
-                if !ready {
+                // Only a table of the run the app named when it was ready.
+                let Some(run) = slot.proc.as_ref().and_then(|p| p.seen().run) else {
                     continue;
-                }
-                match ExternalApp::open(slot.pid, &slot.dir, SWAP_NAME) {
+                };
+                match ExternalApp::open_run(slot.pid, &run, &slot.dir, SWAP_NAME) {
                     Ok(x) => slot.external = Some(x),
                     Err(_) => continue,
                 }
