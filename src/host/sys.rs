@@ -1,6 +1,7 @@
 //! Every system call of the host layer that needs `unsafe`, each behind a safe wrapper:
 //! signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`, `process_mrelease`),
-//! eventfd and poll, `swapon`/`swapoff`, and joining a cgroup between fork and exec.
+//! eventfd and poll, `swapon`/`swapoff`, joining a cgroup between fork and exec, and the
+//! control thread's real-time scheduling ([`RealtimeThread`]).
 //! Nothing else under `host/` uses `unsafe`.
 
 use std::ffi::CString;
@@ -217,5 +218,68 @@ pub fn join_cgroup_before_exec(cmd: &mut Command, procs: File) {
     // takes no locks and calls only write(2), which is async-signal-safe.
     unsafe {
         cmd.pre_exec(hook);
+    }
+}
+
+/// The calling thread under `SCHED_FIFO` while this guard lives, as Android runs lmkd: the
+/// System's control loop (the low-memory killer, the reclaimer) must act before the
+/// kernel's OOM killer does however busy the machine's CPUs are, and it sleeps between its
+/// rounds, so it takes little. `SCHED_RESET_ON_FORK` makes the threads and processes it
+/// starts (the apps) run normally. Dropping the guard returns the thread to `SCHED_OTHER`.
+#[derive(Debug)]
+pub struct RealtimeThread(());
+
+impl RealtimeThread {
+    /// Raises the calling thread to `SCHED_FIFO` priority `priority` (1..=99), or says
+    /// why it cannot (no `CAP_SYS_NICE`, an RT budget of 0 in its cgroup).
+    pub fn enter(priority: i32) -> io::Result<RealtimeThread> {
+        set_scheduler(libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, priority)?;
+        Ok(RealtimeThread(()))
+    }
+}
+
+impl Drop for RealtimeThread {
+    fn drop(&mut self) {
+        let _ = set_scheduler(libc::SCHED_OTHER, 0);
+    }
+}
+
+fn set_scheduler(policy: libc::c_int, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param for the duration of the call; pid 0 names
+    // the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, policy, &param) } as libc::c_long).map(drop)
+}
+
+#[cfg(test)]
+mod realtime_tests {
+    use super::*;
+
+    /// The scheduling policy of the calling thread.
+    fn policy() -> libc::c_int {
+        // SAFETY: sched_getscheduler has no memory preconditions; pid 0 is this thread.
+        unsafe { libc::sched_getscheduler(0) }
+    }
+
+    #[test]
+    fn the_guard_raises_the_thread_and_its_children_run_normally() {
+        let rt = match RealtimeThread::enter(1) {
+            Ok(rt) => rt,
+            Err(e) => {
+                println!("skipped: cannot run SCHED_FIFO here: {e}");
+                return;
+            }
+        };
+        assert_eq!(
+            policy() & !libc::SCHED_RESET_ON_FORK,
+            libc::SCHED_FIFO,
+            "this thread is real-time"
+        );
+        let child = std::thread::spawn(policy).join().unwrap();
+        assert_eq!(child, libc::SCHED_OTHER, "a thread it starts is not");
+        drop(rt);
+        assert_eq!(policy(), libc::SCHED_OTHER, "and back to normal after");
     }
 }

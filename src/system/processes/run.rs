@@ -51,6 +51,8 @@ use marvin_runtime::cpuclock::boottime_ns;
 const REPORT_EVERY: Duration = Duration::from_millis(20);
 /// The System's loop tick: launches, the killer, the reclaimer, activity.
 const TICK: Duration = Duration::from_millis(20);
+/// The control loop's `SCHED_FIFO` priority: lmkd's (1), the lowest real-time one.
+const CONTROL_PRIORITY: i32 = 1;
 
 /// Android's cpu groups for apps (every policy alike): the app in front in `top-app`,
 /// with a default group's shares, the others in `background`, with a quarter of that
@@ -162,6 +164,16 @@ pub fn run_policy(
     for stale in machine.swept() {
         crate::errln!("marvin: removed {} left by an earlier run", stale.display());
     }
+    // The control loop runs real-time, as lmkd does, so that on a busy machine its killer
+    // and reclaimer still act before the kernel's OOM killer must; where that is not
+    // allowed it runs as before, and says so.
+    let realtime = match crate::host::sys::RealtimeThread::enter(CONTROL_PRIORITY) {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            crate::errln!("marvin: the control loop runs without real-time priority: {e}");
+            None
+        }
+    };
     let group = machine.group();
     // The same killer for kill and marvin (for marvin it is the backstop: its
     // reclaimer starts at twice the headroom); with swap, lmkd waits for pressure.
@@ -218,6 +230,8 @@ pub fn run_policy(
     if let Some(cpu) = cpu {
         cpu.remove()?;
     }
+    // Normal again before the swap goes off (swapoff reads every page back).
+    drop(realtime);
     // Taken down here rather than on drop, so a failure to remove is reported.
     machine.tear_down()?;
     let (mut summary, series) = result?;
