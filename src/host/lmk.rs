@@ -143,24 +143,22 @@ impl<'g> Killer<'g> {
     /// threshold, then samples the group and kills one app if the trigger says so.
     /// Returns the kill made, if any.
     pub fn watch(&mut self, interval: Duration) -> Result<Option<Kill>> {
-        self.watch_held(interval, false)
+        let critical = self.wait(interval)?;
+        self.step(critical)
     }
 
-    /// As [`Killer::watch`], but with `hold` it only waits and kills nothing (the
-    /// caller knows that memory is coming back without a kill: Marvin's reclaimer still
-    /// has bytes to take). A complete stall seen while held is not carried over.
-    pub fn watch_held(&mut self, interval: Duration, hold: bool) -> Result<Option<Kill>> {
-        let critical = if self.events.is_empty() {
+    /// Only the waiting half of [`Killer::watch`]: waits up to `interval` for a pressure
+    /// event or a crossing of the usage threshold and returns whether a complete stall
+    /// arrived, for a [`Killer::step`] the caller makes once it has done what it must
+    /// first (Marvin's reclaimer takes what it can, so the killer decides on the state
+    /// that pass left, not on one from before the wait).
+    pub fn wait(&mut self, interval: Duration) -> Result<bool> {
+        if self.events.is_empty() {
             std::thread::sleep(interval);
-            false
-        } else {
-            let fired = pressure::wait_any(&mut self.events, interval)?;
-            self.critical_at.is_some_and(|i| fired[i])
-        };
-        if hold {
-            return Ok(None);
+            return Ok(false);
         }
-        self.step(critical)
+        let fired = pressure::wait_any(&mut self.events, interval)?;
+        Ok(self.critical_at.is_some_and(|i| fired[i]))
     }
 
     /// One decision on the group's state now; `critical` says whether a critical

@@ -358,13 +358,22 @@ impl Run<'_> {
             if phase_on && self.slots.len() == sys.apps {
                 self.drive_launches(&mut phase)?;
             }
-            let hold = if self.pressure == Pressure::Marvin {
+            let kill = if self.pressure == Pressure::Marvin {
+                // The killer decides on the state the reclaimer's pass just left: the
+                // pass runs after the wait, right before the decision, so a kill for
+                // "nothing reclaimable" is never made on a pass from before the wait
+                // (objects saved or cooled meanwhile are taken first).
+                let critical = self.killer.wait(tick)?;
                 self.reclaim_if_needed();
-                !self.may_kill()
+                if self.may_kill() {
+                    self.killer.step(critical)?
+                } else {
+                    None
+                }
             } else {
-                false
+                self.killer.watch(tick)?
             };
-            if let Some(kill) = self.killer.watch_held(tick, hold)? {
+            if let Some(kill) = kill {
                 let why = match self.pressure {
                     Pressure::Marvin if self.reclaim_short => "nothing-reclaimable",
                     Pressure::Marvin => "reclaim-behind",
