@@ -66,19 +66,6 @@ fn launches_of_app_processes_are_timed_and_classified() {
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
-    // Every policy's apps are in Android's cpu groups where a v1 cpu controller is.
-    let cpu_v1 = marvin::host::cpugroup::CpuController::available()
-        .is_ok_and(|c| c.version == marvin::host::cgroup::Version::V1);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    if cpu_v1 {
-        assert_eq!(
-            stderr.matches("/top-app (1024 shares)").count(),
-            4,
-            "a top-app group per policy: {stderr}"
-        );
-    } else {
-        assert!(stderr.contains("no cpu groups"), "{stderr}");
-    }
     let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
     let v = v.as_array().unwrap();
     assert_eq!(v.len(), 4);

@@ -306,12 +306,18 @@ impl App {
     }
 
     /// Comes back to the foreground: with eager restore, every reclaimed object is read
-    /// back (with the app's threads stopped) before its looper runs again.
+    /// back (with the app's threads stopped) before its looper runs again. On demand
+    /// there is nothing to read back and the app's threads are not stopped: the flags
+    /// flip at once (the reclaimer re-checks the foreground flag under each entry's
+    /// lock, and an allocation under way may still stub its object, as one made just
+    /// before would have), so the launch does not wait for its looper's message or a
+    /// collection under way to reach a safepoint.
     pub fn enter_foreground(&self) -> Result<Transition, AppError> {
         let swap = self.object_swap()?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
+        let eager = swap.policy.restore_mode() == RestoreMode::Eager;
         let r = self.traced(names::EAGER_RESTORE, || {
-            let _w = self.safepoints.stop_the_world();
+            let _w = eager.then(|| self.safepoints.stop_the_world());
             if let Some(space) = self.heap.stub_space() {
                 space.table.set_foreground(true);
                 space.stub_on_alloc.store(false, Ordering::SeqCst);

@@ -33,8 +33,6 @@ use marvin_swap::policy::PolicyConfig;
 
 use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
-use crate::host::cgroup::Version;
-use crate::host::cpugroup::{self, CpuController, CpuGroups};
 use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
 use crate::host::{cgroup, lmk, procstat, signals, swapdev};
@@ -53,13 +51,6 @@ const REPORT_EVERY: Duration = Duration::from_millis(20);
 const TICK: Duration = Duration::from_millis(20);
 /// The control loop's `SCHED_FIFO` priority: lmkd's (1), the lowest real-time one.
 const CONTROL_PRIORITY: i32 = 1;
-
-/// Android's cpu groups for apps (every policy alike): the app in front in `top-app`,
-/// with a default group's shares, the others in `background`, with a quarter of that
-/// (Android gives its background group 52, but its cached apps are idle, where this
-/// experiment's background apps work and are counted active when they do).
-const TOP_APP: (&str, u64) = ("top-app", 1024);
-const BACKGROUND: (&str, u64) = ("background", 256);
 
 /// Marvin: the room the System makes below its reclaim threshold before it tells an
 /// app to come to the foreground (see [`Run::make_room_ahead`]): what a warm launch of
@@ -113,8 +104,6 @@ struct Slot {
     last_mem: procstat::ProcMem,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
-    /// The cpu group its threads are in (none without cpu groups).
-    cpu_group: Option<&'static str>,
 }
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
@@ -195,7 +184,6 @@ pub fn run_policy(
             source.describe()
         );
     }
-    let cpu = cpu_groups(sys.apps);
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
     let start = Instant::now();
@@ -218,7 +206,6 @@ pub fn run_policy(
         working_set: 0,
         kill_reasons: Default::default(),
         fg: None,
-        cpu: cpu.as_ref(),
     };
     let result = run.drive(progress);
     run.stop_all();
@@ -227,9 +214,6 @@ pub fn run_policy(
     let oom_kills = group.oom_kills().unwrap_or(0);
     let peak = group.peak().unwrap_or(0);
     drop(run);
-    if let Some(cpu) = cpu {
-        cpu.remove()?;
-    }
     // Normal again before the swap goes off (swapoff reads every page back).
     drop(realtime);
     // Taken down here rather than on drop, so a failure to remove is reported.
@@ -279,37 +263,6 @@ struct Run<'a> {
     /// The killer's kills by reason.
     kill_reasons: std::collections::BTreeMap<String, u64>,
     fg: Option<usize>,
-    /// The apps' cpu groups, when this machine has them.
-    cpu: Option<&'a CpuGroups>,
-}
-
-/// The run's cpu groups ([`TOP_APP`], [`BACKGROUND`]) under a parent group that weighs
-/// as much as one thread per app at the System's own nice (the apps' processes inherit
-/// it), or none, said on stderr, where there is no cgroup v1 cpu controller to use
-/// (not root; under v2 the cpu groups would take the apps out of their memory group).
-fn cpu_groups(apps: usize) -> Option<CpuGroups> {
-    let made = CpuController::available().and_then(|c| {
-        if c.version != Version::V1 {
-            return Err(crate::host::error::HostError::Refused(
-                "the cpu controller is in cgroup v2, where a cpu group would take the apps out of their memory group".into(),
-            ));
-        }
-        c.sweep()?;
-        let groups = c.create(&[TOP_APP, BACKGROUND])?;
-        let nice = procstat::stat(std::process::id()).map_or(0, |s| s.nice);
-        let shares = (cpugroup::nice_weight(nice) * apps as u64).clamp(2, cpugroup::MAX_SHARES);
-        groups.set_parent_shares(shares)?;
-        Ok(groups)
-    });
-    match made {
-        Ok(groups) => Some(groups),
-        Err(e) => {
-            crate::errln!(
-                "marvin: apps keep the System's cpu priority, in front or not (no cpu groups: {e})"
-            );
-            None
-        }
-    }
 }
 
 impl Run<'_> {
@@ -453,13 +406,8 @@ impl Run<'_> {
     fn start_app(&mut self, id: usize) -> anyhow::Result<Slot> {
         let dir = self.run_dir.join(format!("app{id}"));
         std::fs::create_dir_all(&dir)?;
-        let (group, cpu) = (self.group, self.cpu);
-        // Started in front: born in the top-app cpu group.
+        let group = self.group;
         let proc = AppProcess::spawn_with(&self.cfg.exe, &self.app_args(&dir), |cmd| {
-            if let Some(cpu) = cpu {
-                cpu.join_before_exec(TOP_APP.0, cmd)
-                    .map_err(std::io::Error::other)?;
-            }
             group.spawn_inside(cmd).map_err(std::io::Error::other)
         })?;
         let pid = proc.pid();
@@ -475,7 +423,6 @@ impl Run<'_> {
             major_faults: 0,
             last_mem: procstat::ProcMem::default(),
             ended: false,
-            cpu_group: self.cpu.map(|_| TOP_APP.0),
         })
     }
 
@@ -562,9 +509,8 @@ impl Run<'_> {
         let pid = self.slots[next].pid;
         if self.slots[next].proc.is_some() {
             // Before the app is told, as Android's activity manager does: room for what
-            // it will fault back, and the top-app cpu group.
+            // it will fault back.
             self.make_room_ahead(next);
-            self.set_cpu_group(next, TOP_APP.0);
         }
         let pending = match self.slots[next].proc.as_mut() {
             Some(proc) => {
@@ -636,10 +582,6 @@ impl Run<'_> {
             let _ = self
                 .killer
                 .set_state(self.slots[fg].pid, AppState::Foreground);
-            self.set_cpu_group(fg, TOP_APP.0);
-        }
-        for &id in &cached {
-            self.set_cpu_group(id, BACKGROUND.0);
         }
         for (rank, id) in cached.iter().rev().enumerate() {
             let state = if rank == 0 {
@@ -651,21 +593,6 @@ impl Run<'_> {
             };
             // An app that just died is no longer tracked: nothing to update.
             let _ = self.killer.set_state(self.slots[*id].pid, state);
-        }
-    }
-
-    /// Moves app `id`'s threads into cpu group `name` unless they are there (nothing
-    /// without cpu groups; an app that just died stays where it was).
-    fn set_cpu_group(&mut self, id: usize, name: &'static str) {
-        let Some(cpu) = self.cpu else {
-            return;
-        };
-        let s = &mut self.slots[id];
-        if s.proc.is_none() || s.cpu_group == Some(name) {
-            return;
-        }
-        if cpu.move_process(name, s.pid).is_ok() {
-            s.cpu_group = Some(name);
         }
     }
 
