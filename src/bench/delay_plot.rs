@@ -119,15 +119,18 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Re
             )),
             None => chart.draw_series(LineSeries::new(points.iter().copied(), style)),
         };
-        // The legend's swatch: two strokes, with a gap between them when not solid.
-        let gap = dashed.map_or(0, |(_, gap)| gap as i32);
+        // The legend's swatch: the line's own dash pattern over 24 pixels.
+        let strokes = swatch_strokes(*dashed);
         drawn
             .map_err(|e| e.to_string())?
             .label(label.as_str())
             .legend(move |(x, y)| {
+                let [a, b, c, d] = strokes;
                 EmptyElement::at((x, y))
-                    + PathElement::new([(0, 0), (10, 0)], style)
-                    + PathElement::new([(10 + gap, 0), (24, 0)], style)
+                    + PathElement::new([(a.0, 0), (a.1, 0)], style)
+                    + PathElement::new([(b.0, 0), (b.1, 0)], style)
+                    + PathElement::new([(c.0, 0), (c.1, 0)], style)
+                    + PathElement::new([(d.0, 0), (d.1, 0)], style)
             });
     }
     chart
@@ -139,6 +142,27 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Re
         .draw()
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
+}
+
+/// The strokes (start and end pixel) of a 24-pixel legend swatch drawn with `dashed`'s
+/// dash and gap lengths, or one stroke for a solid line: at most four, the last one
+/// repeated to fill four (a legend element is a fixed composition).
+fn swatch_strokes(dashed: Option<(u32, u32)>) -> [(i32, i32); 4] {
+    const WIDTH: i32 = 24;
+    let (dash, gap) = match dashed {
+        Some((dash, gap)) => (dash.max(1) as i32, gap as i32),
+        None => (WIDTH, 0),
+    };
+    let mut strokes = [(0, dash.min(WIDTH)); 4];
+    for i in 1..4 {
+        let from = i as i32 * (dash + gap);
+        strokes[i] = if from < WIDTH {
+            (from, (from + dash).min(WIDTH))
+        } else {
+            strokes[i - 1]
+        };
+    }
+    strokes
 }
 
 /// The complementary CDF of `delays_ns` as (delay in ms, share of messages at least
@@ -174,6 +198,26 @@ fn ccdf(delays_ns: &[f64]) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_legend_swatch_repeats_its_line_s_dash_pattern() {
+        let distinct = |dashed| {
+            let mut strokes = swatch_strokes(dashed).to_vec();
+            strokes.dedup();
+            strokes
+        };
+        assert_eq!(distinct(None), vec![(0, 24)], "solid: one stroke");
+        assert_eq!(
+            distinct(Some((8, 5))),
+            vec![(0, 8), (13, 21)],
+            "dashed: 8 on, 5 off"
+        );
+        assert_eq!(
+            distinct(Some((2, 4))),
+            vec![(0, 2), (6, 8), (12, 14), (18, 20)],
+            "dotted: a dot every 6 pixels"
+        );
+    }
 
     #[test]
     fn the_ccdf_falls_from_one_to_one_over_n_at_the_worst_delay() {
