@@ -12,6 +12,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod tiny_pressure;
+use tiny_pressure::{summaries, TINY_CLOCK};
+
 fn marvin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_marvin"));
     c.current_dir(env!("CARGO_MANIFEST_DIR"));
@@ -29,13 +32,9 @@ fn pressure(
     extra: &[&str],
     out: Option<&PathBuf>,
 ) -> Vec<Value> {
-    let mut cmd = marvin();
-    cmd.args([
-        "pressure",
+    let mut args = vec![
         "--mode",
         "in-process",
-        "--quiet",
-        "--json",
         "--policy",
         policies,
         "--apps",
@@ -46,28 +45,15 @@ fn pressure(
         "1s",
         "--duration",
         "6s",
-        "--time-scale",
-        "0.05",
-        "--gc-max-free",
-        "256k",
-        "--sample-every",
-        "100ms",
         "-D",
         "ARRAYS=48",
-    ]);
-    cmd.args(extra);
+    ];
+    args.extend(TINY_CLOCK);
+    args.extend(extra);
     if let Some(dir) = out {
-        cmd.arg("--out").arg(dir);
+        args.extend(["--out", dir.to_str().expect("a UTF-8 path")]);
     }
-    let o = cmd.output().expect("run marvin pressure");
-    assert!(
-        o.status.success(),
-        "marvin pressure failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON on stdout");
-    v.as_array().expect("an array of summaries").clone()
+    summaries(&args)
 }
 
 fn field(s: &Value, k: &str) -> u64 {

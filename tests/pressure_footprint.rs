@@ -4,9 +4,11 @@
 //! runtime holds for the apps charged in the accounted memory.
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use serde_json::Value;
+
+mod tiny_pressure;
+use tiny_pressure::{summaries, TINY_CLOCK};
 
 /// Kernel counters are kept in pages and reported in kB: the kinds of one sample add
 /// up to its total within a page per kind.
@@ -14,45 +16,26 @@ const PAGE: u64 = 4096;
 
 /// Runs a tiny `marvin pressure` of every policy, writing its outputs into `out`.
 fn tiny_run(out: &std::path::Path) -> Vec<Value> {
-    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "pressure",
-            "--mode",
-            "in-process",
-            "--quiet",
-            "--json",
-            "--policy",
-            "kill,page-swap,marvin",
-            "--apps",
-            "3",
-            "--budget",
-            "12m",
-            "--launch-every",
-            "500ms",
-            "--duration",
-            "3s",
-            "--time-scale",
-            "0.05",
-            "--gc-max-free",
-            "256k",
-            "--sample-every",
-            "100ms",
-            "-D",
-            "ARRAYS=48",
-            "--out",
-        ])
-        .arg(out)
-        .output()
-        .expect("run marvin pressure");
-    assert!(
-        o.status.success(),
-        "marvin pressure failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON on stdout");
-    v.as_array().expect("an array of summaries").clone()
+    let mut args = vec![
+        "--mode",
+        "in-process",
+        "--policy",
+        "kill,page-swap,marvin",
+        "--apps",
+        "3",
+        "--budget",
+        "12m",
+        "--launch-every",
+        "500ms",
+        "--duration",
+        "3s",
+        "-D",
+        "ARRAYS=48",
+        "--out",
+        out.to_str().expect("a UTF-8 path"),
+    ];
+    args.extend(TINY_CLOCK);
+    summaries(&args)
 }
 
 fn field(s: &Value, k: &str) -> u64 {

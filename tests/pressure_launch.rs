@@ -7,55 +7,37 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod tiny_pressure;
+use tiny_pressure::{summaries, TINY_CLOCK};
+
 const LAUNCHES: u64 = 6;
 
 fn run(out: &std::path::Path) -> Vec<Value> {
-    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "pressure",
-            "--mode",
-            "in-process",
-            "--quiet",
-            "--json",
-            "--policy",
-            "kill,page-swap,marvin-eager,marvin-on-demand",
-            "--apps",
-            "6",
-            "--budget",
-            "12m",
-            "--launch-every",
-            "1s",
-            "--duration",
-            "6s",
-            "--time-scale",
-            "0.05",
-            "--gc-max-free",
-            "256k",
-            "--sample-every",
-            "100ms",
-            "-D",
-            "ARRAYS=48",
-            "--launches",
-            &LAUNCHES.to_string(),
-            "--launch-gap",
-            "100ms",
-            "--out",
-        ])
-        .arg(out)
-        .output()
-        .expect("run marvin pressure");
-    assert!(
-        o.status.success(),
-        "marvin pressure failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice::<Value>(&o.stdout)
-        .expect("summary JSON")
-        .as_array()
-        .unwrap()
-        .clone()
+    let launches = LAUNCHES.to_string();
+    let mut args = vec![
+        "--mode",
+        "in-process",
+        "--policy",
+        "kill,page-swap,marvin-eager,marvin-on-demand",
+        "--apps",
+        "6",
+        "--budget",
+        "12m",
+        "--launch-every",
+        "1s",
+        "--duration",
+        "6s",
+        "-D",
+        "ARRAYS=48",
+        "--launches",
+        &launches,
+        "--launch-gap",
+        "100ms",
+        "--out",
+        out.to_str().expect("a UTF-8 path"),
+    ];
+    args.extend(TINY_CLOCK);
+    summaries(&args)
 }
 
 fn u(v: &Value, key: &str) -> u64 {

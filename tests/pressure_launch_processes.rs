@@ -4,9 +4,10 @@
 //! launches, and on demand restores nothing eagerly; each launch says where its time
 //! went. Needs root and a memory controller; elsewhere it prints why it skips.
 
-use std::process::Command;
-
 use serde_json::Value;
+
+mod tiny_pressure;
+use tiny_pressure::{summaries, TINY_CLOCK};
 
 const LAUNCHES: u64 = 8;
 
@@ -23,51 +24,33 @@ fn launches_of_app_processes_are_timed_and_classified() {
         return;
     }
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "pressure",
-            "--mode",
-            "processes",
-            "--quiet",
-            "--json",
-            "--policy",
-            "kill,kernel-swap,marvin-eager,marvin-on-demand",
-            "--apps",
-            "8",
-            "--budget",
-            "48m",
-            "--swap-size",
-            "256m",
-            "--launch-every",
-            "700ms",
-            "--duration",
-            "6s",
-            "--time-scale",
-            "0.05",
-            "--gc-max-free",
-            "256k",
-            "--sample-every",
-            "100ms",
-            "-D",
-            "ARRAYS=96",
-            "--launches",
-            &LAUNCHES.to_string(),
-            "--launch-gap",
-            "100ms",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .expect("run marvin pressure");
-    assert!(
-        o.status.success(),
-        "marvin pressure failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
-    let v = v.as_array().unwrap();
+    let launches = LAUNCHES.to_string();
+    let mut args = vec![
+        "--mode",
+        "processes",
+        "--policy",
+        "kill,kernel-swap,marvin-eager,marvin-on-demand",
+        "--apps",
+        "8",
+        "--budget",
+        "48m",
+        "--swap-size",
+        "256m",
+        "--launch-every",
+        "700ms",
+        "--duration",
+        "6s",
+        "-D",
+        "ARRAYS=96",
+        "--launches",
+        &launches,
+        "--launch-gap",
+        "100ms",
+        "--out",
+        out.path().to_str().expect("a UTF-8 path"),
+    ];
+    args.extend(TINY_CLOCK);
+    let v = &summaries(&args);
     assert_eq!(v.len(), 4);
     let records = |s: &Value, class: &str| -> Vec<Value> {
         s["launch_records"]

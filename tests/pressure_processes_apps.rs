@@ -5,9 +5,9 @@
 //! controller; elsewhere it prints why it skips.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
-use serde_json::Value;
+mod tiny_pressure;
+use tiny_pressure::{summaries, TINY_CLOCK};
 
 /// One row of `apps.csv`.
 #[derive(Debug)]
@@ -50,46 +50,28 @@ fn the_process_mode_apps_csv_has_consistent_foreground_and_active_intervals() {
     std::fs::create_dir(&swap).unwrap();
     // Eight apps in a budget for a few: the killer kills, and the launch phase brings
     // killed apps back cold.
-    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "pressure",
-            "--mode",
-            "processes",
-            "--quiet",
-            "--json",
-            "--policy",
-            "kill",
-            "--apps",
-            "8",
-            "--budget",
-            "48m",
-            "--launch-every",
-            "700ms",
-            "--duration",
-            "10s",
-            "--time-scale",
-            "0.05",
-            "--gc-max-free",
-            "256k",
-            "--sample-every",
-            "100ms",
-            "-D",
-            "ARRAYS=96",
-            "--swap-dir",
-        ])
-        .arg(&swap)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("run marvin pressure");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        o.status.success(),
-        "marvin pressure: {}\n{stderr}",
-        o.status
-    );
-    let summaries: Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    let mut args = vec![
+        "--mode",
+        "processes",
+        "--policy",
+        "kill",
+        "--apps",
+        "8",
+        "--budget",
+        "48m",
+        "--launch-every",
+        "700ms",
+        "--duration",
+        "10s",
+        "-D",
+        "ARRAYS=96",
+        "--swap-dir",
+        swap.to_str().expect("a UTF-8 path"),
+        "--out",
+        out.to_str().expect("a UTF-8 path"),
+    ];
+    args.extend(TINY_CLOCK);
+    let summaries = summaries(&args);
     let summary = &summaries[0];
     let csv = std::fs::read_to_string(out.join("apps.csv")).unwrap();
     let rows = rows(&csv);

@@ -1,0 +1,36 @@
+//! What the pressure tests' tiny runs share: `marvin pressure --quiet --json` run from the
+//! repository root on a scaled-down clock, its success checked and its summaries parsed.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The tiny runs' clock and collector: a twentieth of real time, at most 256 KiB of free
+/// heap kept after a collection, a sample every 100 ms.
+pub const TINY_CLOCK: [&str; 6] = [
+    "--time-scale",
+    "0.05",
+    "--gc-max-free",
+    "256k",
+    "--sample-every",
+    "100ms",
+];
+
+/// Runs `marvin pressure --quiet --json ARGS` in the repository root, asserts that it
+/// succeeded (showing its status and stderr if not) and returns the summaries it printed.
+pub fn summaries(args: &[&str]) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_marvin"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["pressure", "--quiet", "--json"])
+        .args(args)
+        .output()
+        .expect("run marvin pressure");
+    assert!(
+        o.status.success(),
+        "marvin pressure failed: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON on stdout");
+    v.as_array().expect("an array of summaries").clone()
+}
