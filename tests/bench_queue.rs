@@ -87,3 +87,37 @@ fn plot_draws_the_dispatch_delays_and_says_so_when_there_are_none() {
     );
     assert!(!none.exists(), "nothing drawn, nothing created");
 }
+
+#[test]
+fn a_looper_slice_outside_the_kernels_range_is_refused() {
+    for bad in ["50", "100001", "-1", "fast"] {
+        let arg = format!("--looper-slice-us={bad}");
+        let out = marvin(&["bench", "queue", &arg]);
+        assert!(!out.status.success(), "--looper-slice-us {bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--looper-slice-us"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(out.stdout.is_empty(), "nothing measured");
+    }
+}
+
+#[test]
+fn the_grouped_scenario_records_the_looper_slice_of_both_queues() {
+    let (stdout, said) = bench_queue_once("Android", &["--json", "--looper-slice-us", "200"]);
+    let samples: Value = serde_json::from_slice(&stdout).expect("JSON output");
+    let samples = samples.as_array().expect("an array of results");
+    if samples.is_empty() {
+        assert!(said.contains("not run"), "no result and no reason: {said}");
+        eprintln!("skipped: the grouped scenario did not run here: {said}");
+        return;
+    }
+    let mut seen: Vec<&str> = samples
+        .iter()
+        .map(|s| {
+            assert_eq!(s["looper_slice_us"].as_u64(), Some(200), "{s}");
+            s["impl"].as_str().unwrap()
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["deliqueue", "legacy"]);
+}

@@ -71,7 +71,7 @@ use marvin_deliqueue::{
 use rand::Rng;
 
 use super::delay_plot::DelaySeries;
-use super::sched::{self, as_background_thread, Grouping, LooperPolicy};
+use super::sched::{self, as_background_thread, Grouping, LooperPolicy, LooperSlice};
 use super::{finish, median, percentile, stream_rng, CommonArgs, Sample};
 
 #[derive(Debug, Args)]
@@ -85,6 +85,18 @@ pub struct QueueArgs {
     /// dispatch_delay.svg and .png
     #[arg(long, value_name = "DIR")]
     pub plot: Option<std::path::PathBuf>,
+    /// The time slice the looper asks for in the Android-grouped scenario, for both
+    /// queues: 100-100000 us, or 0 for the kernel's default
+    #[arg(long, value_name = "US", default_value_t = 100, value_parser = parse_looper_slice_us)]
+    pub looper_slice_us: u64,
+}
+
+fn parse_looper_slice_us(text: &str) -> Result<u64, String> {
+    let us: u64 = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a number of microseconds: {e}"))?;
+    LooperSlice::from_micros(us)?;
+    Ok(us)
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -531,8 +543,8 @@ pub struct Measured {
 }
 
 /// Runs every scenario whose name contains `only` (every one when `None`), the random
-/// draws seeded from `seed`.
-pub fn measure(reps: usize, seed: u64, only: Option<&str>) -> Measured {
+/// draws seeded from `seed`; the grouped looper asks for `looper_slice`.
+pub fn measure(reps: usize, seed: u64, only: Option<&str>, looper_slice: LooperSlice) -> Measured {
     let wanted = |scenario: &str| only.is_none_or(|only| scenario.contains(only));
     let mut samples = Vec::new();
     let mut notes = Vec::new();
@@ -602,7 +614,7 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>) -> Measured {
                 ));
                 continue;
             }
-            match Grouping::create() {
+            match Grouping::create(looper_slice) {
                 Ok(grouping) => Some(Arc::new(grouping)),
                 Err(why) => {
                     notes.push(format!("{scenario}: not run: {why}"));
@@ -618,6 +630,14 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>) -> Measured {
                 false => dispatch_delays(Legacy, policy, grouping.as_ref(), seed),
             }) {
                 Ok((sample, series)) => {
+                    // The grouped looper's slice (0: the kernel's default), for the record.
+                    let sample = match policy {
+                        LooperPolicy::Grouped => sample.with(
+                            "looper_slice_us",
+                            looper_slice.0.map_or(0, |s| s.as_micros() as u64),
+                        ),
+                        _ => sample,
+                    };
                     samples.push(sample);
                     delays.push(series);
                 }
@@ -778,7 +798,12 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
         samples,
         mut notes,
         delays,
-    } = measure(args.common.reps, args.common.seed, args.only.as_deref());
+    } = measure(
+        args.common.reps,
+        args.common.seed,
+        args.only.as_deref(),
+        LooperSlice::from_micros(args.looper_slice_us).map_err(anyhow::Error::msg)?,
+    );
     if let Some(dir) = &args.plot {
         if delays.is_empty() {
             notes.push("--plot: no dispatch-delay scenario ran, so no figure".to_string());

@@ -4,11 +4,14 @@
 //! (`sys.use_fifo_ui`: the activity manager moves that thread to `SCHED_FIFO`,
 //! priority 1), or grouped as Android groups threads without FIFO UI: the posters, at
 //! `THREAD_PRIORITY_BACKGROUND`, in a background cpu group with low shares, the looper
-//! at `THREAD_PRIORITY_DISPLAY` (nice -4) in the app-in-front group ([`Grouping`]).
+//! at `THREAD_PRIORITY_DISPLAY` (nice -4) in the app-in-front group ([`Grouping`]),
+//! asking the scheduler for a short time slice as a latency-critical thread
+//! ([`LooperSlice`]; the same for every queue).
 //! The FIFO policy needs `CAP_SYS_NICE`; [`fifo_ui_available`] says whether this
 //! process may use it before a scenario relies on it. The grouping needs root.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::host::cpugroup::{CpuController, CpuGroups};
 
@@ -42,6 +45,8 @@ pub struct Applied<'a> {
     grouping: Option<&'a Grouping>,
     /// The nice value to go back to (grouped only).
     nice_before: i32,
+    /// Whether a slice was asked for (grouped only): dropping goes back to the default.
+    sliced: bool,
 }
 
 impl LooperPolicy {
@@ -55,7 +60,14 @@ impl LooperPolicy {
                 let grouping = grouping.ok_or("the grouped looper needs its cpu groups")?;
                 let nice_before = current_nice()?;
                 grouping.join_foreground()?;
-                if let Err(e) = set_nice(THREAD_PRIORITY_DISPLAY) {
+                let placed = set_nice(THREAD_PRIORITY_DISPLAY).and_then(|()| {
+                    match grouping.looper_slice.0 {
+                        Some(slice) => set_fair(THREAD_PRIORITY_DISPLAY, Some(slice)),
+                        None => Ok(()),
+                    }
+                });
+                if let Err(e) = placed {
+                    let _ = set_fair(nice_before, None);
                     let _ = grouping.groups.leave();
                     return Err(e);
                 }
@@ -63,6 +75,7 @@ impl LooperPolicy {
                     policy: self,
                     grouping: Some(grouping),
                     nice_before,
+                    sliced: grouping.looper_slice.0.is_some(),
                 });
             }
         }
@@ -70,6 +83,7 @@ impl LooperPolicy {
             policy: self,
             grouping: None,
             nice_before: 0,
+            sliced: false,
         })
     }
 }
@@ -86,8 +100,12 @@ impl Drop for Applied<'_> {
             LooperPolicy::Grouped => {
                 // Going back needs the privilege that lowering the nice value took;
                 // leaving the group may fail only if it is gone, and the groups' drop
-                // moves threads back too.
-                let _ = set_nice(self.nice_before);
+                // moves threads back too. The slice goes back to the default with it.
+                let _ = if self.sliced {
+                    set_fair(self.nice_before, None)
+                } else {
+                    set_nice(self.nice_before)
+                };
                 if let Some(grouping) = self.grouping {
                     let _ = grouping.groups.leave();
                 }
@@ -107,17 +125,66 @@ pub const TOP_APP_SHARES: u64 = 1024;
 /// default group).
 pub const BACKGROUND_SHARES: u64 = 52;
 
+/// The time slice the grouped looper asks the scheduler for (`sched_setattr` with
+/// `sched_runtime` on a fair thread, Linux 6.12 and later), or `None` for the kernel's
+/// default (`base_slice_ns`, 1.4 ms on the test machine).
+///
+/// Under EEVDF a woken thread preempts the running one only if it has the earlier
+/// deadline, and a thread that has just been picked keeps the CPU for its slice unless
+/// the woken one asks for a shorter slice than its own; otherwise the woken looper
+/// waits for the running poster's slice to end, noticed at the next tick. A looper
+/// with a short slice, as a latency-critical thread such as the UI thread asks for,
+/// preempts on waking instead. It is a property of the looper thread, applied alike
+/// whichever queue it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LooperSlice(pub Option<Duration>);
+
+impl LooperSlice {
+    /// The shortest slice the kernel grants (it clamps requests to 0.1-100 ms).
+    pub const MIN: Duration = Duration::from_micros(100);
+    /// The longest.
+    pub const MAX: Duration = Duration::from_millis(100);
+    /// The default: the shortest slice.
+    pub const DEFAULT: LooperSlice = LooperSlice(Some(LooperSlice::MIN));
+
+    /// From a number of microseconds: 0 is the kernel's default slice, else 100-100,000.
+    pub fn from_micros(us: u64) -> Result<LooperSlice, String> {
+        if us == 0 {
+            return Ok(LooperSlice(None));
+        }
+        let slice = Duration::from_micros(us);
+        if slice < LooperSlice::MIN || slice > LooperSlice::MAX {
+            return Err(format!(
+                "a looper slice of {us} us is outside the kernel's range: give 0 (the \
+                 kernel's default) or 100 to 100000 us"
+            ));
+        }
+        Ok(LooperSlice(Some(slice)))
+    }
+}
+
+impl fmt::Display for LooperSlice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(slice) => write!(f, "{} us", slice.as_micros()),
+            None => f.write_str("the kernel's default"),
+        }
+    }
+}
+
 /// Android's grouping of an app's threads without FIFO UI, set up for one scenario:
 /// two cpu groups (`top-app` with [`TOP_APP_SHARES`], `background` with
 /// [`BACKGROUND_SHARES`]) under one group of this run, announced on stderr and removed
-/// when dropped (also while a panic unwinds). Needs root and a cpu controller.
+/// when dropped (also while a panic unwinds), and the slice the looper asks for
+/// ([`LooperSlice`]). Needs root and a cpu controller.
 pub struct Grouping {
     groups: CpuGroups,
+    looper_slice: LooperSlice,
 }
 
 impl Grouping {
     /// Creates the groups (removing first what runs killed outright left).
-    pub fn create() -> Result<Grouping, String> {
+    pub fn create(looper_slice: LooperSlice) -> Result<Grouping, String> {
         let controller = CpuController::available().map_err(|e| e.to_string())?;
         controller.sweep().map_err(|e| e.to_string())?;
         let groups = controller
@@ -126,7 +193,10 @@ impl Grouping {
                 ("background", BACKGROUND_SHARES),
             ])
             .map_err(|e| e.to_string())?;
-        Ok(Grouping { groups })
+        Ok(Grouping {
+            groups,
+            looper_slice,
+        })
     }
 
     /// Makes the calling thread a background poster: nice 10 in the background group.
@@ -183,6 +253,42 @@ fn set_nice(nice: i32) -> Result<(), String> {
             std::io::Error::last_os_error()
         ))
     }
+}
+
+/// Puts the calling thread under the default fair policy at `nice` with a time slice of
+/// `slice` (`None`: the kernel's default slice). Kernels before 6.12 accept the call but
+/// ignore the slice.
+#[cfg(target_os = "linux")]
+fn set_fair(nice: i32, slice: Option<Duration>) -> Result<(), String> {
+    let attr = libc::sched_attr {
+        size: std::mem::size_of::<libc::sched_attr>() as u32,
+        sched_policy: libc::SCHED_OTHER as u32,
+        sched_flags: 0,
+        sched_nice: nice,
+        sched_priority: 0,
+        // 0 asks for the default slice.
+        sched_runtime: slice.map_or(0, |s| s.as_nanos() as u64),
+        sched_deadline: 0,
+        sched_period: 0,
+    };
+    // SAFETY: `attr` is a valid, fully initialised `sched_attr` whose `size` field is
+    // its own size, and it outlives the call; pid 0 is the calling thread, whose
+    // scheduling alone changes; flags 0.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const _, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "sched_setattr(nice {nice}, slice {}) failed: {}",
+            LooperSlice(slice),
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_fair(nice: i32, _slice: Option<Duration>) -> Result<(), String> {
+    set_nice(nice)
 }
 
 /// The calling thread's nice value.
@@ -279,7 +385,7 @@ mod tests {
     /// back out; posters land in the background group at nice 10 (root only).
     #[test]
     fn grouping_places_looper_and_posters_and_undoes_it() {
-        let grouping = match Grouping::create() {
+        let grouping = match Grouping::create(LooperSlice::DEFAULT) {
             Ok(g) => g,
             Err(why) => {
                 eprintln!("skipped: {why}");
@@ -290,13 +396,21 @@ mod tests {
             s.spawn(|| {
                 let me = current_tid();
                 let before = stat_nice();
+                let slice_before = sched_slice();
                 assert_eq!(current_nice(), Ok(before));
                 let applied = LooperPolicy::Grouped.apply(Some(&grouping)).unwrap();
                 assert_eq!(stat_nice(), THREAD_PRIORITY_DISPLAY);
                 assert_eq!(current_nice(), Ok(THREAD_PRIORITY_DISPLAY));
                 assert_eq!(grouping.threads("top-app").unwrap(), vec![me]);
+                match (slice_before, sched_slice()) {
+                    (Some(_), Some(slice)) => {
+                        assert_eq!(slice, LooperSlice::MIN.as_nanos() as u64)
+                    }
+                    _ => eprintln!("no se.slice in /proc/thread-self/sched: slice not checked"),
+                }
                 drop(applied);
                 assert_eq!(stat_nice(), before);
+                assert_eq!(sched_slice(), slice_before, "back to the default slice");
                 assert!(grouping.threads("top-app").unwrap().is_empty());
             })
             .join()
@@ -314,6 +428,32 @@ mod tests {
             "an exited poster leaves the group"
         );
         assert!(LooperPolicy::Grouped.apply(None).is_err());
+    }
+
+    #[test]
+    fn a_looper_slice_is_the_default_or_in_the_kernels_range() {
+        assert_eq!(LooperSlice::from_micros(0), Ok(LooperSlice(None)));
+        assert_eq!(
+            LooperSlice::from_micros(100),
+            Ok(LooperSlice(Some(Duration::from_micros(100))))
+        );
+        assert_eq!(
+            LooperSlice::from_micros(100_000).unwrap().0,
+            Some(LooperSlice::MAX)
+        );
+        for bad in [1, 99, 100_001, u64::MAX] {
+            let err = LooperSlice::from_micros(bad).unwrap_err();
+            assert!(err.contains("100 to 100000 us"), "{err}");
+        }
+        assert_eq!(LooperSlice::DEFAULT.to_string(), "100 us");
+        assert_eq!(LooperSlice(None).to_string(), "the kernel's default");
+    }
+
+    /// The calling thread's slice (`se.slice` in ns), where the kernel shows it.
+    fn sched_slice() -> Option<u64> {
+        let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+        let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
+        line.split(':').nth(1)?.trim().parse().ok()
     }
 
     fn current_tid() -> u32 {
