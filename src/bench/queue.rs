@@ -37,7 +37,9 @@
 //!   groups them where FIFO UI scheduling is off: the posters at
 //!   `THREAD_PRIORITY_BACKGROUND` (nice 10) in a background cpu group with 52 shares
 //!   (`bg_non_interactive`), the looper at `THREAD_PRIORITY_DISPLAY` (nice -4) in a
-//!   top-app group with 1024 (on cgroup v2, `cpu.weight` 5 and 100). The benchmark
+//!   top-app group with 1024 (on cgroup v2, `cpu.weight` 5 and 100), asking for a short
+//!   time slice (`--looper-slice-us`, default 100 us, both queues alike; see
+//!   [`super::sched::LooperSlice`]) so that, woken, it preempts a poster. The benchmark
 //!   makes both groups under one group of its own in its cpu cgroup, announces them,
 //!   and removes them afterwards, also on a panic or Ctrl-C (which then ends the
 //!   benchmark after the current run); see [`super::sched::Grouping`]. It needs root;
