@@ -17,17 +17,22 @@ use marvin_swap::PolicyConfig;
 /// candidate), a round (2 buckets recreated) every 20 ms, until stopped; the other
 /// buckets stay cold for the reclaimer.
 fn buckets() -> Arc<Loaded> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/workloads/buckets.masm");
-    let mut p = load::load(&path).expect("loads");
-    let defines: Vec<(String, i64)> = [
+    buckets_with(&[
         ("BUCKETS", 8),
         ("ARRAYS", 16),
         ("ROUND_GAP_MS", 20),
         ("DELETE_GAP_MS", 1),
-    ]
-    .iter()
-    .map(|(n, v)| (n.to_string(), *v))
-    .collect();
+    ])
+}
+
+/// The shipped pressure workload with these constants.
+fn buckets_with(defines: &[(&str, i64)]) -> Arc<Loaded> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/workloads/buckets.masm");
+    let mut p = load::load(&path).expect("loads");
+    let defines: Vec<(String, i64)> = defines
+        .iter()
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect();
     p.link(&defines).expect("links");
     Arc::new(Loaded::new(verify::verify(p).expect("verifies")))
 }
@@ -135,4 +140,67 @@ fn transitions_need_object_swap_and_page_swap_stubs_at_allocation() {
     let stubbed = paged.stats().swap.expect("swap stats").stubbed_objects;
     assert_eq!(stubbed, 1);
     assert!(paged.page_out(u64::MAX).bytes > 0, "nothing paged out");
+}
+
+/// A frame waits for one step of a round, not for the whole round: the workload splits
+/// each round into messages of at most `CHUNK_BYTES` of arrays, so a foreground message
+/// posted while the app verifies a bucket runs between two steps. At every frame the
+/// arrays verified so far are a whole number of steps, and some frame comes in the middle
+/// of a bucket's verification (with one message per round, never).
+#[test]
+fn a_frame_runs_between_two_steps_of_a_round() {
+    const ARRAYS: u64 = 64;
+    const STEP: u64 = 16;
+    let app = Arc::new(
+        App::new(
+            buckets_with(&[
+                ("BUCKETS", 4),
+                ("ARRAYS", ARRAYS as i64),
+                ("STRIDE", 1),
+                ("CHUNK_BYTES", STEP as i64 * 4076),
+                ("ROUND_GAP_MS", 0),
+                ("DELETE_GAP_MS", 0),
+            ]),
+            quiet(),
+        )
+        .expect("app"),
+    );
+    let seen: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+    let weak = Arc::downgrade(&app);
+    let at_frames = seen.clone();
+    app.on_frame(Box::new(move |_| {
+        if let Some(app) = weak.upgrade() {
+            at_frames
+                .lock()
+                .unwrap()
+                .push(app.mark_count("verified"));
+        }
+    }))
+    .expect("a hook");
+    let running = App::launch(&app, "test-main".into()).expect("launches");
+    rounds(&app, 1);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mid_bucket = |v: &u64| v % ARRAYS != 0;
+    while !seen.lock().unwrap().iter().any(mid_bucket) {
+        assert!(
+            Instant::now() < deadline,
+            "no frame came in the middle of a bucket: {:?}",
+            seen.lock().unwrap()
+        );
+        let frames = app.frames().count;
+        assert!(app.resume(), "the app registered no foreground message");
+        while app.frames().count == frames {
+            assert!(Instant::now() < deadline, "the frame never came");
+            assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().all(|v| v % STEP == 0),
+        "a frame ran inside a step: {seen:?}"
+    );
+    assert_eq!(app.mark_count("verify_failed"), 0);
+    assert!(app.apply(Command::Stop).expect("stops").is_none());
+    assert_eq!(running.join(), None, "a stopped app has no trap");
 }
