@@ -29,10 +29,7 @@ fn buckets() -> Arc<Loaded> {
 fn buckets_with(defines: &[(&str, i64)]) -> Arc<Loaded> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/workloads/buckets.masm");
     let mut p = load::load(&path).expect("loads");
-    let defines: Vec<(String, i64)> = defines
-        .iter()
-        .map(|(n, v)| (n.to_string(), *v))
-        .collect();
+    let defines: Vec<(String, i64)> = defines.iter().map(|(n, v)| (n.to_string(), *v)).collect();
     p.link(&defines).expect("links");
     Arc::new(Loaded::new(verify::verify(p).expect("verifies")))
 }
@@ -170,10 +167,7 @@ fn a_frame_runs_between_two_steps_of_a_round() {
     let at_frames = seen.clone();
     app.on_frame(Box::new(move |_| {
         if let Some(app) = weak.upgrade() {
-            at_frames
-                .lock()
-                .unwrap()
-                .push(app.mark_count("verified"));
+            at_frames.lock().unwrap().push(app.mark_count("verified"));
         }
     }))
     .expect("a hook");

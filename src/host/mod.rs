@@ -33,6 +33,7 @@ pub mod signals;
 pub mod swap_header;
 pub mod swapdev;
 pub mod sys;
+pub mod uithread;
 
 pub use cgroup::{Group, Hierarchy, Limits, Version};
 pub use error::{HostError, Result};

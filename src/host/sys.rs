@@ -1,7 +1,8 @@
 //! Every system call of the host layer that needs `unsafe`, each behind a safe wrapper:
 //! signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`, `process_mrelease`),
 //! eventfd and poll, `swapon`/`swapoff`, joining a cgroup between fork and exec, and the
-//! control thread's real-time scheduling ([`RealtimeThread`]).
+//! control thread's real-time scheduling ([`RealtimeThread`]) and another thread's
+//! ([`set_thread_fifo`], the UI thread of the app in front).
 //! Nothing else under `host/` uses `unsafe`.
 
 use std::ffi::CString;
@@ -245,12 +246,38 @@ impl Drop for RealtimeThread {
 }
 
 fn set_scheduler(policy: libc::c_int, priority: i32) -> io::Result<()> {
+    set_thread_scheduler(0, policy, priority)
+}
+
+/// Puts thread `tid` (of any process; 0 is the calling thread) under `SCHED_FIFO`
+/// priority `priority` with `SCHED_RESET_ON_FORK` (threads it starts run normally), or,
+/// with `None`, back under `SCHED_OTHER`. Needs `CAP_SYS_NICE` for another process's
+/// thread.
+pub fn set_thread_fifo(tid: u32, priority: Option<i32>) -> io::Result<()> {
+    match priority {
+        Some(p) => set_thread_scheduler(tid, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, p),
+        None => set_thread_scheduler(tid, libc::SCHED_OTHER, 0),
+    }
+}
+
+/// Thread `tid`'s scheduling policy (`SCHED_RESET_ON_FORK` masked off).
+pub fn thread_policy(tid: u32) -> io::Result<libc::c_int> {
+    let tid = libc::pid_t::try_from(tid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "thread id out of range"))?;
+    // SAFETY: sched_getscheduler has no memory preconditions.
+    cvt(unsafe { libc::sched_getscheduler(tid) } as libc::c_long)
+        .map(|p| p as libc::c_int & !libc::SCHED_RESET_ON_FORK)
+}
+
+fn set_thread_scheduler(tid: u32, policy: libc::c_int, priority: i32) -> io::Result<()> {
+    let tid = libc::pid_t::try_from(tid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "thread id out of range"))?;
     let param = libc::sched_param {
         sched_priority: priority,
     };
-    // SAFETY: `param` is a valid sched_param for the duration of the call; pid 0 names
-    // the calling thread.
-    cvt(unsafe { libc::sched_setscheduler(0, policy, &param) } as libc::c_long).map(drop)
+    // SAFETY: `param` is a valid sched_param for the duration of the call; `tid` names a
+    // thread (0: the calling one), and a stale id only makes the call fail with ESRCH.
+    cvt(unsafe { libc::sched_setscheduler(tid, policy, &param) } as libc::c_long).map(drop)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::timeline::Timeline;
 use super::{Pressure, SystemConfig};
-use crate::host::signals;
+use crate::host::{signals, uithread};
 
 /// An app instance slot: the app while it lives, and what is known of it after.
 struct Slot {
@@ -32,6 +32,17 @@ struct Slot {
     activity: Activity,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
+    /// Its main looper thread's name, unique in the run (a restarted app's new looper
+    /// is not mistaken for its old one still unwinding).
+    looper: String,
+}
+
+/// The UI thread of the app in front under `SCHED_FIFO` (see [`Run::raise_ui`]).
+struct Ui {
+    /// Off once the kernel refused it (said once).
+    on: bool,
+    /// The app whose looper is raised, and that thread.
+    raised: Option<(usize, u32)>,
 }
 
 /// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
@@ -63,6 +74,9 @@ struct Run {
     peak_runtime: Mutex<(u64, u64)>,
     /// Apps killed whose threads are being reaped, by app number.
     dying: Mutex<Vec<(usize, Running)>>,
+    /// Apps started so far (restarts included): numbers their looper threads.
+    lives: AtomicU64,
+    ui: Mutex<Ui>,
     start: Instant,
     /// What happened to each app, in time.
     timeline: Timeline,
@@ -115,6 +129,11 @@ pub fn run_policy(
             retired: Mutex::new(Retired::default()),
             peak_runtime: Mutex::new((0, 0)),
             dying: Mutex::new(Vec::new()),
+            lives: AtomicU64::new(0),
+            ui: Mutex::new(Ui {
+                on: true,
+                raised: None,
+            }),
             start: Instant::now(),
             timeline: Timeline::new(Instant::now()),
             dir,
@@ -155,6 +174,10 @@ pub fn run_policy(
         }
         if phase_on && launched == cfg.apps {
             run.drive_launches(&mut phase, &mut fg)?;
+        }
+        // An app started in front has no looper thread at first: raised once seen.
+        if let Some(f) = fg {
+            run.raise_ui(f);
         }
         run.collect_ended();
         run.reap();
@@ -241,12 +264,14 @@ impl Run {
         self.budget.reserve(app.heap(), initial);
         self.budget.members.lock().push(member.clone());
         self.budget.release(initial);
-        let running = App::launch(&app, format!("app{id}-main"))?;
+        let looper = format!("app{id}-{}", self.lives.fetch_add(1, Ordering::SeqCst));
+        let running = App::launch(&app, looper.clone())?;
         Ok(Slot {
             member,
             app: Some(running),
             activity: Activity::launched(Instant::now()),
             ended: false,
+            looper,
         })
     }
 
@@ -352,7 +377,9 @@ impl Run {
         }
         // Room for the app that is coming back, made before it is told (see
         // `Budget::make_room_ahead`): its launch then does not reclaim on its own thread.
+        // And its UI thread raised.
         self.budget.make_room_ahead(next, LAUNCH_ROOM);
+        self.raise_ui(next);
         let told_ns = boottime_ns();
         let t_s = self.start.elapsed().as_secs_f64();
         let cached = {
@@ -416,6 +443,7 @@ impl Run {
             )
         };
         member.foreground.store(false, Ordering::SeqCst);
+        self.lower_ui(id);
         self.timeline.end(id, "foreground");
         member
             .last_foreground_ns
@@ -423,6 +451,52 @@ impl Run {
         if let (Some(app), Pressure::Marvin) = (app, self.pressure) {
             if member.alive.load(Ordering::SeqCst) {
                 let _ = app.enter_background();
+            }
+        }
+    }
+
+    /// Raises app `id`'s UI thread (its main looper) to `SCHED_FIFO` while it is in
+    /// front, every policy alike, as the process mode does (Android's FIFO UI): its frame
+    /// runs as soon as the handler under way returns. Nothing when it is raised already or
+    /// its looper is not running yet (tried again on the next tick); a refusal (no
+    /// `CAP_SYS_NICE`) turns it off for the run, said once.
+    fn raise_ui(&self, id: usize) {
+        let mut ui = self.ui.lock();
+        if !ui.on || ui.raised.is_some_and(|(a, _)| a == id) {
+            return;
+        }
+        let looper = {
+            let slots = self.slots.lock();
+            match slots.get(id) {
+                Some(s) if s.app.is_some() => s.looper.clone(),
+                _ => return,
+            }
+        };
+        let Ok(Some(tid)) = uithread::find_thread(std::process::id(), &looper) else {
+            return;
+        };
+        if let Some((_, old)) = ui.raised.take() {
+            let _ = uithread::lower(old);
+        }
+        match uithread::raise(tid) {
+            Ok(()) => ui.raised = Some((id, tid)),
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => {
+                crate::errln!(
+                    "marvin: the app in front keeps a normal UI thread (no FIFO UI: {e})"
+                );
+                ui.on = false;
+            }
+        }
+    }
+
+    /// Puts app `id`'s UI thread back under `SCHED_OTHER` when it leaves the front.
+    fn lower_ui(&self, id: usize) {
+        let mut ui = self.ui.lock();
+        if let Some((a, tid)) = ui.raised {
+            if a == id {
+                let _ = uithread::lower(tid);
+                ui.raised = None;
             }
         }
     }

@@ -35,7 +35,7 @@ use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
 use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
-use crate::host::{cgroup, lmk, procstat, signals, swapdev};
+use crate::host::{cgroup, lmk, procstat, signals, swapdev, uithread};
 use crate::system::activity::{Activity, Thresholds};
 use crate::system::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::system::series::{PolicySeries, SeriesPoint};
@@ -104,6 +104,10 @@ struct Slot {
     last_mem: procstat::ProcMem,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
+    /// Its main looper thread, once seen (its UI thread, raised while it is in front).
+    looper_tid: Option<u32>,
+    /// Its looper runs under `SCHED_FIFO` now.
+    ui_raised: bool,
 }
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
@@ -206,6 +210,8 @@ pub fn run_policy(
         working_set: 0,
         kill_reasons: Default::default(),
         fg: None,
+        // FIFO UI needs what the real-time control loop needs (CAP_SYS_NICE).
+        fifo_ui: realtime.is_some(),
     };
     let result = run.drive(progress);
     run.stop_all();
@@ -263,6 +269,9 @@ struct Run<'a> {
     /// The killer's kills by reason.
     kill_reasons: std::collections::BTreeMap<String, u64>,
     fg: Option<usize>,
+    /// The app in front has its UI thread (main looper) under `SCHED_FIFO`, every
+    /// policy alike, as Android's FIFO UI runs it (see [`Run::raise_ui`]).
+    fifo_ui: bool,
 }
 
 impl Run<'_> {
@@ -310,6 +319,10 @@ impl Run<'_> {
             }
             if phase_on && self.slots.len() == sys.apps {
                 self.drive_launches(&mut phase)?;
+            }
+            // An app started in front has no looper thread at first: raised once seen.
+            if let Some(fg) = self.fg {
+                self.raise_ui(fg);
             }
             let kill = if self.pressure == Pressure::Marvin {
                 // The killer decides on the state the reclaimer's pass just left: the
@@ -423,6 +436,8 @@ impl Run<'_> {
             major_faults: 0,
             last_mem: procstat::ProcMem::default(),
             ended: false,
+            looper_tid: None,
+            ui_raised: false,
         })
     }
 
@@ -509,8 +524,9 @@ impl Run<'_> {
         let pid = self.slots[next].pid;
         if self.slots[next].proc.is_some() {
             // Before the app is told, as Android's activity manager does: room for what
-            // it will fault back.
+            // it will fault back, and its UI thread raised.
             self.make_room_ahead(next);
+            self.raise_ui(next);
         }
         let pending = match self.slots[next].proc.as_mut() {
             Some(proc) => {
@@ -554,6 +570,7 @@ impl Run<'_> {
     }
 
     fn send_to_background(&mut self, id: usize) {
+        self.lower_ui(id);
         self.timeline.end(id, "foreground");
         let s = &mut self.slots[id];
         s.left_foreground = Instant::now();
@@ -594,6 +611,48 @@ impl Run<'_> {
             // An app that just died is no longer tracked: nothing to update.
             let _ = self.killer.set_state(self.slots[*id].pid, state);
         }
+    }
+
+    /// Raises app `id`'s UI thread (its main looper) to `SCHED_FIFO`, as Android's
+    /// activity manager does for the app in front with FIFO UI: the frame it owes runs
+    /// as soon as the handler under way returns rather than after the run queue of 30
+    /// busy apps. Nothing when it is raised already, its looper is not running yet (tried
+    /// again on the next tick), or FIFO UI is off; a refusal turns FIFO UI off for the
+    /// run, said once.
+    fn raise_ui(&mut self, id: usize) {
+        let s = &mut self.slots[id];
+        if !self.fifo_ui || s.ui_raised || s.proc.is_none() {
+            return;
+        }
+        if s.looper_tid.is_none() {
+            s.looper_tid = uithread::find_thread(s.pid, uithread::LOOPER_THREAD)
+                .ok()
+                .flatten();
+        }
+        let Some(tid) = s.looper_tid else {
+            return;
+        };
+        match uithread::raise(tid) {
+            Ok(()) => s.ui_raised = true,
+            // The app died meanwhile: the reaper sees to it.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => {
+                crate::errln!(
+                    "marvin: the app in front keeps a normal UI thread (no FIFO UI: {e})"
+                );
+                self.fifo_ui = false;
+            }
+        }
+    }
+
+    /// Puts app `id`'s UI thread back under `SCHED_OTHER` when it leaves the front.
+    fn lower_ui(&mut self, id: usize) {
+        let s = &mut self.slots[id];
+        if let (true, Some(tid)) = (s.ui_raised, s.looper_tid) {
+            // A refusal or a dead thread leaves nothing to undo.
+            let _ = uithread::lower(tid);
+        }
+        s.ui_raised = false;
     }
 
     /// Marvin, before an app is told to come to the foreground: reclaims from the other
