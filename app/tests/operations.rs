@@ -174,7 +174,7 @@ fn a_frame_runs_between_two_steps_of_a_round() {
     let running = App::launch(&app, "test-main".into()).expect("launches");
     rounds(&app, 1);
     let deadline = Instant::now() + Duration::from_secs(120);
-    let mid_bucket = |v: &u64| v % ARRAYS != 0;
+    let mid_bucket = |v: &u64| !v.is_multiple_of(ARRAYS);
     while !seen.lock().unwrap().iter().any(mid_bucket) {
         assert!(
             Instant::now() < deadline,
@@ -191,7 +191,7 @@ fn a_frame_runs_between_two_steps_of_a_round() {
     }
     let seen = seen.lock().unwrap().clone();
     assert!(
-        seen.iter().all(|v| v % STEP == 0),
+        seen.iter().all(|v| v.is_multiple_of(STEP)),
         "a frame ran inside a step: {seen:?}"
     );
     assert_eq!(app.mark_count("verify_failed"), 0);

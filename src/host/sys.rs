@@ -260,6 +260,15 @@ pub fn set_thread_fifo(tid: u32, priority: Option<i32>) -> io::Result<()> {
     }
 }
 
+/// Sets thread `tid`'s nice value (0: the calling thread; lowering it below what it was
+/// needs `CAP_SYS_NICE`).
+pub fn set_thread_nice(tid: u32, nice: i32) -> io::Result<()> {
+    let who = libc::id_t::from(tid);
+    // SAFETY: setpriority has no memory preconditions; on Linux PRIO_PROCESS with a
+    // thread id names that one thread, and a stale id only makes the call fail.
+    cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) } as libc::c_long).map(drop)
+}
+
 /// Thread `tid`'s scheduling policy (`SCHED_RESET_ON_FORK` masked off).
 pub fn thread_policy(tid: u32) -> io::Result<libc::c_int> {
     let tid = libc::pid_t::try_from(tid)

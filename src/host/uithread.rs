@@ -2,9 +2,10 @@
 //! runs it on devices with FIFO UI scheduling (`sys.use_fifo_ui`): the app's main looper
 //! thread, found by its name in `/proc/PID/task/*/comm`, is raised to `SCHED_FIFO`
 //! priority [`UI_PRIORITY`] when the app comes to the foreground and put back under
-//! `SCHED_OTHER` when it leaves. Only that one thread is raised: the app's other threads
-//! and every background app keep their share, and `SCHED_RESET_ON_FORK` keeps threads the
-//! looper starts normal.
+//! `SCHED_OTHER` when it leaves; `SCHED_RESET_ON_FORK` keeps threads the looper starts
+//! normal. The app's other threads run [`FRONT_NICE_STEPS`] nice steps above the
+//! background apps while it is in front, as Android's `top-app` cpu group favours them;
+//! the background apps keep their own priority.
 
 use std::fs;
 use std::io;
@@ -17,6 +18,9 @@ pub const UI_PRIORITY: i32 = 1;
 
 /// The name an app process gives its main looper thread.
 pub const LOOPER_THREAD: &str = "main";
+
+/// The name an app process gives the thread that reads the System's commands.
+pub const CONTROL_THREAD: &str = "control";
 
 /// The id of the first thread of process `pid` named `name` (`comm`), if it has one.
 pub fn find_thread(pid: u32, name: &str) -> io::Result<Option<u32>> {
@@ -38,6 +42,39 @@ pub fn find_thread(pid: u32, name: &str) -> io::Result<Option<u32>> {
         }
     }
     Ok(found.into_iter().min())
+}
+
+/// How many nice steps the other threads of the app in front are raised by (each step
+/// about 1.25x the scheduler's weight: 5 steps are 3x), as Android's `top-app` cpu group
+/// favours every thread of the app in front; never above nice -20.
+pub const FRONT_NICE_STEPS: i32 = 5;
+
+/// The nice value of the threads of the app in front, for apps at `base`.
+pub fn front_nice(base: i32) -> i32 {
+    (base - FRONT_NICE_STEPS).max(-20)
+}
+
+/// Every thread of process `pid`.
+pub fn threads(pid: u32) -> io::Result<Vec<u32>> {
+    let mut tids = Vec::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/task"))? {
+        if let Some(tid) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
+            tids.push(tid);
+        }
+    }
+    Ok(tids)
+}
+
+/// Sets the nice value of every thread of process `pid` (threads that end meanwhile
+/// are skipped); the first other failure is returned.
+pub fn set_process_nice(pid: u32, nice: i32) -> io::Result<()> {
+    for tid in threads(pid)? {
+        match sys::set_thread_nice(tid, nice) {
+            Err(e) if e.raw_os_error() != Some(libc::ESRCH) => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Raises thread `tid` to the UI thread's `SCHED_FIFO` priority.
@@ -93,5 +130,32 @@ mod tests {
         }
         done_tx.send(()).unwrap();
         t.join().unwrap();
+    }
+
+    #[test]
+    fn the_app_in_front_is_five_nice_steps_up_but_never_past_minus_20() {
+        assert_eq!(front_nice(0), -5);
+        assert_eq!(front_nice(-15), -20);
+        assert_eq!(front_nice(-18), -20);
+        assert_eq!(front_nice(19), 14);
+    }
+
+    #[test]
+    fn every_thread_of_a_process_gets_its_nice() {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        let pid = child.id();
+        let stat = crate::host::procstat::stat(pid).expect("its stat");
+        let lower = (stat.nice + 1).min(19);
+        let result = set_process_nice(pid, lower);
+        let after = crate::host::procstat::stat(pid).expect("its stat").nice;
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        result.expect("lowering a priority needs no privilege");
+        assert_eq!(after, lower);
+        assert!(set_process_nice(u32::MAX, 0).is_err(), "no such process");
     }
 }

@@ -98,11 +98,11 @@ pub fn run(
         let (o, told) = (out.clone(), told.clone());
         app.on_frame(Box::new(move |f| report_frame(f, &told, &o)))?;
     }
-    let running = App::launch(&app, "main".into())?;
+    let running = App::launch(&app, crate::host::uithread::LOOPER_THREAD.into())?;
     {
         let (a, o, t) = (app.clone(), out.clone(), told.clone());
         std::thread::Builder::new()
-            .name("control".into())
+            .name(crate::host::uithread::CONTROL_THREAD.into())
             .spawn(move || obey(&a, commands, &o, &t))?;
     }
     let mut next_trim = std::time::Instant::now() + TRIM_EVERY;

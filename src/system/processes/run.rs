@@ -104,9 +104,10 @@ struct Slot {
     last_mem: procstat::ProcMem,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
-    /// Its main looper thread, once seen (its UI thread, raised while it is in front).
-    looper_tid: Option<u32>,
-    /// Its looper runs under `SCHED_FIFO` now.
+    /// Its main looper and control threads, once both are seen (raised while it is in
+    /// front).
+    ui_tids: Vec<u32>,
+    /// They run under `SCHED_FIFO` now.
     ui_raised: bool,
 }
 
@@ -212,6 +213,8 @@ pub fn run_policy(
         fg: None,
         // FIFO UI needs what the real-time control loop needs (CAP_SYS_NICE).
         fifo_ui: realtime.is_some(),
+        // The apps inherit the System's nice.
+        base_nice: procstat::stat(std::process::id()).map_or(0, |s| s.nice),
     };
     let result = run.drive(progress);
     run.stop_all();
@@ -272,6 +275,9 @@ struct Run<'a> {
     /// The app in front has its UI thread (main looper) under `SCHED_FIFO`, every
     /// policy alike, as Android's FIFO UI runs it (see [`Run::raise_ui`]).
     fifo_ui: bool,
+    /// The apps' nice value in the background (the front app's other threads run
+    /// [`uithread::front_nice`] of it).
+    base_nice: i32,
 }
 
 impl Run<'_> {
@@ -436,7 +442,7 @@ impl Run<'_> {
             major_faults: 0,
             last_mem: procstat::ProcMem::default(),
             ended: false,
-            looper_tid: None,
+            ui_tids: Vec::new(),
             ui_raised: false,
         })
     }
@@ -614,43 +620,57 @@ impl Run<'_> {
     }
 
     /// Raises app `id`'s UI thread (its main looper) to `SCHED_FIFO`, as Android's
-    /// activity manager does for the app in front with FIFO UI: the frame it owes runs
+    /// activity manager does for the app in front with FIFO UI, and its control thread,
+    /// which reads the System's commands, as Android's binder runs a call from a
+    /// real-time caller at the caller's priority: the command is read and the frame drawn
     /// as soon as the handler under way returns rather than after the run queue of 30
-    /// busy apps. Nothing when it is raised already, its looper is not running yet (tried
-    /// again on the next tick), or FIFO UI is off; a refusal turns FIFO UI off for the
-    /// run, said once.
+    /// busy apps. Its other threads (saver, collector) run [`uithread::FRONT_NICE_STEPS`]
+    /// nice steps up meanwhile, as Android's `top-app` cpu group favours them, so the
+    /// frame does not wait behind them either. Nothing when they are raised already, not
+    /// both running yet (tried again on the next tick), or FIFO UI is off; a refusal
+    /// turns FIFO UI off for the run, said once.
     fn raise_ui(&mut self, id: usize) {
         let s = &mut self.slots[id];
         if !self.fifo_ui || s.ui_raised || s.proc.is_none() {
             return;
         }
-        if s.looper_tid.is_none() {
-            s.looper_tid = uithread::find_thread(s.pid, uithread::LOOPER_THREAD)
-                .ok()
-                .flatten();
+        if s.ui_tids.is_empty() {
+            let found: Vec<u32> = [uithread::LOOPER_THREAD, uithread::CONTROL_THREAD]
+                .iter()
+                .filter_map(|name| uithread::find_thread(s.pid, name).ok().flatten())
+                .collect();
+            if found.len() < 2 {
+                return;
+            }
+            s.ui_tids = found;
         }
-        let Some(tid) = s.looper_tid else {
-            return;
-        };
-        match uithread::raise(tid) {
-            Ok(()) => s.ui_raised = true,
-            // The app died meanwhile: the reaper sees to it.
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-            Err(e) => {
-                crate::errln!(
-                    "marvin: the app in front keeps a normal UI thread (no FIFO UI: {e})"
-                );
-                self.fifo_ui = false;
+        let _ = uithread::set_process_nice(s.pid, uithread::front_nice(self.base_nice));
+        for &tid in &s.ui_tids {
+            match uithread::raise(tid) {
+                Ok(()) => s.ui_raised = true,
+                // The app died meanwhile: the reaper sees to it.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    crate::errln!(
+                        "marvin: the app in front keeps a normal UI thread (no FIFO UI: {e})"
+                    );
+                    self.fifo_ui = false;
+                    return;
+                }
             }
         }
     }
 
-    /// Puts app `id`'s UI thread back under `SCHED_OTHER` when it leaves the front.
+    /// Puts app `id`'s UI and control threads back under `SCHED_OTHER` when it leaves
+    /// the front.
     fn lower_ui(&mut self, id: usize) {
         let s = &mut self.slots[id];
-        if let (true, Some(tid)) = (s.ui_raised, s.looper_tid) {
-            // A refusal or a dead thread leaves nothing to undo.
-            let _ = uithread::lower(tid);
+        if s.ui_raised {
+            for &tid in &s.ui_tids {
+                // A refusal or a dead thread leaves nothing to undo.
+                let _ = uithread::lower(tid);
+            }
+            let _ = uithread::set_process_nice(s.pid, self.base_nice);
         }
         s.ui_raised = false;
     }
