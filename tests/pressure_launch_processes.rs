@@ -2,7 +2,7 @@
 //! timed from the System's command to the app process's frame report and classified;
 //! kill's killed apps start cold, marvin's eager restore brings objects back in warm
 //! launches, and on demand restores nothing eagerly; each launch says where its time
-//! went. Needs root and a memory controller; elsewhere it prints why it skips.
+//! went, and a cached app draws its frame on its real-time UI thread. Needs root and a memory controller; elsewhere it prints why it skips.
 
 use serde_json::Value;
 
@@ -50,6 +50,9 @@ fn launches_of_app_processes_are_timed_and_classified() {
         out.path().to_str().expect("a UTF-8 path"),
     ];
     args.extend(TINY_CLOCK);
+    // Where this machine lets the System run real-time, the app in front draws its
+    // frames on a SCHED_FIFO UI thread.
+    let fifo_ui = marvin::host::sys::RealtimeThread::enter(1).is_ok();
     let v = &summaries(&args);
     assert_eq!(v.len(), 4);
     let records = |s: &Value, class: &str| -> Vec<Value> {
@@ -79,6 +82,9 @@ fn launches_of_app_processes_are_timed_and_classified() {
             assert!(parts <= u(r, "latency_ns"), "{policy}: {r}");
             if r["class"] != "cold" {
                 assert!(u(r, "frame_ns") > 0 && u(r, "run_ns") > 0, "{policy}: {r}");
+                if fifo_ui {
+                    assert_eq!(r["ui_fifo"], true, "{policy}: {r}");
+                }
             } else {
                 assert_eq!(parts, 0, "{policy}: {r}");
             }

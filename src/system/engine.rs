@@ -195,6 +195,9 @@ pub fn run_policy(
             }
             std::thread::sleep(left.min(ACTIVITY_TICK));
             run.observe_activity(th);
+            if let Some(f) = fg {
+                run.raise_ui(f);
+            }
             if phase_on && launched == cfg.apps {
                 run.drive_launches(&mut phase, &mut fg)?;
             }
@@ -323,6 +326,7 @@ impl Run {
                     let f = app.frames();
                     if f.count > p.frames_before && f.last_ns >= p.told_ns {
                         let told_ns = p.told_ns;
+                        let ui_fifo = self.ui.lock().raised.is_some_and(|(a, _)| a == p.app);
                         phase.finish(now, f.last_ns, |(before, resumed_ns)| {
                             (
                                 Brought {
@@ -340,6 +344,7 @@ impl Run {
                                 LaunchParts {
                                     transition_ns: resumed_ns.saturating_sub(told_ns),
                                     frame_ns: f.last_ns.saturating_sub((*resumed_ns).max(told_ns)),
+                                    ui_fifo,
                                     ..LaunchParts::default()
                                 },
                             )

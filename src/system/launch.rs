@@ -94,6 +94,11 @@ pub struct LaunchParts {
     /// `memory.failcnt`; every app of the group counts).
     #[serde(default)]
     pub limit_hits: u64,
+    /// The frame ran on a real-time UI thread (`SCHED_FIFO`, the app in front raised
+    /// by the System): as the app saw it in the process mode, as the System raised it
+    /// in the model.
+    #[serde(default)]
+    pub ui_fifo: bool,
 }
 
 /// Classifies a launch.
@@ -298,13 +303,13 @@ pub fn write_csv(
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(
         w,
-        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits"
+        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo"
     )?;
     for (policy, records) in policies {
         for r in records {
             writeln!(
                 w,
-                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.app,
                 r.t_s,
                 r.class.name(),
@@ -318,7 +323,8 @@ pub fn write_csv(
                 r.parts.frame_ns,
                 r.parts.run_ns,
                 r.parts.runqueue_ns,
-                r.parts.limit_hits
+                r.parts.limit_hits,
+                u8::from(r.parts.ui_fifo)
             )?;
         }
     }
@@ -505,6 +511,7 @@ mod tests {
                 run_ns: 50,
                 runqueue_ns: 70,
                 limit_hits: 9,
+                ui_fifo: true,
             },
         };
         write_csv(&path, &[("marvin".to_string(), vec![r])]).unwrap();
@@ -518,6 +525,7 @@ mod tests {
         assert_eq!(col("class"), "warm");
         assert_eq!(col("deliver_ns"), "100");
         assert_eq!(col("frame_ns"), "600");
+        assert_eq!(col("ui_fifo"), "1");
         assert_eq!(col("limit_hits"), "9");
     }
 }

@@ -182,6 +182,8 @@ fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>)
         runqueue_ns: sched.map_or(0, |(b, now)| {
             now.runqueue_ns.saturating_sub(b.sched.runqueue_ns)
         }),
+        // The hook runs on the looper thread, the one the frame was drawn on.
+        ui_fifo: crate::host::sys::thread_policy(0).is_ok_and(|p| p == libc::SCHED_FIFO),
     };
     let _ = protocol::send(&mut *out.lock(), &report);
 }

@@ -71,6 +71,7 @@ pub struct FrameSeen {
     pub resumed_ns: u64,
     pub run_ns: u64,
     pub runqueue_ns: u64,
+    pub ui_fifo: bool,
 }
 
 /// One app process.
@@ -281,6 +282,7 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                         resumed_ns,
                         run_ns,
                         runqueue_ns,
+                        ui_fifo,
                     } => {
                         s.frames += 1;
                         s.frame = Some(FrameSeen {
@@ -293,6 +295,7 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                             resumed_ns,
                             run_ns,
                             runqueue_ns,
+                            ui_fifo,
                         });
                     }
                     Report::Exit { status, error } => s.exit = Some((status, error)),

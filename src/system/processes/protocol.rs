@@ -100,6 +100,10 @@ pub enum Report {
         run_ns: u64,
         #[serde(default)]
         runqueue_ns: u64,
+        /// The frame was drawn on a real-time UI thread (`SCHED_FIFO`: the System
+        /// raised the app in front).
+        #[serde(default)]
+        ui_fifo: bool,
     },
     /// The app's end: the last line it writes.
     Exit {
@@ -210,6 +214,7 @@ mod tests {
                 resumed_ns: 123_100_000,
                 run_ns: 200_000,
                 runqueue_ns: 30_000,
+                ui_fifo: true,
             },
             Report::Exit {
                 status: 70,

@@ -497,6 +497,7 @@ impl Run<'_> {
                                     frame_ns: since(f.at_ns, f.resumed_ns),
                                     run_ns: f.run_ns,
                                     runqueue_ns: f.runqueue_ns,
+                                    ui_fifo: f.ui_fifo,
                                     limit_hits: hits.map_or(0, |h| h.saturating_sub(hits_before)),
                                 },
                             )
