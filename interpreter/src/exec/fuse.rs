@@ -33,6 +33,7 @@
 //! `marvin run --no-fuse` runs the translated code without this pass (one dispatch per
 //! instruction), which the tests compare against.
 
+use super::divconst::Magic;
 use super::op::Op;
 use crate::isa::Ty;
 
@@ -176,8 +177,10 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
         let (on, t) = branch(at(k + 1))?;
         bin(k)?.cond(on).map(|c| (c, t))
     };
-    // A right operand that cannot fail: anything but a zero divisor.
-    let safe = |b: Bin, k: i64| !(b.may_trap() && k == 0);
+    // A constant right operand the generic ops take: anything but a zero divisor (which
+    // fails) and a divisor that `DivConst` turns into a multiply (a division is slower
+    // than the extra dispatch).
+    let safe = |b: Bin, k: i64| !(b.may_trap() && (k == 0 || Magic::of(k).is_some()));
     let mut out = Vec::new();
     let fall = |len: usize| (i + len) as u32;
     match at(0) {
@@ -271,6 +274,24 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
             }
         }
         Some(Op::Push(k)) => {
+            if let (Some(op @ (Op::Div | Op::Rem)), Some(m)) = (at(1), Magic::of(k)) {
+                let rem = op == Op::Rem;
+                if let Some(Op::Store(d)) = at(2) {
+                    out.push(Op::DivConstStore {
+                        k,
+                        magic: m.magic,
+                        shift: m.shift,
+                        rem,
+                        d,
+                    });
+                }
+                out.push(Op::DivConst {
+                    k,
+                    magic: m.magic,
+                    shift: m.shift,
+                    rem,
+                });
+            }
             if let (Some(b1), Some(Op::Push(k2)), Some(b2), Some(Op::Store(d))) =
                 (bin(1), at(2), bin(3), at(4))
             {
@@ -729,6 +750,58 @@ mod tests {
         fuse(&mut code);
         assert_eq!(code[0], Op::CasRef(s));
         assert!(!matches!(code[2], Op::LoadXadd(..)));
+    }
+
+    #[test]
+    fn divides_by_a_constant_with_a_multiply() {
+        // s = (s * 31 + i) rem 1000000007; q = q / 10 (left on the stack)
+        let mut code = vec![
+            Op::Load(0),
+            Op::Push(31),
+            Op::Mul,
+            Op::Load(1),
+            Op::Add,
+            Op::Push(1_000_000_007),
+            Op::Rem,
+            Op::Store(0),
+            Op::Load(2),
+            Op::Push(10),
+            Op::Div,
+            Op::Print,
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        let m = Magic::of(1_000_000_007).unwrap();
+        assert_eq!(code[0], Op::LoadBinConstBinLocal(0, Bin::Mul, 31, Bin::Add, 1));
+        assert_eq!(
+            code[5],
+            Op::DivConstStore {
+                k: 1_000_000_007,
+                magic: m.magic,
+                shift: m.shift,
+                rem: true,
+                d: 0
+            }
+        );
+        assert_eq!(code[5].covers(), 3);
+        // `load q` then the division: the multiply rather than one dispatch fewer.
+        assert_eq!(code[8], Op::Load(2));
+        let m = Magic::of(10).unwrap();
+        assert_eq!(
+            code[9],
+            Op::DivConst {
+                k: 10,
+                magic: m.magic,
+                shift: m.shift,
+                rem: false
+            }
+        );
+        // A divisor of 1, -1 or below keeps the generic op.
+        for k in [1, -1, -7] {
+            let mut code = vec![Op::Push(k), Op::Rem, Op::Store(0), Op::Ret];
+            fuse(&mut code);
+            assert_eq!(code[0], Op::BinConstStore(Bin::Rem, k, 0), "{k}");
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ use marvin_runtime::trace::names::CodeLocation;
 use marvin_runtime::trace::Tracer;
 
 use super::binding::{AppBinding, Post, PostAt};
+use super::divconst::Magic;
 use super::op::{resolve_by_name, FieldUse, Op, ARRAY_CLASS};
 use super::trap::{error, Fault, Trap};
 use crate::isa::Ty;
@@ -1146,6 +1147,29 @@ impl<A: AppBinding> Thread<A> {
                         .compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
                         .is_ok();
                     branch!(ok == on, t, 1);
+                }
+                Op::DivConst {
+                    k,
+                    magic,
+                    shift,
+                    rem,
+                } => {
+                    let x = pop!() as i64;
+                    let m = Magic { magic, shift };
+                    push!((if rem { m.rem(x, k) } else { m.div(x) }) as u64);
+                    ip = ip.wrapping_add(1);
+                }
+                Op::DivConstStore {
+                    k,
+                    magic,
+                    shift,
+                    rem,
+                    d,
+                } => {
+                    let x = pop!() as i64;
+                    let m = Magic { magic, shift };
+                    fp.set(d as usize, (if rem { m.rem(x, k) } else { m.div(x) }) as u64);
+                    ip = ip.wrapping_add(2);
                 }
                 Op::LoadXadd(a, k, s, discard) => {
                     ip = ip.wrapping_add(2);

@@ -1,9 +1,10 @@
 //! The executor: runs a verified program, translated once at load time ([`loaded`],
-//! [`op`], [`fuse`]), on interpreter threads ([`interp`]) inside an app it reaches
+//! [`op`], [`fuse`], [`divconst`]), on interpreter threads ([`interp`]) inside an app it reaches
 //! through [`binding::AppBinding`]. What makes an app (its heap set-up, message loop,
 //! swapping, lifecycle, statistics and traces) lives in the `marvin-app` crate.
 
 pub mod binding;
+pub mod divconst;
 pub mod fuse;
 pub mod interp;
 pub mod loaded;

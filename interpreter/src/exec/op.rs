@@ -192,6 +192,22 @@ pub enum Op {
     CasBr(Slot, bool, u32),
     /// `load a; push k; xadd C.f`, and `pop` after it when the flag is set
     LoadXadd(u32, i32, Slot, bool),
+    /// `push k; div` (`rem` when the flag is set) for a constant `k` of 2 or more, as a
+    /// multiply by `magic` and a shift (see [`super::divconst`])
+    DivConst {
+        k: i64,
+        magic: i64,
+        shift: u8,
+        rem: bool,
+    },
+    /// `push k; div|rem; store d`, as [`Op::DivConst`]
+    DivConstStore {
+        k: i64,
+        magic: i64,
+        shift: u8,
+        rem: bool,
+        d: u32,
+    },
 }
 
 impl Op {
@@ -205,13 +221,15 @@ impl Op {
             | Op::BinStore(..)
             | Op::BrCmp(..)
             | Op::LoadGetField(..)
-            | Op::CasBr(..) => 2,
+            | Op::CasBr(..)
+            | Op::DivConst { .. } => 2,
             Op::LoadBinConst(..)
             | Op::LoadBinLocal(..)
             | Op::BinConstStore(..)
             | Op::LoadGetFieldStore(..)
             | Op::ALoadLocal(..)
-            | Op::BinLocalStore(..) => 3,
+            | Op::BinLocalStore(..)
+            | Op::DivConstStore { .. } => 3,
             Op::LoadXadd(.., discard) => 3 + discard as usize,
             Op::IncLocal(..)
             | Op::LoadBinConstStore(..)
