@@ -141,7 +141,9 @@ mod tests {
         }
         // Both kinds of multiplier occur among small divisors: below 2^63, and 2^63 or
         // more (stored negative, the dividend added back), so the tests here cover both.
-        let negative = (2..1000).filter(|&d| Magic::of(d).unwrap().magic < 0).count();
+        let negative = (2..1000)
+            .filter(|&d| Magic::of(d).unwrap().magic < 0)
+            .count();
         assert!(negative > 0 && negative < 998, "{negative}");
     }
 

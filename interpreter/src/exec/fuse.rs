@@ -772,7 +772,10 @@ mod tests {
         ];
         fuse(&mut code);
         let m = Magic::of(1_000_000_007).unwrap();
-        assert_eq!(code[0], Op::LoadBinConstBinLocal(0, Bin::Mul, 31, Bin::Add, 1));
+        assert_eq!(
+            code[0],
+            Op::LoadBinConstBinLocal(0, Bin::Mul, 31, Bin::Add, 1)
+        );
         assert_eq!(
             code[5],
             Op::DivConstStore {

@@ -1168,7 +1168,10 @@ impl<A: AppBinding> Thread<A> {
                 } => {
                     let x = pop!() as i64;
                     let m = Magic { magic, shift };
-                    fp.set(d as usize, (if rem { m.rem(x, k) } else { m.div(x) }) as u64);
+                    fp.set(
+                        d as usize,
+                        (if rem { m.rem(x, k) } else { m.div(x) }) as u64,
+                    );
                     ip = ip.wrapping_add(2);
                 }
                 Op::LoadXadd(a, k, s, discard) => {
