@@ -62,7 +62,7 @@ impl Magic {
 
     /// `n / d` truncated toward zero, for the `d` this was made for.
     #[inline(always)]
-    pub fn div(self, n: i64) -> i64 {
+    pub fn quotient(self, n: i64) -> i64 {
         let hi = ((self.magic as i128 * n as i128) >> 64) as i64;
         // A multiplier of 2^63 or more was stored as a negative number: add the dividend
         // back (branch-free: the mask is all ones only then).
@@ -73,8 +73,8 @@ impl Magic {
 
     /// `n` rem `d` (the sign of `n`), for the `d` this was made for.
     #[inline(always)]
-    pub fn rem(self, n: i64, d: i64) -> i64 {
-        n.wrapping_sub(self.div(n).wrapping_mul(d))
+    pub fn remainder(self, n: i64, d: i64) -> i64 {
+        n.wrapping_sub(self.quotient(n).wrapping_mul(d))
     }
 }
 
@@ -109,8 +109,8 @@ mod tests {
 
     fn check(d: i64, n: i64) {
         let m = Magic::of(d).expect("a divisor of 2 or more");
-        assert_eq!(m.div(n), n.wrapping_div(d), "{n} / {d} ({m:?})");
-        assert_eq!(m.rem(n, d), n.wrapping_rem(d), "{n} rem {d} ({m:?})");
+        assert_eq!(m.quotient(n), n.wrapping_div(d), "{n} / {d} ({m:?})");
+        assert_eq!(m.remainder(n, d), n.wrapping_rem(d), "{n} rem {d} ({m:?})");
     }
 
     #[test]

@@ -1156,7 +1156,13 @@ impl<A: AppBinding> Thread<A> {
                 } => {
                     let x = pop!() as i64;
                     let m = Magic { magic, shift };
-                    push!((if rem { m.rem(x, k) } else { m.div(x) }) as u64);
+                    push!(
+                        (if rem {
+                            m.remainder(x, k)
+                        } else {
+                            m.quotient(x)
+                        }) as u64
+                    );
                     ip = ip.wrapping_add(1);
                 }
                 Op::DivConstStore {
@@ -1170,7 +1176,11 @@ impl<A: AppBinding> Thread<A> {
                     let m = Magic { magic, shift };
                     fp.set(
                         d as usize,
-                        (if rem { m.rem(x, k) } else { m.div(x) }) as u64,
+                        (if rem {
+                            m.remainder(x, k)
+                        } else {
+                            m.quotient(x)
+                        }) as u64,
                     );
                     ip = ip.wrapping_add(2);
                 }
