@@ -3,7 +3,8 @@
 //! whose hard limit is the budget ([`cgroup`]); real Linux swap for the run ([`swapdev`]);
 //! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
 //! [`lmk_policy`], its pressure signals in [`pressure`]); per-process counters
-//! ([`procstat`]); cgroup counters ([`memstat`]). Apart from the experiment,
+//! ([`procstat`]); cgroup counters ([`memstat`]); the real-time UI thread of the app in
+//! front ([`uithread`]). Apart from the experiment,
 //! `marvin bench queue` places threads in cpu groups as Android places an app's threads
 //! in `top-app` and `background` ([`cpugroup`]).
 //!
