@@ -69,6 +69,9 @@ pub struct App {
     /// The first halt or runtime error, which ends the app.
     outcome: Mutex<Option<Trap>>,
     sleepers: (Mutex<()>, Condvar),
+    /// The app just went to the background: its heap task saves at once
+    /// ([`App::heap_task_sleep_until`] returns early), cold objects to completion.
+    pub(crate) save_soon: std::sync::atomic::AtomicBool,
     /// The swap side and its mode, once swapping is enabled.
     pub(crate) swap: std::sync::OnceLock<(Arc<marvin_swap::AppSwap>, SwapMode)>,
     /// Memory transitions so far (background, save, reclaim, foreground).
@@ -119,6 +122,7 @@ impl App {
             handles: Mutex::new(Vec::new()),
             outcome: Mutex::new(None),
             sleepers: (Mutex::new(()), Condvar::new()),
+            save_soon: std::sync::atomic::AtomicBool::new(false),
             swap: std::sync::OnceLock::new(),
             transitions: Mutex::new(Vec::new()),
             reclaim_latencies: Mutex::new(Vec::new()),
@@ -359,6 +363,24 @@ impl App {
                 break;
             }
         }
+    }
+
+    /// The heap task's sleep: until `until`, until the app ends, or until a background
+    /// transition asks for a save ([`App::save_soon`]).
+    pub(crate) fn heap_task_sleep_until(&self, until: Instant) {
+        let mut g = self.sleepers.0.lock();
+        while !self.safepoints.is_terminating() && !self.save_soon.load(Ordering::Acquire) {
+            if self.sleepers.1.wait_until(&mut g, until).timed_out() {
+                break;
+            }
+        }
+    }
+
+    /// Asks the heap task to save at once (after a background transition) and wakes it.
+    pub(crate) fn request_save(&self) {
+        let _g = self.sleepers.0.lock();
+        self.save_soon.store(true, Ordering::Release);
+        self.sleepers.1.notify_all();
     }
 
     /// Wakes every `sleep` so it notices the app is ending.

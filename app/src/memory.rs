@@ -244,19 +244,33 @@ impl App {
             // Objects made in the background are candidates too: stub them as they come.
             space.stub_on_alloc.store(true, Ordering::SeqCst);
         }
+        // Its cold objects become reclaimable only once saved: the heap task saves them
+        // at once, all of them, instead of a budget's worth at its next period.
+        self.request_save();
         Ok(self.record("bg", t0, rss, report.objects, report.bytes))
     }
 
     /// Runs the saver: to completion when `complete`, else within the policy's budget
     /// and on cold objects only. Compacts the swap file when it passes the threshold.
     pub fn save_now(&self, complete: bool) -> Result<Transition, AppError> {
-        let swap = self.object_swap()?;
-        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         let budget = if complete {
             Duration::MAX
         } else {
-            swap.policy.saver_budget()
+            self.object_swap()?.policy.saver_budget()
         };
+        self.save_within(complete, budget)
+    }
+
+    /// The heap task's first saver run after a background transition: every cold object,
+    /// with no time budget (a run stops after one pass over the stubs), so that the
+    /// System's reclaimer finds the app's cold objects saved as soon as it can.
+    pub fn save_cold_now(&self) -> Result<Transition, AppError> {
+        self.save_within(false, Duration::MAX)
+    }
+
+    fn save_within(&self, complete: bool, budget: Duration) -> Result<Transition, AppError> {
+        let swap = self.object_swap()?;
+        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         // To completion (a lifecycle `save`): every stubbed object, cold or not; the
         // reclaimer still takes only the cold ones.
         let r = self.traced(names::SWAP_WRITE_TASK, || {
@@ -385,12 +399,16 @@ pub(crate) fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<
                     app.working_set_round();
                     next_ws = now + swap.policy.working_set_period(fg);
                 }
-                if now >= next_save {
+                if app.save_soon.swap(false, Ordering::AcqRel) {
+                    // Just sent to the background: save every cold object now.
+                    let _ = app.save_cold_now();
+                    next_save = Instant::now() + swap.policy.saver_period(false);
+                } else if now >= next_save {
                     let _ = app.save_now(false);
                     next_save = now + swap.policy.saver_period(fg);
                 }
                 let until = next_ws.min(next_save);
-                app.sleep_until(until);
+                app.heap_task_sleep_until(until);
                 if app.is_ending() {
                     break;
                 }

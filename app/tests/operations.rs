@@ -198,3 +198,45 @@ fn a_frame_runs_between_two_steps_of_a_round() {
     assert!(app.apply(Command::Stop).expect("stops").is_none());
     assert_eq!(running.join(), None, "a stopped app has no trap");
 }
+
+#[test]
+fn going_to_the_background_saves_cold_objects_at_once_not_at_the_next_period() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = Arc::new(App::new(buckets(), quiet()).expect("app"));
+    // The saver's period is an hour: its only run before the transition is the heap
+    // task's first, in the foreground, with nothing stubbed to save. Working-set rounds
+    // every 10 ms with a one-round window make untouched buckets cold quickly.
+    let mut policy = PolicyConfig::default();
+    policy.saver.foreground_period = Duration::from_secs(3600);
+    policy.saver.background_period = Duration::from_secs(3600);
+    policy.working_set.foreground_period = Duration::from_millis(10);
+    policy.working_set.background_period = Duration::from_millis(10);
+    policy.coldness.window_rounds = 1;
+    app.enable_swap(dir.path(), "app", Arc::new(policy), SwapMode::Objects)
+        .expect("swap on");
+    let running = App::launch(&app, "test-main".into()).expect("launches");
+    rounds(&app, 2);
+    assert_eq!(
+        app.swap_io().bytes_written,
+        0,
+        "saved before the transition"
+    );
+    let t = app
+        .apply(Command::Background)
+        .expect("bg")
+        .expect("a transition");
+    assert!(t.objects > 0, "nothing was stubbed");
+    // Bounded, so a broken heap task fails the test instead of hanging it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while app.swap_io().bytes_written == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no save after the background transition (the next period is an hour away)"
+        );
+        assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(app.apply(Command::Stop).expect("stops").is_none());
+    assert_eq!(running.join(), None, "a stopped app has no trap");
+    assert_eq!(app.mark_count("verify_failed"), 0);
+}
