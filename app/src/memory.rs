@@ -244,8 +244,12 @@ impl App {
             // Objects made in the background are candidates too: stub them as they come.
             space.stub_on_alloc.store(true, Ordering::SeqCst);
         }
-        // Its cold objects become reclaimable only once saved: the heap task saves them
-        // at once, all of them, instead of a budget's worth at its next period.
+        // Its cold objects become reclaimable only once saved: the heap task starts
+        // saving them at once instead of at its next period. The table
+        // says so meanwhile (a hint for the System's killer, which may wait, bounded).
+        if let Some(space) = self.heap.stub_space() {
+            space.table.set_saving(true);
+        }
         self.request_save();
         Ok(self.record("bg", t0, rss, report.objects, report.bytes))
     }
@@ -261,11 +265,16 @@ impl App {
         self.save_within(complete, budget)
     }
 
-    /// The heap task's first saver run after a background transition: every cold object,
-    /// with no time budget (a run stops after one pass over the stubs), so that the
-    /// System's reclaimer finds the app's cold objects saved as soon as it can.
+    /// The heap task's saver run right after a background transition (instead of at its
+    /// next period), within the policy's budget, so that the System's reclaimer finds
+    /// the app's cold objects saved as soon as it can. The reclaim table says the app
+    /// is saving ([`marvin_runtime::reclaim_table::ReclaimTable::set_saving`]) until a
+    /// saver run gets through a whole pass (this one or a later one).
     pub fn save_cold_now(&self) -> Result<Transition, AppError> {
-        self.save_within(false, Duration::MAX)
+        if let Some(space) = self.heap.stub_space() {
+            space.table.set_saving(true);
+        }
+        self.save_now(false)
     }
 
     fn save_within(&self, complete: bool, budget: Duration) -> Result<Transition, AppError> {
@@ -279,6 +288,12 @@ impl App {
                     saver::save(&self.heap, swap, budget, complete)
                 })
         });
+        if r.left == 0 {
+            // A whole pass: every cold object is saved, nothing more is on its way.
+            if let Some(space) = self.heap.stub_space() {
+                space.table.set_saving(false);
+            }
+        }
         self.traced(names::SWAP_COMPACT, || {
             saver::compact_if_needed(&self.heap, swap)
         })?;
@@ -400,7 +415,7 @@ pub(crate) fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<
                     next_ws = now + swap.policy.working_set_period(fg);
                 }
                 if app.save_soon.swap(false, Ordering::AcqRel) {
-                    // Just sent to the background: save every cold object now.
+                    // Just sent to the background: start saving its cold objects now.
                     let _ = app.save_cold_now();
                     next_save = Instant::now() + swap.policy.saver_period(false);
                 } else if now >= next_save {

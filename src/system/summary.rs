@@ -126,6 +126,13 @@ pub struct Summary {
     /// took). Empty without kills.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub lmk_kill_reasons: std::collections::BTreeMap<String, u64>,
+    /// Process mode, marvin: ticks on which the killer held a kill back while a
+    /// background app's saver was still writing, and holds that ran out of time (see
+    /// `src/system/processes/kill_hold.rs`). 0 elsewhere.
+    #[serde(default)]
+    pub lmk_held_ticks: u64,
+    #[serde(default)]
+    pub lmk_holds_expired: u64,
     /// Process mode: major faults of the apps' processes, and those that happened
     /// during their collections (the GC pathology of page swap).
     pub major_faults: u64,

@@ -10,7 +10,8 @@
 //! offset 12  u32  entry size in bytes (32)
 //! offset 16  u32  capacity (entries)
 //! offset 20  u32  the owner's pid
-//! offset 24  u32  app flags (bit 0: the app is in the foreground)
+//! offset 24  u32  app flags (bit 0: the app is in the foreground; bit 1: its saver is saving
+//!                 its cold objects after a background transition)
 //! offset 28  u32  one past the highest entry index ever handed out (scans stop there)
 //! offset 32  u64  bytes reclaimed from outside the app (by another process)
 //! offset 40  u64  objects reclaimed from outside the app
@@ -41,6 +42,7 @@ const HEADER_BYTES: usize = 64;
 /// Bytes of one entry in the table's map.
 pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
 const APP_FOREGROUND: u32 = 1;
+const APP_SAVING: u32 = 2;
 /// The page size the table's resident bytes are rounded to.
 const PAGE_BYTES: usize = 4096;
 
@@ -271,6 +273,20 @@ impl Mapping {
     fn is_foreground(&self) -> bool {
         // Acquire: pairs with the Release in `set_foreground`.
         self.header().app_flags.load(Ordering::Acquire) & APP_FOREGROUND != 0
+    }
+
+    fn is_saving(&self) -> bool {
+        // Relaxed: a hint for the System's killer; no data is published with it.
+        self.header().app_flags.load(Ordering::Relaxed) & APP_SAVING != 0
+    }
+
+    fn set_saving(&self, on: bool) {
+        let flags = &self.header().app_flags;
+        if on {
+            flags.fetch_or(APP_SAVING, Ordering::Relaxed);
+        } else {
+            flags.fetch_and(!APP_SAVING, Ordering::Relaxed);
+        }
     }
 
     /// The published scan bound, never above the capacity (whatever the file holds).
@@ -549,6 +565,18 @@ impl ReclaimTable {
     pub fn reclaimed_out(&self) -> (u64, u64) {
         self.mapping.reclaimed_out()
     }
+
+    /// Whether the app says its saver is saving its cold objects after a background
+    /// transition (more of them will soon be reclaimable).
+    pub fn is_saving(&self) -> bool {
+        self.mapping.is_saving()
+    }
+
+    /// Says whether the saver is saving after a background transition (a hint another
+    /// process's killer reads, [`ReclaimTableView::is_saving`]).
+    pub fn set_saving(&self, on: bool) {
+        self.mapping.set_saving(on);
+    }
 }
 
 /// A reclaimer's view of an existing table file: it locks and reads entries, and clears
@@ -633,6 +661,12 @@ impl ReclaimTableView {
     /// Bytes and objects reclaimed from outside so far (cumulative).
     pub fn reclaimed_out(&self) -> (u64, u64) {
         self.mapping.reclaimed_out()
+    }
+
+    /// Whether the app says its saver is saving its cold objects after a background
+    /// transition ([`ReclaimTable::set_saving`]): a hint, which a killer must bound.
+    pub fn is_saving(&self) -> bool {
+        self.mapping.is_saving()
     }
 }
 

@@ -260,6 +260,16 @@ fn file_backed_table_is_shared_with_a_second_mapping() {
     assert!(view.is_foreground());
     table.set_foreground(false);
     assert!(!view.is_foreground());
+
+    // The saving hint is its own bit: it shows in the view and leaves the foreground
+    // flag alone, and the foreground flag leaves it alone.
+    assert!(!view.is_saving());
+    table.set_saving(true);
+    assert!(view.is_saving() && !view.is_foreground());
+    table.set_foreground(true);
+    assert!(view.is_saving() && view.is_foreground());
+    table.set_saving(false);
+    assert!(!view.is_saving() && view.is_foreground());
 }
 
 #[test]

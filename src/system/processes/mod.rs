@@ -8,6 +8,7 @@
 //! swap, the killer's mechanism, per-process counters) are in [`crate::host`].
 
 pub mod app_process;
+pub mod kill_hold;
 pub mod launcher;
 pub mod protocol;
 pub mod run;

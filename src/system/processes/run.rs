@@ -31,6 +31,7 @@ use anyhow::Context;
 use marvin_swap::external::ExternalApp;
 use marvin_swap::policy::PolicyConfig;
 
+use super::kill_hold::{HoldInput, KillHold};
 use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
 use crate::host::lmk_policy::{AppState, Trigger};
@@ -210,6 +211,7 @@ pub fn run_policy(
         reclaim_short: false,
         working_set: 0,
         kill_reasons: Default::default(),
+        hold: KillHold::default(),
         fg: None,
         // FIFO UI needs what the real-time control loop needs (CAP_SYS_NICE).
         fifo_ui: realtime.is_some(),
@@ -271,6 +273,8 @@ struct Run<'a> {
     working_set: u64,
     /// The killer's kills by reason.
     kill_reasons: std::collections::BTreeMap<String, u64>,
+    /// Marvin: the killer's bounded hold while a background app's saver still writes.
+    hold: KillHold,
     fg: Option<usize>,
     /// The app in front has its UI thread (main looper) under `SCHED_FIFO`, every
     /// policy alike, as Android's FIFO UI runs it (see [`Run::raise_ui`]).
@@ -337,7 +341,7 @@ impl Run<'_> {
                 // (objects saved or cooled meanwhile are taken first).
                 let critical = self.killer.wait(tick)?;
                 self.reclaim_if_needed();
-                if self.may_kill() {
+                if self.may_kill() && !self.hold_kill(critical) {
                     self.killer.step(critical)?
                 } else {
                     None
@@ -377,6 +381,8 @@ impl Run<'_> {
         summary.kills = self.killer.kills().len() as u64;
         summary.lmk_kills = summary.kills;
         summary.lmk_kill_reasons = self.kill_reasons.clone();
+        summary.lmk_held_ticks = self.hold.held_ticks();
+        summary.lmk_holds_expired = self.hold.expired();
         summary.restarts = self.restarts;
         summary.reclaim_requests = self.reclaim_ns.len() as u64;
         summary.set_latencies(&mut self.reclaim_ns.clone());
@@ -694,6 +700,39 @@ impl Run<'_> {
     fn may_kill(&self) -> bool {
         let limit = self.cfg.system.budget as u64;
         self.reclaim_short || self.working_set > limit.saturating_sub(self.cfg.headroom / 4)
+    }
+
+    /// Marvin, on a tick the killer may act: whether it holds back instead because a
+    /// background app's saver is still writing its cold objects (bounded in memory and
+    /// time, [`KillHold`]). Never on a critical event; a tick on which the killer's
+    /// threshold is not reached ends a hold.
+    fn hold_kill(&mut self, critical: bool) -> bool {
+        let Ok(working_set) = self.group.working_set() else {
+            return false;
+        };
+        let limit = self.cfg.system.budget as u64;
+        if working_set <= limit.saturating_sub(self.cfg.headroom) {
+            // The killer would not act on usage: no kill to hold back.
+            self.hold.release();
+            return false;
+        }
+        if critical {
+            return false;
+        }
+        let saving = self.slots.iter().any(|s| {
+            s.proc.is_some()
+                && Some(s.id) != self.fg
+                && s.external.as_ref().is_some_and(|x| x.table().is_saving())
+        });
+        self.hold.hold(
+            Instant::now(),
+            HoldInput {
+                saving,
+                working_set,
+                limit,
+                headroom: self.cfg.headroom,
+            },
+        )
     }
 
     /// Marvin: when usage comes within twice the headroom of the limit, reclaims from
