@@ -76,8 +76,13 @@ fn commands_take_a_running_app_through_its_transitions_and_stop_it() {
             .unwrap_or_else(|e| panic!("{line}: {e}"))
             .expect("a transition");
         assert_eq!(t.action, line);
-        if line != "fg" {
-            assert!(t.objects > 0, "{line} moved no objects");
+        match line {
+            // The heap task starts saving at the background transition, so a complete
+            // save right after it may find everything saved already: what counts is
+            // that the checkpoints are written by now.
+            "save" => assert!(app.swap_io().bytes_written > 0, "nothing saved"),
+            "fg" => {}
+            _ => assert!(t.objects > 0, "{line} moved no objects"),
         }
         actions.push(t.action);
     }
