@@ -17,8 +17,13 @@
 //! frees: a batch beyond the cap goes to `surplus`, another push-only stack, for a post
 //! to deal with on its own time: a post that finds the pool dry takes the surplus in
 //! whole (posts outrunning the looper would otherwise free those nodes and carve fresh
-//! memory, page faults included, for the same messages), and a post that finds the pool
-//! full frees it. Dropping the queue first waits (a bounded
+//! memory, page faults included, for the same messages), and a post frees it only once
+//! it has waited unused through [`CAP`] posts (the pool never ran dry meanwhile, see
+//! `Taker::surplus_unused`). Freeing it at the first post that found the pool full, as
+//! before, freed it in the middle of bursts: batches come back in clumps, the pool is
+//! full for a moment, the posts empty it within microseconds and then carved the same
+//! number of fresh nodes. A queue idle after a burst so keeps that burst's surplus until
+//! [`CAP`] more posts or its drop. Dropping the queue first waits (a bounded
 //! while) for the batches still in the epoch ([`NodePool::in_flight`]), then frees what
 //! is pooled on the dropping thread ([`NodePool::free_pooled`]); only if another thread
 //! stays pinned past that wait are its last batches freed wherever the pool's last
@@ -71,6 +76,40 @@ struct Taker<T> {
     carver: UnsafeCell<Carver<T>>,
     /// Written only by the flag holder; read by givers to bound the pool.
     taken: AtomicUsize,
+    /// Flag holder only: the `taken` count at the first take that saw the current
+    /// surplus unneeded, or [`NOT_SEEN`] (see [`Taker::surplus_unused`]).
+    surplus_since: AtomicUsize,
+}
+
+/// `surplus_since`: no take has seen the current surplus yet.
+const NOT_SEEN: usize = usize::MAX;
+
+impl<T> Taker<T> {
+    /// Called by the flag holder after each take, `waiting` telling whether a surplus was
+    /// there and stayed (not adopted), `taken` being the count before the take: whether
+    /// that surplus has now waited unused through [`CAP`] takes (the pool never ran dry
+    /// meanwhile, or the take would have adopted it). Only then is it memory a burst left
+    /// behind; a surplus that a stream of posts outrunning the looper is about to need
+    /// is reused, not freed and carved again.
+    fn surplus_unused(&self, waiting: bool, taken: usize) -> bool {
+        // Relaxed: taker-only data, ordered by the flag.
+        let since = self.surplus_since.load(Ordering::Relaxed);
+        if !waiting {
+            if since != NOT_SEEN {
+                self.surplus_since.store(NOT_SEEN, Ordering::Relaxed);
+            }
+            return false;
+        }
+        if since == NOT_SEEN {
+            self.surplus_since.store(taken, Ordering::Relaxed);
+            return false;
+        }
+        if taken.wrapping_sub(since) < CAP {
+            return false;
+        }
+        self.surplus_since.store(NOT_SEEN, Ordering::Relaxed);
+        true
+    }
 }
 
 // SAFETY: the pool holds only dead nodes (no payload) through raw pointers; `owned` and
@@ -94,6 +133,7 @@ impl<T> Default for NodePool<T> {
                 #[cfg(not(loom))]
                 carver: UnsafeCell::new(Carver::default()),
                 taken: AtomicUsize::new(0),
+                surplus_since: AtomicUsize::new(NOT_SEEN),
             }),
         }
     }
@@ -104,7 +144,7 @@ impl<T> NodePool<T> {
     /// taking (the caller then allocates a node on its own). Pooled nodes go first, then
     /// the surplus (nodes that came back beyond the cap while posts were outrunning the
     /// looper: reusing them beats freeing them and carving fresh memory); a take that
-    /// finds the pool full frees the surplus instead.
+    /// finds the surplus unused through [`CAP`] takes frees it instead.
     #[inline]
     pub fn take(&self) -> Option<Taken<T>> {
         let taker = &*self.taker;
@@ -119,6 +159,7 @@ impl<T> NodePool<T> {
         // is rarely written.
         let surplus = !self.surplus.load(Ordering::Relaxed).is_null();
         // SAFETY: we hold `taking`, so nobody else touches `owned` until we release it.
+        let mut adopted = false;
         let node = taker.owned.with_mut(|owned| unsafe {
             if (*owned).is_null() {
                 // Relaxed test first: an empty pool costs no read-modify-write.
@@ -128,6 +169,7 @@ impl<T> NodePool<T> {
                     *owned = self.incoming.swap(std::ptr::null_mut(), Ordering::Acquire);
                 } else if surplus {
                     *owned = self.adopt_surplus();
+                    adopted = true;
                 }
             }
             let node = *owned;
@@ -143,10 +185,10 @@ impl<T> NodePool<T> {
         } else {
             self.carve()
         };
+        let free = taker.surplus_unused(surplus && !adopted, taken);
         // Release: pairs with the next holder's Acquire swap.
         taker.taking.store(false, Ordering::Release);
-        // Relaxed: only a bound, as in `give`.
-        if surplus && self.given.load(Ordering::Relaxed).saturating_sub(taken) >= CAP {
+        if free {
             self.free_surplus();
         }
         result
@@ -418,15 +460,20 @@ mod tests {
             first,
             "handing back never frees: the surplus waits for a post"
         );
-        let (node, was_recycled) = take_any(&pool).unwrap();
-        assert!(was_recycled);
-        // SAFETY: taken from the pool: ours.
-        unsafe { node::free(node) };
-        assert!(
-            pool.surplus.load(Ordering::Relaxed).is_null(),
-            "the next take freed the surplus"
-        );
-        let mut recycled = 1;
+        // Posts that never find the pool dry (each node comes back before the next post,
+        // as with a looper keeping up): the surplus is not needed, and after CAP such
+        // takes a post frees it.
+        let mut takes = 0;
+        while !pool.surplus.load(Ordering::Relaxed).is_null() {
+            assert!(takes <= CAP, "the unused surplus is freed after CAP takes");
+            let (node, was_recycled) = take_any(&pool).unwrap();
+            assert!(was_recycled, "the pool never runs dry here");
+            takes += 1;
+            // SAFETY: taken from the pool: ours, dead; given back at once.
+            unsafe { pool.give(node, node, 1) };
+        }
+        assert_eq!(takes, CAP + 1, "freed by the take after CAP unneeded ones");
+        let mut recycled = 0;
         loop {
             let (node, was_recycled) = take_any(&pool).unwrap();
             // SAFETY: taken from the pool: ours.
@@ -436,7 +483,34 @@ mod tests {
             }
             recycled += 1;
         }
-        assert_eq!(recycled, CAP);
+        assert_eq!(recycled, CAP, "the pool kept its cap");
+    }
+
+    #[test]
+    fn posts_outrunning_the_looper_reuse_the_surplus_instead_of_freeing_it() {
+        // The pool fills to its cap and more comes back while posts run ahead of the
+        // looper: every post then needs a node, so none of those nodes is freed (and
+        // fresh memory carved) while the pool still holds them.
+        let pool = NodePool::<u64>::default();
+        let (first, last) = chain(CAP);
+        // SAFETY: a fresh chain we give up.
+        unsafe { pool.give(first, last, CAP) };
+        let (first, last) = chain(5);
+        // SAFETY: as above; beyond the cap: surplus.
+        unsafe { pool.give(first, last, 5) };
+        let mut held = Vec::new();
+        for _ in 0..CAP + 5 {
+            let (node, was_recycled) = take_any(&pool).unwrap();
+            assert!(was_recycled, "a pooled or surplus node before any carving");
+            held.push(node);
+        }
+        let (carved, was_recycled) = take_any(&pool).unwrap();
+        assert!(!was_recycled, "only a dry pool with no surplus carves");
+        held.push(carved);
+        for node in held {
+            // SAFETY: taken from the pool: ours.
+            unsafe { node::free(node) };
+        }
     }
 
     /// A taken node on its way back to the test thread.
