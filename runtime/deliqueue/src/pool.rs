@@ -158,8 +158,8 @@ impl<T> NodePool<T> {
         // Relaxed test first: no surplus (the usual case) costs a read of a line that
         // is rarely written.
         let surplus = !self.surplus.load(Ordering::Relaxed).is_null();
-        // SAFETY: we hold `taking`, so nobody else touches `owned` until we release it.
         let mut adopted = false;
+        // SAFETY: we hold `taking`, so nobody else touches `owned` until we release it.
         let node = taker.owned.with_mut(|owned| unsafe {
             if (*owned).is_null() {
                 // Relaxed test first: an empty pool costs no read-modify-write.
