@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use marvin_runtime::barrier::{AccessKind, BarrierMode};
 use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{footprint, GcNeed, Handle, MAX_ARRAY_LEN};
+use marvin_runtime::heap::{footprint, AllocBuffer, GcNeed, Handle, MAX_ARRAY_LEN};
 use marvin_runtime::monitor::Holder;
 use marvin_runtime::safepoint::Mutator;
 use marvin_runtime::trace::names::CodeLocation;
@@ -164,6 +164,14 @@ pub struct Thread<A: AppBinding> {
     pub frames: Vec<Frame>,
     pub id: u64,
     pub tid: i32,
+    /// This thread's allocation buffer (see `marvin_runtime::heap::alloc_buffer`).
+    pub alloc_buffer: AllocBuffer,
+}
+
+impl<A: AppBinding> Drop for Thread<A> {
+    fn drop(&mut self) {
+        self.app.heap().retire(&mut self.alloc_buffer);
+    }
 }
 
 /// Writes the references held by `frames` (as stopped at their `pc`s) into `out`.
@@ -230,6 +238,7 @@ impl<A: AppBinding> Thread<A> {
             frames: Vec::new(),
             id: marvin_runtime::monitor::thread_id(),
             tid: current_tid(),
+            alloc_buffer: AllocBuffer::new(),
         })
     }
 
@@ -241,11 +250,15 @@ impl<A: AppBinding> Thread<A> {
             self.run::<marvin_runtime::barrier::NoBarriers>(method, args)
         };
         self.frames.clear();
+        // What this invocation allocated is in the heap's counters when it returns.
+        self.app.heap().settle(&mut self.alloc_buffer);
         r
     }
 
     /// Publishes this thread's roots and blocks in the safe state while `f` runs.
     pub fn blocking<R>(&mut self, extra: &[u64], f: impl FnOnce() -> R) -> R {
+        // A collection may run meanwhile: its figures include this thread's allocations.
+        self.app.heap().settle(&mut self.alloc_buffer);
         let (app, frames, stack) = (&*self.app, &self.frames, &self.stack);
         self.mutator.blocking(
             |r| {
@@ -288,6 +301,7 @@ impl<A: AppBinding> Thread<A> {
     #[cold]
     #[inline(never)]
     fn poll_slow(&mut self) -> Result<(), Trap> {
+        self.app.heap().settle(&mut self.alloc_buffer);
         let (app, frames, stack) = (&*self.app, &self.frames, &self.stack);
         self.mutator.poll(|r| frame_roots(app, frames, stack, r));
         if app.safepoints().is_terminating() {
@@ -296,9 +310,34 @@ impl<A: AppBinding> Thread<A> {
         Ok(())
     }
 
-    /// Allocates, collecting first when the heap asks for it.
+    /// Allocates from this thread's buffer, or through [`Thread::alloc_slow`] when the
+    /// buffer is used up or a safepoint is requested.
+    #[inline(always)]
     fn alloc(&mut self, kind: ObjKind, class: u32, len: u32, nrefs: u16) -> Result<u64, Fault> {
+        if !self.app.safepoints().requested() {
+            if let Some(h) =
+                self.app
+                    .heap()
+                    .alloc_fast(&mut self.alloc_buffer, kind, class, len, nrefs)
+            {
+                return Ok(h.value());
+            }
+        }
+        self.alloc_slow(kind, class, len, nrefs)
+    }
+
+    /// Allocates, collecting first when the heap asks for it.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow(
+        &mut self,
+        kind: ObjKind,
+        class: u32,
+        len: u32,
+        nrefs: u16,
+    ) -> Result<u64, Fault> {
         let bytes = footprint(kind, len);
+        self.app.heap().settle(&mut self.alloc_buffer);
         if self.app.heap().gc_need(bytes) == GcNeed::Collect {
             self.collect(&[]);
             if self.app.heap().over_limit(bytes) {
@@ -307,7 +346,11 @@ impl<A: AppBinding> Thread<A> {
         } else if self.app.safepoints().requested() && self.poll_slow().is_err() {
             return Err(Fault::Terminated);
         }
-        Ok(self.app.heap().alloc(kind, class, len, nrefs)?.value())
+        Ok(self
+            .app
+            .heap()
+            .alloc_buffered(&mut self.alloc_buffer, kind, class, len, nrefs)?
+            .value())
     }
 
     /// Executes one message, thread or looper instruction at `method`+`pc` on the value

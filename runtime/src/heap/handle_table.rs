@@ -111,6 +111,52 @@ impl HandleTable {
         ))
     }
 
+    /// Moves up to `n` free handles into `out` (their entries stay 0 until
+    /// [`HandleTable::publish`]): from the free list if it has any, else fresh ones.
+    pub fn reserve(&self, n: u32, out: &mut Vec<u32>) -> Result<(), TableFull> {
+        let mut free = self.free.lock();
+        if !free.is_empty() {
+            let take = free.len().min(n as usize);
+            let at = free.len() - take;
+            out.extend(free.drain(at..));
+            return Ok(());
+        }
+        let i = self.next_fresh.fetch_add(n, Ordering::Relaxed);
+        if i >= self.capacity || i.checked_add(n).is_none() {
+            self.next_fresh.store(self.capacity, Ordering::Relaxed);
+            return Err(TableFull(self.capacity));
+        }
+        let end = (i + n).min(self.capacity);
+        if end < i + n {
+            self.next_fresh.store(self.capacity, Ordering::Relaxed);
+        }
+        // Popped from the end: the lowest index goes first.
+        out.extend((i..end).rev());
+        Ok(())
+    }
+
+    /// Whether [`HandleTable::reserve`] of `n` would touch a page of the table not
+    /// touched yet (no free handle to reuse, and fresh ones reach a new page).
+    pub fn reserve_touches_page(&self, n: u32) -> bool {
+        let fresh = self.next_fresh.load(Ordering::Relaxed).min(self.capacity) as usize;
+        let after = (fresh + n as usize).min(self.capacity as usize);
+        let page = crate::heap::PAGE;
+        (after * 8).div_ceil(page) > (fresh * 8).div_ceil(page) && self.free.lock().is_empty()
+    }
+
+    /// Points a handle reserved with [`HandleTable::reserve`] at its object.
+    #[inline(always)]
+    pub fn publish(&self, idx: u32, entry: u64) -> Handle {
+        // Release: as in `allocate`.
+        self.entries()[idx as usize].store(entry, Ordering::Release);
+        Handle(NonZeroU32::new(idx).expect("handle 0 is never handed out"))
+    }
+
+    /// Gives back reserved handles that were never published.
+    pub fn unreserve(&self, idx: impl IntoIterator<Item = u32>) {
+        self.free.lock().extend(idx);
+    }
+
     /// Whether fresh handles are within a few entries of a page of the table not touched
     /// yet (and none is free to reuse): the next allocations may touch it.
     pub fn fresh_page_near(&self) -> bool {
@@ -172,6 +218,32 @@ mod tests {
         let c = t.allocate(0x3000).unwrap();
         assert_eq!(c, a);
         assert_eq!(t.entry(c).load(Ordering::Relaxed), 0x3000);
+    }
+
+    #[test]
+    fn reserve_takes_freed_handles_first_then_fresh_ones_up_to_capacity() {
+        let t = HandleTable::new(8).unwrap();
+        let mut out = Vec::new();
+        t.reserve(3, &mut out).unwrap();
+        assert_eq!(out, [3, 2, 1]);
+        // Reserved handles are not live until published.
+        assert!(!t.is_live(1));
+        let h = t.publish(out.pop().unwrap(), 0x1000);
+        assert_eq!(h.value(), 1);
+        assert!(t.is_live(1));
+        t.release([h]);
+        t.reserve(3, &mut out).unwrap();
+        assert_eq!(
+            out,
+            [3, 2, 1],
+            "the freed handle comes back before fresh ones"
+        );
+        // Fresh ones stop at the capacity; then the table is full, an error.
+        t.reserve(10, &mut out).unwrap();
+        assert_eq!(out, [3, 2, 1, 7, 6, 5, 4]);
+        assert!(t.reserve(1, &mut out).is_err());
+        t.unreserve(out.drain(..));
+        assert!(t.allocate(8).is_ok());
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! free lists; large objects come from the page-aligned [`large_space`], so their pages
 //! can be returned to the OS alone or with their neighbours. Every object is reached through the
 //! [`handle_table`]. Reading and writing objects goes through [`crate::barrier`].
+//! A mutator thread allocates small objects through its [`alloc_buffer`], without locks
+//! or atomic read-modify-writes; everything else goes through [`Heap::alloc`].
 
+pub mod alloc_buffer;
 pub mod handle_table;
 pub mod large_space;
 pub mod region_dir;
@@ -12,6 +15,7 @@ pub mod small_space;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+pub use alloc_buffer::AllocBuffer;
 pub use handle_table::{Handle, HandleTable, ENTRY_STUB};
 pub use large_space::{LargeBacking, LargeSpace, PAGE};
 
@@ -20,6 +24,9 @@ use crate::object::Obj;
 
 /// Objects of this many bytes (header included) and more start on a page boundary.
 pub const LARGE_OBJECT_BYTES: usize = 2048;
+
+// A buffer's block is zeroed past its first grain, which the header covers whole.
+const _: () = assert!(small_space::GRAIN == HEADER_BYTES);
 
 /// Largest array length MASM may ask for.
 pub const MAX_ARRAY_LEN: u64 = u32::MAX as u64 / 2;
@@ -444,6 +451,143 @@ impl Heap {
         let now = c.in_use.fetch_add(size, Ordering::Relaxed) + size;
         c.peak_in_use.fetch_max(now, Ordering::Relaxed);
         Ok(h)
+    }
+
+    /// Allocates a zeroed small object from `buf` alone, if the buffer has a block, a
+    /// handle and allowance for it: no lock, no atomic read-modify-write. `None` sends
+    /// the caller to [`Heap::alloc_buffered`] (after any collection it wants).
+    #[inline(always)]
+    pub fn alloc_fast(
+        &self,
+        buf: &mut AllocBuffer,
+        kind: ObjKind,
+        class: u32,
+        len: u32,
+        nrefs: u16,
+    ) -> Option<Handle> {
+        let raw = HEADER_BYTES + kind.payload_bytes(len);
+        let size = small_space::block_size(raw);
+        if raw >= LARGE_OBJECT_BYTES || size > buf.allowance {
+            return None;
+        }
+        let idx = *buf.handles.last()?;
+        let addr = buf.take_block(size)?;
+        buf.handles.pop();
+        debug_assert_eq!(buf.heap, self as *const Heap as usize);
+        // SAFETY: `addr` is a fresh, zeroed, 16-byte aligned block of `size >= raw`
+        // bytes that only this buffer held.
+        unsafe {
+            std::ptr::write(
+                addr as *mut ObjHeader,
+                ObjHeader::new(kind, class, len, nrefs),
+            )
+        };
+        let h = self.table.publish(idx, addr as u64);
+        buf.allowance -= size;
+        buf.allocations += 1;
+        buf.bytes += size as u64;
+        Some(h)
+    }
+
+    /// Allocates a zeroed object for the thread owning `buf`: settles the buffer, refills
+    /// it and allocates from it ([`Heap::alloc_fast`]); large objects, and every object of
+    /// a heap with a limit or a shared budget, go through [`Heap::alloc`] (exact
+    /// accounting, the budget asked first). Collection policy is the caller's: settle,
+    /// then ask [`Heap::gc_need`].
+    pub fn alloc_buffered(
+        &self,
+        buf: &mut AllocBuffer,
+        kind: ObjKind,
+        class: u32,
+        len: u32,
+        nrefs: u16,
+    ) -> Result<Handle, AllocError> {
+        self.settle(buf);
+        let raw = HEADER_BYTES + kind.payload_bytes(len);
+        if raw >= LARGE_OBJECT_BYTES || self.pressure.get().is_some() || self.config.limit.is_some()
+        {
+            return self.alloc(kind, class, len, nrefs);
+        }
+        self.bind(buf);
+        let size = small_space::block_size(raw);
+        if buf.handles.is_empty() {
+            let n = alloc_buffer::BATCH_HANDLES;
+            // The runtime's holdings grow by a page of the table when fresh handles reach
+            // one: charged first, as in `alloc`.
+            let _runtime = self
+                .table
+                .reserve_touches_page(n)
+                .then(|| self.runtime_growth(PAGE));
+            self.table.reserve(n, &mut buf.handles)?;
+        }
+        if !buf.has_block(size) {
+            let class = size / small_space::GRAIN;
+            let gen = self.small.free_gen();
+            if gen != buf.empty_gen {
+                buf.empty = Default::default();
+                buf.empty_gen = gen;
+            }
+            let found = self.small.refill(buf, size, buf.known_empty(class))?;
+            if !found {
+                buf.mark_empty(class);
+            }
+        }
+        // The grant: charged to `in_use` whole, so `in_use` never counts less than the
+        // live objects; the peak is taken before it, from exact figures.
+        let c = &self.counters;
+        let now = c.in_use.load(Ordering::Relaxed);
+        if now > c.peak_in_use.load(Ordering::Relaxed) {
+            c.peak_in_use.fetch_max(now, Ordering::Relaxed);
+        }
+        let grant = alloc_buffer::GRANT;
+        c.in_use.fetch_add(grant, Ordering::Relaxed);
+        buf.allowance = grant;
+        self.alloc_fast(buf, kind, class, len, nrefs)
+            .ok_or(AllocError::OutOfMemory)
+    }
+
+    /// Books what `buf` allocated since it last settled into the heap's counters and
+    /// gives back its unused allowance: afterwards the counters are exact for this
+    /// thread. Cheap when there is nothing to book.
+    pub fn settle(&self, buf: &mut AllocBuffer) {
+        let c = &self.counters;
+        if buf.allocations > 0 {
+            c.allocations.fetch_add(buf.allocations, Ordering::Relaxed);
+            c.bytes_allocated.fetch_add(buf.bytes, Ordering::Relaxed);
+            c.since_gc.fetch_add(buf.bytes as usize, Ordering::Relaxed);
+            buf.allocations = 0;
+            buf.bytes = 0;
+        }
+        if buf.allowance > 0 {
+            let now = c.in_use.fetch_sub(buf.allowance, Ordering::Relaxed) - buf.allowance;
+            buf.allowance = 0;
+            if now > c.peak_in_use.load(Ordering::Relaxed) {
+                c.peak_in_use.fetch_max(now, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Settles `buf` and gives back the memory and handles it holds (its thread exits).
+    pub fn retire(&self, buf: &mut AllocBuffer) {
+        self.settle(buf);
+        if buf.heap == 0 {
+            return;
+        }
+        self.bind(buf);
+        self.small.give_back(buf);
+        self.table.unreserve(buf.handles.drain(..));
+        buf.empty = Default::default();
+        buf.heap = 0;
+    }
+
+    /// Binds a buffer to this heap on its first refill.
+    fn bind(&self, buf: &mut AllocBuffer) {
+        let me = self as *const Heap as usize;
+        assert!(
+            buf.heap == 0 || buf.heap == me,
+            "an allocation buffer is used with one heap only"
+        );
+        buf.heap = me;
     }
 
     /// The object behind a handle entry that is not a stub, without any barrier: for the

@@ -7,8 +7,12 @@
 //! the heap. This replaced the system allocator, whose malloc/free/consolidate cost about
 //! a quarter of an allocation-heavy program's time.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use memmap2::{MmapMut, MmapOptions};
 use parking_lot::Mutex;
+
+use super::alloc_buffer::{AllocBuffer, BATCH_BLOCKS, REGION};
 
 /// Block sizes are multiples of this.
 pub const GRAIN: usize = 16;
@@ -27,6 +31,9 @@ struct Inner {
 #[derive(Default)]
 pub struct SmallSpace {
     inner: Mutex<Inner>,
+    /// Bumped by every [`SmallSpace::free`]: a buffer that found a class's free list
+    /// empty need not ask again until this moves.
+    free_gen: AtomicU64,
 }
 
 /// A block size for `raw` bytes.
@@ -63,15 +70,99 @@ impl SmallSpace {
         Ok(addr)
     }
 
-    /// Takes blocks back: `(address, size)` pairs from [`SmallSpace::alloc`].
+    /// Takes blocks back: `(address, size)` pairs from [`SmallSpace::alloc`] or a
+    /// buffer's refill.
     pub fn free(&self, blocks: impl IntoIterator<Item = (usize, usize)>) {
         let mut g = self.inner.lock();
         for (addr, size) in blocks {
-            let class = size / GRAIN;
-            if g.free.len() <= class {
-                g.free.resize_with(class + 1, Vec::new);
+            g.push_block(addr, size);
+        }
+        self.free_gen.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The free generation (see `free_gen`).
+    pub fn free_gen(&self) -> u64 {
+        self.free_gen.load(Ordering::Relaxed)
+    }
+
+    /// Gives `buf` room for a block of `size` bytes: up to [`BATCH_BLOCKS`] blocks of its
+    /// class from the free list (unless `skip_free`, the buffer knowing it empty), else a
+    /// fresh bump region of [`REGION`] bytes (the old region's rest goes on a free list).
+    /// Returns whether free blocks were found.
+    pub(super) fn refill(
+        &self,
+        buf: &mut AllocBuffer,
+        size: usize,
+        skip_free: bool,
+    ) -> std::io::Result<bool> {
+        debug_assert!(size.is_multiple_of(GRAIN) && size > 0 && size <= REGION);
+        let class = size / GRAIN;
+        let mut g = self.inner.lock();
+        if !skip_free {
+            if let Some(list) = g.free.get_mut(class).filter(|l| !l.is_empty()) {
+                let take = list.len().min(BATCH_BLOCKS);
+                if buf.cache.len() <= class {
+                    buf.cache.resize_with(class + 1, Vec::new);
+                }
+                buf.cache[class].extend(list.drain(list.len() - take..));
+                return Ok(true);
             }
-            g.free[class].push(addr);
+        }
+        if g.end - g.bump < REGION {
+            let mut map = MmapOptions::new().len(CHUNK).map_anon()?;
+            g.bump = map.as_mut_ptr() as usize;
+            g.end = g.bump + CHUNK;
+            g.chunks.push(map);
+        }
+        let rest = buf.end - buf.bump;
+        if rest > 0 {
+            g.push_free(buf.bump, rest);
+        }
+        buf.bump = g.bump;
+        buf.end = g.bump + REGION;
+        g.bump += REGION;
+        Ok(false)
+    }
+
+    /// Takes back everything `buf` holds of this space: its cached blocks and the rest of
+    /// its bump region.
+    pub(super) fn give_back(&self, buf: &mut AllocBuffer) {
+        let mut g = self.inner.lock();
+        for (class, list) in buf.cache.iter_mut().enumerate() {
+            for addr in list.drain(..) {
+                g.push_block(addr, class * GRAIN);
+            }
+        }
+        let rest = buf.end - buf.bump;
+        if rest > 0 {
+            g.push_free(buf.bump, rest);
+        }
+        buf.bump = 0;
+        buf.end = 0;
+        self.free_gen.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Inner {
+    /// Puts a block of one class on its free list.
+    #[inline]
+    fn push_block(&mut self, addr: usize, size: usize) {
+        let class = size / GRAIN;
+        if self.free.len() <= class {
+            self.free.resize_with(class + 1, Vec::new);
+        }
+        self.free[class].push(addr);
+    }
+
+    /// Puts a block on a free list; a piece of a bump region too large for any class is
+    /// cut into blocks of the largest class first.
+    fn push_free(&mut self, mut addr: usize, mut size: usize) {
+        const MAX: usize = super::LARGE_OBJECT_BYTES;
+        while size > 0 {
+            let piece = size.min(MAX);
+            self.push_block(addr, piece);
+            addr += piece;
+            size -= piece;
         }
     }
 }
