@@ -76,6 +76,16 @@ impl Magic {
     pub fn remainder(self, n: i64, d: i64) -> i64 {
         n.wrapping_sub(self.quotient(n).wrapping_mul(d))
     }
+
+    /// `n` rem `d` when `rem`, else `n / d`: what a fused `push d; div|rem` leaves.
+    #[inline(always)]
+    pub fn apply(self, n: i64, d: i64, rem: bool) -> i64 {
+        if rem {
+            self.remainder(n, d)
+        } else {
+            self.quotient(n)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1198,14 +1198,7 @@ impl<A: AppBinding> Thread<A> {
                     rem,
                 } => {
                     let x = pop!() as i64;
-                    let m = Magic { magic, shift };
-                    push!(
-                        (if rem {
-                            m.remainder(x, k)
-                        } else {
-                            m.quotient(x)
-                        }) as u64
-                    );
+                    push!(Magic { magic, shift }.apply(x, k, rem) as u64);
                     ip = ip.wrapping_add(1);
                 }
                 Op::DivConstStore {
@@ -1216,15 +1209,7 @@ impl<A: AppBinding> Thread<A> {
                     d,
                 } => {
                     let x = pop!() as i64;
-                    let m = Magic { magic, shift };
-                    fp.set(
-                        d as usize,
-                        (if rem {
-                            m.remainder(x, k)
-                        } else {
-                            m.quotient(x)
-                        }) as u64,
-                    );
+                    fp.set(d as usize, Magic { magic, shift }.apply(x, k, rem) as u64);
                     ip = ip.wrapping_add(2);
                 }
                 Op::LoadXadd(a, k, s, discard) => {
