@@ -8,6 +8,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod tiny_pressure;
+use tiny_pressure::TINY_CLOCK;
+
 /// Why the process mode cannot run here, if it cannot.
 fn skip_reason() -> Option<String> {
     match marvin::host::cgroup::Hierarchy::available() {
@@ -42,17 +45,12 @@ fn pressure(policies: &str, extra: &[&str]) -> (Vec<Value>, u32) {
             "700ms",
             "--duration",
             "10s",
-            "--time-scale",
-            "0.05",
-            "--gc-max-free",
-            "256k",
-            "--sample-every",
-            "100ms",
             "-D",
             "ARRAYS=96",
             "--swap-dir",
         ])
         .arg(out.path())
+        .args(TINY_CLOCK)
         .args(extra);
     let child = cmd
         .stdout(std::process::Stdio::piped())

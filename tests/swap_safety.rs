@@ -265,6 +265,49 @@ impl Drop for SmallFs {
     }
 }
 
+/// Runs `hold.masm` (COUNT arrays of 8 KiB, a second's sleep) with its swap directory
+/// `swap_dir` and `lifecycle`, asserts that it succeeded with its objects intact
+/// (`ready`, `ok`) and printed exactly one warning, naming the full directory, and
+/// returns that warning and the whole stderr.
+fn one_full_disk_warning(
+    swap_dir: &Path,
+    count: &str,
+    lifecycle: &str,
+    extra: &[&str],
+    what: &str,
+) -> (String, String) {
+    let hold = program("hold.masm");
+    let mut args = vec![
+        "run",
+        hold.to_str().unwrap(),
+        "-D",
+        count,
+        "-D",
+        "ARRAY_BYTES=8176",
+        "-D",
+        "SLEEP_MS=1000",
+        "--swap-dir",
+        swap_dir.to_str().unwrap(),
+        "--policy",
+        QUICK_COLD,
+        "--lifecycle",
+        lifecycle,
+    ];
+    args.extend(extra);
+    let out = wait_bounded(spawn(&args), what);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert_eq!(text(&out.stdout), "ready\nok\n", "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("is full"), "{stderr}");
+    assert!(warnings[0].contains(swap_dir.to_str().unwrap()), "{stderr}");
+    (warnings[0].to_string(), stderr)
+}
+
 #[test]
 fn a_full_disk_is_one_warning_naming_the_directory_and_the_data_stays_correct() {
     // 64 arrays of 8 KiB (512 KiB of checkpoints) on a file system of 256 KiB.
@@ -276,35 +319,13 @@ fn a_full_disk_is_one_warning_naming_the_directory_and_the_data_stays_correct() 
         }
     };
     let swap_dir = fs.path().join("swap");
-    let out = wait_bounded(
-        spawn(&[
-            "run",
-            program("hold.masm").to_str().unwrap(),
-            "-D",
-            "COUNT=64",
-            "-D",
-            "ARRAY_BYTES=8176",
-            "-D",
-            "SLEEP_MS=1000",
-            "--swap-dir",
-            swap_dir.to_str().unwrap(),
-            "--policy",
-            QUICK_COLD,
-            "--lifecycle",
-            "bg@300ms,save@400ms,reclaim@600ms,save@700ms",
-        ]),
+    one_full_disk_warning(
+        &swap_dir,
+        "COUNT=64",
+        "bg@300ms,save@400ms,reclaim@600ms,save@700ms",
+        &[],
         "the full-disk run",
     );
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
-    assert_eq!(text(&out.stdout), "ready\nok\n", "{stderr}");
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("warning:"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].contains("is full"), "{stderr}");
-    assert!(warnings[0].contains(swap_dir.to_str().unwrap()), "{stderr}");
 }
 
 #[test]
@@ -319,37 +340,14 @@ fn a_reclaim_table_that_does_not_fit_is_a_full_disk_warning_and_the_app_carries_
         }
     };
     let swap_dir = fs.path().join("swap");
-    let out = wait_bounded(
-        spawn(&[
-            "run",
-            program("hold.masm").to_str().unwrap(),
-            "-D",
-            "COUNT=8",
-            "-D",
-            "ARRAY_BYTES=8176",
-            "-D",
-            "SLEEP_MS=1000",
-            "--swap-dir",
-            swap_dir.to_str().unwrap(),
-            "--policy",
-            QUICK_COLD,
-            "--lifecycle",
-            "bg@300ms,save@400ms,reclaim@600ms",
-            "--stats",
-        ]),
+    let (warning, stderr) = one_full_disk_warning(
+        &swap_dir,
+        "COUNT=8",
+        "bg@300ms,save@400ms,reclaim@600ms",
+        &["--stats"],
         "the run whose table does not fit",
     );
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
-    assert_eq!(text(&out.stdout), "ready\nok\n", "{stderr}");
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("warning:"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].contains("is full"), "{stderr}");
-    assert!(warnings[0].contains("reclaim table"), "{stderr}");
-    assert!(warnings[0].contains(swap_dir.to_str().unwrap()), "{stderr}");
+    assert!(warning.contains("reclaim table"), "{stderr}");
     // No half-made table is left for another process to map.
     let left: Vec<_> = std::fs::read_dir(&swap_dir)
         .unwrap()

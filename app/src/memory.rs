@@ -257,29 +257,13 @@ impl App {
     /// Runs the saver: to completion when `complete`, else within the policy's budget
     /// and on cold objects only. Compacts the swap file when it passes the threshold.
     pub fn save_now(&self, complete: bool) -> Result<Transition, AppError> {
+        let swap = self.object_swap()?;
+        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         let budget = if complete {
             Duration::MAX
         } else {
-            self.object_swap()?.policy.saver_budget()
+            swap.policy.saver_budget()
         };
-        self.save_within(complete, budget)
-    }
-
-    /// The heap task's saver run right after a background transition (instead of at its
-    /// next period), within the policy's budget, so that the System's reclaimer finds
-    /// the app's cold objects saved as soon as it can. The reclaim table says the app
-    /// is saving ([`marvin_runtime::reclaim_table::ReclaimTable::set_saving`]) until a
-    /// saver run gets through a whole pass (this one or a later one).
-    pub fn save_cold_now(&self) -> Result<Transition, AppError> {
-        if let Some(space) = self.heap.stub_space() {
-            space.table.set_saving(true);
-        }
-        self.save_now(false)
-    }
-
-    fn save_within(&self, complete: bool, budget: Duration) -> Result<Transition, AppError> {
-        let swap = self.object_swap()?;
-        let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         // To completion (a lifecycle `save`): every stubbed object, cold or not; the
         // reclaimer still takes only the cold ones.
         let r = self.traced(names::SWAP_WRITE_TASK, || {
@@ -309,6 +293,18 @@ impl App {
             bytes: r.saved_bytes,
             duration_ns: t0.elapsed().as_nanos() as u64,
         })
+    }
+
+    /// The heap task's saver run right after a background transition (instead of at its
+    /// next period), within the policy's budget, so that the System's reclaimer finds
+    /// the app's cold objects saved as soon as it can. The reclaim table says the app
+    /// is saving ([`marvin_runtime::reclaim_table::ReclaimTable::set_saving`]) until a
+    /// saver run gets through a whole pass (this one or a later one).
+    pub fn save_cold_now(&self) -> Result<Transition, AppError> {
+        if let Some(space) = self.heap.stub_space() {
+            space.table.set_saving(true);
+        }
+        self.save_now(false)
     }
 
     /// Reclaims up to `want` bytes of this app's saved, clean, cold objects.

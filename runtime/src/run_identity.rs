@@ -38,8 +38,13 @@ impl RunIdentity {
 
     /// The run id as 32 hex digits.
     pub fn id_hex(&self) -> String {
-        self.id.iter().map(|b| format!("{b:02x}")).collect()
+        id_hex(&self.id)
     }
+}
+
+/// A run id as 32 hex digits.
+pub fn id_hex(id: &[u8; 16]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl std::fmt::Display for RunIdentity {

@@ -45,8 +45,6 @@ pub struct Applied<'a> {
     grouping: Option<&'a Grouping>,
     /// The nice value to go back to (grouped only).
     nice_before: i32,
-    /// Whether a slice was asked for (grouped only): dropping goes back to the default.
-    sliced: bool,
 }
 
 impl LooperPolicy {
@@ -60,12 +58,10 @@ impl LooperPolicy {
                 let grouping = grouping.ok_or("the grouped looper needs its cpu groups")?;
                 let nice_before = current_nice()?;
                 grouping.join_foreground()?;
-                let placed = set_nice(THREAD_PRIORITY_DISPLAY).and_then(|()| {
-                    match grouping.looper_slice.0 {
-                        Some(slice) => set_fair(THREAD_PRIORITY_DISPLAY, Some(slice)),
-                        None => Ok(()),
-                    }
-                });
+                let placed = match grouping.looper_slice.0 {
+                    Some(slice) => set_fair(THREAD_PRIORITY_DISPLAY, Some(slice)),
+                    None => set_nice(THREAD_PRIORITY_DISPLAY),
+                };
                 if let Err(e) = placed {
                     let _ = set_fair(nice_before, None);
                     let _ = grouping.groups.leave();
@@ -75,7 +71,6 @@ impl LooperPolicy {
                     policy: self,
                     grouping: Some(grouping),
                     nice_before,
-                    sliced: grouping.looper_slice.0.is_some(),
                 });
             }
         }
@@ -83,7 +78,6 @@ impl LooperPolicy {
             policy: self,
             grouping: None,
             nice_before: 0,
-            sliced: false,
         })
     }
 }
@@ -101,7 +95,8 @@ impl Drop for Applied<'_> {
                 // Going back needs the privilege that lowering the nice value took;
                 // leaving the group may fail only if it is gone, and the groups' drop
                 // moves threads back too. The slice goes back to the default with it.
-                let _ = if self.sliced {
+                let sliced = self.grouping.is_some_and(|g| g.looper_slice.0.is_some());
+                let _ = if sliced {
                     set_fair(self.nice_before, None)
                 } else {
                     set_nice(self.nice_before)

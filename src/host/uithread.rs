@@ -24,24 +24,14 @@ pub const CONTROL_THREAD: &str = "control";
 
 /// The id of the first thread of process `pid` named `name` (`comm`), if it has one.
 pub fn find_thread(pid: u32, name: &str) -> io::Result<Option<u32>> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(format!("/proc/{pid}/task"))? {
-        let entry = entry?;
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    Ok(threads(pid)?
+        .into_iter()
         // A thread that ended meanwhile has no comm to read: not the one.
-        if let Ok(comm) = fs::read_to_string(entry.path().join("comm")) {
-            if comm.trim_end_matches('\n') == name {
-                found.push(tid);
-            }
-        }
-    }
-    Ok(found.into_iter().min())
+        .filter(|tid| {
+            fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .is_ok_and(|comm| comm.trim_end_matches('\n') == name)
+        })
+        .min())
 }
 
 /// How many nice steps the other threads of the app in front are raised by (each step

@@ -178,11 +178,6 @@ impl AppMemory {
     }
 }
 
-/// A run id as 32 hex digits (as `RunIdentity::id_hex` writes it).
-fn hex(run: &[u8; 16]) -> String {
-    run.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A run id from its 32 hex digits (the process protocol's `ready` message), or `None`
 /// for anything else.
 pub fn parse_run_id(text: &str) -> Option<[u8; 16]> {
@@ -234,8 +229,8 @@ impl ExternalApp {
         if &found != run {
             return Err(ExternalError::WrongRun {
                 path: table.path().to_owned(),
-                found: hex(&found),
-                expected: hex(run),
+                found: marvin_runtime::run_identity::id_hex(&found),
+                expected: marvin_runtime::run_identity::id_hex(run),
             });
         }
         let memory = AppMemory::open(pid, &regions_path(dir, name))?;

@@ -96,6 +96,15 @@ pub struct HeapCounters {
     pub since_gc: AtomicUsize,
 }
 
+impl HeapCounters {
+    /// Raises `peak_in_use` to `now` if that is higher, writing the shared line only then.
+    fn raise_peak(&self, now: usize) {
+        if now > self.peak_in_use.load(Ordering::Relaxed) {
+            self.peak_in_use.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+}
+
 /// What an allocation of some size should do first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GcNeed {
@@ -535,10 +544,7 @@ impl Heap {
         // The grant: charged to `in_use` whole, so `in_use` never counts less than the
         // live objects; the peak is taken before it, from exact figures.
         let c = &self.counters;
-        let now = c.in_use.load(Ordering::Relaxed);
-        if now > c.peak_in_use.load(Ordering::Relaxed) {
-            c.peak_in_use.fetch_max(now, Ordering::Relaxed);
-        }
+        c.raise_peak(c.in_use.load(Ordering::Relaxed));
         let grant = alloc_buffer::GRANT;
         c.in_use.fetch_add(grant, Ordering::Relaxed);
         buf.allowance = grant;
@@ -561,9 +567,7 @@ impl Heap {
         if buf.allowance > 0 {
             let now = c.in_use.fetch_sub(buf.allowance, Ordering::Relaxed) - buf.allowance;
             buf.allowance = 0;
-            if now > c.peak_in_use.load(Ordering::Relaxed) {
-                c.peak_in_use.fetch_max(now, Ordering::Relaxed);
-            }
+            c.raise_peak(now);
         }
     }
 

@@ -59,15 +59,7 @@ impl SmallSpace {
             unsafe { std::ptr::write_bytes(addr as *mut u8, 0, size) };
             return Ok(addr);
         }
-        if g.end - g.bump < size {
-            let mut map = MmapOptions::new().len(CHUNK).map_anon()?;
-            g.bump = map.as_mut_ptr() as usize;
-            g.end = g.bump + CHUNK;
-            g.chunks.push(map);
-        }
-        let addr = g.bump;
-        g.bump += size;
-        Ok(addr)
+        g.carve(size)
     }
 
     /// Takes blocks back: `(address, size)` pairs from [`SmallSpace::alloc`] or a
@@ -108,19 +100,13 @@ impl SmallSpace {
                 return Ok(true);
             }
         }
-        if g.end - g.bump < REGION {
-            let mut map = MmapOptions::new().len(CHUNK).map_anon()?;
-            g.bump = map.as_mut_ptr() as usize;
-            g.end = g.bump + CHUNK;
-            g.chunks.push(map);
-        }
+        let region = g.carve(REGION)?;
         let rest = buf.end - buf.bump;
         if rest > 0 {
             g.push_free(buf.bump, rest);
         }
-        buf.bump = g.bump;
-        buf.end = g.bump + REGION;
-        g.bump += REGION;
+        buf.bump = region;
+        buf.end = region + REGION;
         Ok(false)
     }
 
@@ -144,6 +130,20 @@ impl SmallSpace {
 }
 
 impl Inner {
+    /// `size` fresh, zeroed bytes from the bump pointer, mapping a new chunk when the
+    /// current one has less left (the rest of the old chunk is not used).
+    fn carve(&mut self, size: usize) -> std::io::Result<usize> {
+        if self.end - self.bump < size {
+            let mut map = MmapOptions::new().len(CHUNK).map_anon()?;
+            self.bump = map.as_mut_ptr() as usize;
+            self.end = self.bump + CHUNK;
+            self.chunks.push(map);
+        }
+        let addr = self.bump;
+        self.bump += size;
+        Ok(addr)
+    }
+
     /// Puts a block of one class on its free list.
     #[inline]
     fn push_block(&mut self, addr: usize, size: usize) {
