@@ -214,6 +214,9 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
                         out.push(Op::LoadBinConstStore(a, b, k, d));
                     }
                 }
+                if let (Some(Op::Mul), Some(Op::Load(b)), Some(Op::Add)) = (at(2), at(3), at(4)) {
+                    out.push(Op::LoadMulAddLocal(a, k, b));
+                }
                 if let (Some(b1), Some(Op::Load(b)), Some(b2)) = (bin(2), at(3), bin(4)) {
                     if safe(b1, k) {
                         out.push(Op::LoadBinConstBinLocal(a, b1, k, b2, b));
@@ -334,7 +337,8 @@ fn next(op: Op, i: usize) -> Option<usize> {
         Op::BrLocalConst { fall, .. }
         | Op::BrLocalLocal { fall, .. }
         | Op::IncBrConst { fall, .. }
-        | Op::IncBrLocal { fall, .. } => Some(fall as usize),
+        | Op::IncBrLocal { fall, .. }
+        | Op::AddIncBr { fall, .. } => Some(fall as usize),
         _ => Some(i + op.covers()),
     }
 }
@@ -519,6 +523,48 @@ pub fn fuse(code: &mut [Op]) {
             _ => {}
         }
     }
+    // Pass 3: a sum into a local right before a loop's closing increment and test runs
+    // with it. The sum cannot fail, so the branch op's errors (none) and safepoint keep
+    // their meaning; the taken side must not land inside the fused run, whose ops after
+    // the first would then be a forward transfer from here but a backward one there.
+    let closed = code.to_vec();
+    for i in 0..n {
+        if let Some(op) = add_then(&closed, i) {
+            code[i] = op;
+        }
+    }
+}
+
+/// `LoadAddLocalStore(a, b, a)` at `i` followed by an `IncBrConst` (as closed by pass 2)
+/// as one [`Op::AddIncBr`], when its operands fit.
+fn add_then(code: &[Op], i: usize) -> Option<Op> {
+    let Some(&Op::LoadAddLocalStore(a, b, d)) = code.get(i) else {
+        return None;
+    };
+    let Some(&Op::IncBrConst {
+        a: ic,
+        inc,
+        k,
+        c,
+        t,
+        fall,
+    }) = code.get(i + 4)
+    else {
+        return None;
+    };
+    if d != a || (t as usize > i && t as usize <= i + 4) || fall as usize <= i + 4 {
+        return None;
+    }
+    Some(Op::AddIncBr {
+        a: u16::try_from(a).ok()?,
+        b: u16::try_from(b).ok()?,
+        i: u16::try_from(ic).ok()?,
+        inc: i16::try_from(inc).ok()?,
+        k,
+        c,
+        t,
+        fall,
+    })
 }
 
 #[cfg(test)]

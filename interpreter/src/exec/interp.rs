@@ -1075,6 +1075,11 @@ impl<A: AppBinding> Thread<A> {
                     push!(v as u64);
                     ip = ip.wrapping_add(4);
                 }
+                Op::LoadMulAddLocal(a, k, b) => {
+                    let x = (fp.get(a as usize) as i64).wrapping_mul(k);
+                    push!(x.wrapping_add(fp.get(b as usize) as i64) as u64);
+                    ip = ip.wrapping_add(4);
+                }
                 Op::BinConst2Store(b1, k1, b2, k2, d) => {
                     let x = pop!() as i64;
                     let x = bin!(b1, x, k1, 1);
@@ -1130,6 +1135,22 @@ impl<A: AppBinding> Thread<A> {
                     fp.set(a as usize, x as u64);
                     let y = fp.get(b as usize) as i64;
                     fork!(c.taken(x, y), t, fall);
+                }
+                Op::AddIncBr {
+                    a,
+                    b,
+                    i,
+                    inc,
+                    k,
+                    c,
+                    t,
+                    fall,
+                } => {
+                    let s = fp.get(a as usize).wrapping_add(fp.get(b as usize));
+                    fp.set(a as usize, s);
+                    let x = (fp.get(i as usize) as i64).wrapping_add(inc as i64);
+                    fp.set(i as usize, x as u64);
+                    fork!(c.taken(x, k as i64), t, fall);
                 }
                 Op::BrLocalField { a, o, s, c, t } => {
                     ip = ip.wrapping_add(2);

@@ -124,6 +124,10 @@ pub enum Op {
     BinLocalStore(Bin, u32, u32),
     /// `load a; push k; OP1; load b; OP2`: `(a OP1 k) OP2 b`
     LoadBinConstBinLocal(u32, Bin, i64, Bin, u32),
+    /// `load a; push k; mul; load b; add`: `a * k + b`, the step of a polynomial hash or
+    /// a linear recurrence, apart from [`Op::LoadBinConstBinLocal`] so that it needs no
+    /// dispatch on its two operations
+    LoadMulAddLocal(u32, i64, u32),
     /// `push k1; OP1; push k2; OP2; store d`
     BinConst2Store(Bin, i64, Bin, i64, u32),
     /// `load a; push k; add; store a`
@@ -165,6 +169,19 @@ pub enum Op {
         a: u32,
         inc: i32,
         b: u32,
+        c: Cond,
+        t: u32,
+        fall: u32,
+    },
+    /// `load a; load b; add; store a` followed by [`Op::IncBrConst`] on `i`: the sum and
+    /// the counted loop's step and test of a summing loop, one dispatch per iteration
+    /// (locals below 2^16 and a step within `i16`, so that the op stays three words)
+    AddIncBr {
+        a: u16,
+        b: u16,
+        i: u16,
+        inc: i16,
+        k: i32,
         c: Cond,
         t: u32,
         fall: u32,
@@ -244,7 +261,9 @@ impl Op {
             Op::IncJmp(..)
             | Op::BrLocalField { .. }
             | Op::LoadBinConstBinLocal(..)
+            | Op::LoadMulAddLocal(..)
             | Op::BinConst2Store(..) => 5,
+            Op::AddIncBr { .. } => 8,
             _ => 1,
         }
     }
