@@ -222,6 +222,9 @@ enum Stmt {
         bound: Bound,
         step: i64,
         body: Vec<Stmt>,
+        /// `v = v + x` right before the increment (`x` may be the counter itself, index
+        /// `VARS`, or `v`), the shape a summing loop fuses with its increment and test
+        sum: Option<(u32, u32)>,
     },
 }
 
@@ -272,8 +275,20 @@ fn stmts(depth: u32) -> BoxedStrategy<Vec<Stmt>> {
         4 => simple,
         1 => (0..CMPS.len(), 0..VARS, expr(), stmts(depth - 1))
             .prop_map(|(c, v, e, b)| Stmt::If(c, v, e, b)),
-        1 => (any::<bool>(), bound, 1i64..3, stmts(depth - 1))
-            .prop_map(|(top, bound, step, body)| Stmt::Loop { top, bound, step, body }),
+        1 => (
+            any::<bool>(),
+            bound,
+            1i64..3,
+            stmts(depth - 1),
+            prop::option::of((0..VARS, 0..=VARS)),
+        )
+            .prop_map(|(top, bound, step, body, sum)| Stmt::Loop {
+                top,
+                bound,
+                step,
+                body,
+                sum,
+            }),
     ];
     prop::collection::vec(nested, 1..6).boxed()
 }
@@ -362,8 +377,19 @@ impl Gen {
                     bound,
                     step,
                     body,
+                    sum,
                 } => {
                     let c = VARS + depth;
+                    let sum_code = |g: &mut Gen| {
+                        if let Some((v, x)) = *sum {
+                            // `x == VARS` names the loop's own counter.
+                            let x = if x == VARS { c } else { x };
+                            g.line(format!("load {v}"));
+                            g.line(format!("load {x}"));
+                            g.line("add");
+                            g.line(format!("store {v}"));
+                        }
+                    };
                     // A bound that is not a small constant may be anything: such a loop
                     // also stops after 8 rounds.
                     let guard = !matches!(bound, Bound::Const(_));
@@ -388,6 +414,7 @@ impl Gen {
                         self.line("lt");
                         self.line(format!("jz {out}"));
                         self.stmts(body, depth + 1);
+                        sum_code(self);
                         self.line(format!("load {c}"));
                         self.line(format!("push {step}"));
                         self.line("add");
@@ -403,6 +430,7 @@ impl Gen {
                         self.line(format!("jmp {test}"));
                         self.out.push_str(&format!("{head}:\n"));
                         self.stmts(body, depth + 1);
+                        sum_code(self);
                         self.line(format!("load {c}"));
                         self.line(format!("push {step}"));
                         self.line("add");
@@ -477,4 +505,98 @@ proptest! {
         prop_assert_eq!(fo, po, "output\n{}", text);
         prop_assert_eq!(fe, pe, "error\n{}", text);
     }
+}
+
+/// The ops `main` of `text` fuses into.
+fn fused_main(text: &str) -> Vec<Op> {
+    let p = load::load_bytes("t.masm", text.as_bytes()).expect("loads");
+    let vp = verify::verify(p).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    Loaded::translated_with(vp, true, true).code[0].clone()
+}
+
+/// A summing loop `s = s + x` for `i` below 10 by `step`, tested at the top or the
+/// bottom; `x` and `s` may be the counter.
+fn summing_loop(top: bool, s: u32, x: u32, step: i64) -> String {
+    let sum = format!("  load {s}\n  load {x}\n  add\n  store {s}\n");
+    let inc = format!("  load 1\n  push {step}\n  add\n  store 1\n");
+    let body = if top {
+        format!("top:\n  load 1\n  push 10\n  lt\n  jz done\n{sum}{inc}  jmp top\n")
+    } else {
+        format!("  jmp test\nbody:\n{sum}{inc}test:\n  load 1\n  push 10\n  lt\n  jnz body\n")
+    };
+    format!(
+        ".method main args=0 locals=3\n  push 5\n  store 0\n  push 0\n  store 1\n  push 2\n  store 2\n{body}done:\n  load 0\n  print\n  load 1\n  print\n  load 2\n  print\n  push 0\n  ret\n.end\n"
+    )
+}
+
+#[test]
+fn summing_loops_fuse_into_one_op_and_run_as_unfused() {
+    // s, x: a sum of another local, of the counter, into the counter, of itself.
+    for (s, x) in [(0, 2), (0, 1), (1, 2), (0, 0), (1, 1)] {
+        for top in [true, false] {
+            for step in [1, 3] {
+                let text = summing_loop(top, s, x, step);
+                let code = fused_main(&text);
+                assert!(
+                    code.iter().any(|op| matches!(op, Op::AddIncBr { .. })),
+                    "s={s} x={x} top={top}: {code:?}"
+                );
+                let (fs, fo, fe, _) = run_in_process(&text, true);
+                let (ps, po, pe, _) = run_in_process(&text, false);
+                assert_eq!((fs, &fo, &fe), (ps, &po, &pe), "{text}");
+                assert_eq!(fs, 0, "{text}: {fe:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_multiply_add_step_fuses_and_runs_as_unfused() {
+    // h = (h * 31 + i) for i below 10, then a division by zero at a known position:
+    // the error after the fused run keeps its place.
+    let text = ".method main args=0 locals=2
+  push 7
+  store 0
+  push 0
+  store 1
+top:
+  load 0
+  push -31
+  mul
+  load 1
+  add
+  store 0
+  load 1
+  push 1
+  add
+  store 1
+  load 1
+  push 10
+  lt
+  jnz top
+  load 0
+  print
+  load 0
+  push 0
+  div
+  ret
+.end
+";
+    let code = fused_main(text);
+    assert_eq!(code[4], Op::LoadMulAddLocal(0, -31, 1), "{code:?}");
+    // The instructions behind the fused run stay for branches into it.
+    assert_eq!(code[6], Op::Mul);
+    let (fs, fo, fe, _) = run_in_process(text, true);
+    let (ps, po, pe, _) = run_in_process(text, false);
+    assert_eq!((fs, &fo, &fe), (ps, &po, &pe));
+    let mut h: i64 = 7;
+    for i in 0..10 {
+        h = h.wrapping_mul(-31).wrapping_add(i);
+    }
+    assert_eq!(fo, format!("{h}\n"));
+    let err = fe.expect("division by zero");
+    assert!(
+        err.contains("division by zero") && err.contains("main+22"),
+        "{err}"
+    );
 }

@@ -646,7 +646,7 @@ mod tests {
                 fall: 4
             }
         );
-        assert_eq!(code[4], Op::LoadAddLocalStore(0, 1, 0));
+        // (The sum at 4 takes the increment and test along as well: see the next test.)
         // The increment takes the test along: it goes to the body or out, as the jmp
         // to the test would; the backward successor (the body) is the taken one.
         let again = Bin::Lt.cond(true).unwrap();
@@ -672,6 +672,87 @@ mod tests {
                 fall: 13
             }
         );
+    }
+
+    #[test]
+    fn a_summing_loop_runs_one_op_per_iteration() {
+        // top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
+        let mut code = vec![
+            Op::Load(1),
+            Op::Push(10),
+            Op::Lt,
+            Op::Jz(13),
+            Op::Load(0),
+            Op::Load(1),
+            Op::Add,
+            Op::Store(0),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Add,
+            Op::Store(1),
+            Op::Jmp(0),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        let again = Bin::Lt.cond(true).unwrap();
+        // The sum takes the closing increment and test along: back to itself or out.
+        assert_eq!(
+            code[4],
+            Op::AddIncBr {
+                a: 0,
+                b: 1,
+                i: 1,
+                inc: 1,
+                k: 10,
+                c: again,
+                t: 4,
+                fall: 13
+            }
+        );
+        // The increment and test stay for whatever reaches them on their own.
+        assert!(matches!(code[8], Op::IncBrConst { a: 1, .. }));
+        assert_eq!(code[7], Op::Store(0));
+    }
+
+    #[test]
+    fn a_sum_fuses_with_the_loop_test_only_as_an_accumulation() {
+        // d = a + b with d != a, then the increment and test: no AddIncBr.
+        let mut code = vec![
+            Op::Load(0),
+            Op::Load(1),
+            Op::Add,
+            Op::Store(2),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Add,
+            Op::Store(1),
+            Op::Load(1),
+            Op::Push(10),
+            Op::Lt,
+            Op::Jnz(0),
+            Op::Ret,
+        ];
+        fuse(&mut code);
+        assert_eq!(code[0], Op::LoadAddLocalStore(0, 1, 2));
+        // A local above the op's 16-bit fields keeps the two ops apart.
+        let mut wide = vec![
+            Op::Load(70_000),
+            Op::Load(1),
+            Op::Add,
+            Op::Store(70_000),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Add,
+            Op::Store(1),
+            Op::Load(1),
+            Op::Push(10),
+            Op::Lt,
+            Op::Jnz(0),
+            Op::Ret,
+        ];
+        fuse(&mut wide);
+        assert_eq!(wide[0], Op::LoadAddLocalStore(70_000, 1, 70_000));
+        assert!(matches!(wide[4], Op::IncBrConst { .. }));
     }
 
     #[test]
@@ -818,10 +899,7 @@ mod tests {
         ];
         fuse(&mut code);
         let m = Magic::of(1_000_000_007).unwrap();
-        assert_eq!(
-            code[0],
-            Op::LoadBinConstBinLocal(0, Bin::Mul, 31, Bin::Add, 1)
-        );
+        assert_eq!(code[0], Op::LoadMulAddLocal(0, 31, 1));
         assert_eq!(
             code[5],
             Op::DivConstStore {
