@@ -528,9 +528,9 @@ pub fn fuse(code: &mut [Op]) {
     // their meaning; the taken side must not land inside the fused run, whose ops after
     // the first would then be a forward transfer from here but a backward one there.
     let closed = code.to_vec();
-    for i in 0..n {
-        if let Some(op) = add_then(&closed, i) {
-            code[i] = op;
+    for (i, op) in code.iter_mut().enumerate() {
+        if let Some(fused) = add_then(&closed, i) {
+            *op = fused;
         }
     }
 }
