@@ -8,7 +8,7 @@
 //! or block, so a fused op contains at most one safepoint: a transfer to a lower position
 //! (a backward branch), polled with the destination's stack map.
 //!
-//! Fusion runs in two passes over the translated code of a method:
+//! Fusion runs in three passes over the translated code of a method:
 //! 1. Choosing runs. Every position gets one of the runs that start there (or its own
 //!    instruction), chosen so that straight-line code from there to its next jump takes
 //!    the fewest dispatches; positions are decided from the end backwards, so the choice
@@ -21,6 +21,14 @@
 //!    `FORLOOP`: those branch ops carry both successors (`t`, taken, and `fall`), so a
 //!    copy at another position goes where the original would. Only ops that cannot fail
 //!    are copied, so every error keeps the position of the instruction that failed.
+//! 3. Summing into the loop's step. A sum into a local (`load a; load b; add; store a`)
+//!    right before such a closing increment and test becomes one op with it
+//!    (`AddIncBr`): a summing loop then runs one dispatch per iteration. Neither part can
+//!    fail; the op is not made when its taken side lands inside its own run.
+//!
+//! `load a; push k; mul; load b; add` (a polynomial hash's or a recurrence's step) has an
+//! op of its own beside the generic `LoadBinConstBinLocal`, which dispatches on each of
+//! its two operations.
 //!
 //! Field instructions fuse only in their resolved form: the fused op carries the field's
 //! slot, fixed at load. The atomics idioms are `load o; push k; xadd C.f` (with the `pop`
