@@ -40,6 +40,8 @@ pub struct GcTotals {
     pub freed_objects: u64,
     pub freed_bytes: u64,
     pub last_working_set: marvin_gc::WorkingSet,
+    /// Working-set walks without a collection (the heap task's rounds).
+    pub working_set_rounds: u64,
 }
 
 /// The state one program's threads share.
@@ -370,6 +372,17 @@ impl App {
     pub(crate) fn heap_task_sleep_until(&self, until: Instant) {
         let mut g = self.sleepers.0.lock();
         while !self.safepoints.is_terminating() && !self.save_soon.load(Ordering::Acquire) {
+            if self.sleepers.1.wait_until(&mut g, until).timed_out() {
+                break;
+            }
+        }
+    }
+
+    /// The heap task's sleep while a launch keeps it quiet: until `until`, until the
+    /// app ends, or until the launch's frame ends the quiet.
+    pub(crate) fn heap_task_sleep_quiet(&self, until: Instant) {
+        let mut g = self.sleepers.0.lock();
+        while !self.safepoints.is_terminating() && self.in_launch_quiet().is_some() {
             if self.sleepers.1.wait_until(&mut g, until).timed_out() {
                 break;
             }

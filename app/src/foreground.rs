@@ -10,8 +10,14 @@
 //! unit of foreground work and marks it with `mark "frame"` ([`FRAME_MARK`]); the time of
 //! every frame is kept on `CLOCK_BOOTTIME`, which every process of the machine reads
 //! alike, so a System in another process can time a launch from its own clock.
+//!
+//! Between a foreground transition and the frame that follows it, the app keeps its own
+//! background work out of the way ([`App::in_launch_quiet`]): its heap task runs no
+//! saver pass and no working-set walk (a walk stops every thread, the looper drawing
+//! the frame among them) until the frame, or [`LAUNCH_QUIET_MAX`] at most.
 
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use marvin_interpreter::exec::{Post, PostAt};
 use marvin_runtime::cpuclock::boottime_ns;
@@ -26,6 +32,11 @@ use crate::messages::Pin;
 pub const FOREGROUND_HANDLER: &str = "on_foreground";
 /// The mark that ends a launch: the program's first unit of work in the foreground.
 pub const FRAME_MARK: &str = "frame";
+
+/// The longest a launch keeps the heap task quiet when no frame comes (a program that
+/// never marks one, or a frame stuck behind a long message): its saves and working-set
+/// rounds then go on.
+pub const LAUNCH_QUIET_MAX: Duration = Duration::from_secs(2);
 
 /// What is called on every frame, with the frames so far.
 pub type FrameHook = Box<dyn Fn(&Frames) + Send + Sync>;
@@ -47,6 +58,8 @@ pub(crate) struct LaunchState {
     frame_strings: Vec<u32>,
     last: Mutex<Frames>,
     hook: OnceLock<FrameHook>,
+    /// When the launch under way began (a foreground transition) until its frame.
+    quiet_since: Mutex<Option<Instant>>,
 }
 
 impl LaunchState {
@@ -106,13 +119,38 @@ impl App {
         });
     }
 
+    /// A launch begins (call it before the foreground transition, then
+    /// [`App::resume`]): the heap task runs no saver pass and no working-set walk until
+    /// the next frame ([`App::in_launch_quiet`]), and wakes at it.
+    pub fn begin_launch_quiet(&self) {
+        *self.launch.quiet_since.lock() = Some(Instant::now());
+    }
+
+    /// The launch's frame came (or none will): the heap task goes on at once.
+    fn end_launch_quiet(&self) {
+        if self.launch.quiet_since.lock().take().is_some() {
+            self.wake_sleepers();
+        }
+    }
+
+    /// How much longer the heap task stays quiet for the launch under way (`None`: no
+    /// launch under way, or it began [`LAUNCH_QUIET_MAX`] ago).
+    pub fn in_launch_quiet(&self) -> Option<Duration> {
+        let since = (*self.launch.quiet_since.lock())?;
+        LAUNCH_QUIET_MAX
+            .checked_sub(since.elapsed())
+            .filter(|left| !left.is_zero())
+    }
+
     /// The app is in the foreground: posts its registered foreground message at the
     /// front of its main looper's queue. Returns whether there was one to post (an app
-    /// still starting registers it later, and its first frame comes from its start).
+    /// still starting registers it later, and its first frame comes from its start; a
+    /// launch without a message to post keeps no quiet for a frame).
     pub fn resume(self: &Arc<Self>) -> bool {
         let post = {
             let r = self.launch.registered.lock();
             let Some(r) = r.as_ref() else {
+                self.end_launch_quiet();
                 return false;
             };
             Post {
@@ -124,7 +162,11 @@ impl App {
             }
         };
         // After quit there is no looper to run it: nothing to post to.
-        matches!(crate::messages::post(self, post), Ok(()))
+        let posted = matches!(crate::messages::post(self, post), Ok(()));
+        if !posted {
+            self.end_launch_quiet();
+        }
+        posted
     }
 
     /// A `mark "frame"`: notes its time and the swap counters, and calls the hook.
@@ -136,6 +178,7 @@ impl App {
             last.io = self.swap_io();
             *last
         };
+        self.end_launch_quiet();
         if let Some(hook) = self.launch.hook.get() {
             hook(&f);
         }

@@ -336,7 +336,9 @@ impl App {
     /// flip at once (the reclaimer re-checks the foreground flag under each entry's
     /// lock, and an allocation under way may still stub its object, as one made just
     /// before would have), so the launch does not wait for its looper's message or a
-    /// collection under way to reach a safepoint.
+    /// collection under way to reach a safepoint. A launch calls
+    /// [`App::begin_launch_quiet`] first, so that the heap task leaves it alone until its
+    /// frame.
     pub fn enter_foreground(&self) -> Result<Transition, AppError> {
         let swap = self.object_swap()?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
@@ -377,7 +379,9 @@ impl App {
             // SAFETY: the world is stopped.
             unsafe { marvin_gc::working_set::walk(&self.heap) }
         });
-        self.gc.lock().last_working_set = ws;
+        let mut g = self.gc.lock();
+        g.last_working_set = ws;
+        g.working_set_rounds += 1;
         ws
     }
 
@@ -404,6 +408,14 @@ pub(crate) fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<
             let mut next_ws = Instant::now();
             let mut next_save = Instant::now();
             loop {
+                if let Some(left) = app.in_launch_quiet() {
+                    // A launch under way: no save, no working-set walk before its frame.
+                    app.heap_task_sleep_quiet(Instant::now() + left);
+                    if app.is_ending() {
+                        break;
+                    }
+                    continue;
+                }
                 let fg = app.is_foreground();
                 let now = Instant::now();
                 if now >= next_ws {

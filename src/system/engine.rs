@@ -401,6 +401,8 @@ impl Run {
                 let frames_before = app.frames().count;
                 m.foreground.store(true, Ordering::SeqCst);
                 let mut restored_objects = 0;
+                // Its heap task leaves the launch alone until the frame.
+                app.begin_launch_quiet();
                 if self.pressure == Pressure::Marvin {
                     if let Ok(t) = app.enter_foreground() {
                         restored_objects = t.objects;

@@ -84,8 +84,9 @@ pub struct LaunchParts {
     /// task and its faults).
     #[serde(default)]
     pub frame_ns: u64,
-    /// CPU time the app's threads ran during the launch, and waited on a run queue
-    /// (process mode, summed over its threads: parallel threads add up).
+    /// CPU time the app's threads ran during the launch (the process's CPU clock), and
+    /// waited on a run queue (schedstat) (process mode, summed over its threads:
+    /// parallel threads add up).
     #[serde(default)]
     pub run_ns: u64,
     #[serde(default)]
@@ -99,6 +100,11 @@ pub struct LaunchParts {
     /// in the model.
     #[serde(default)]
     pub ui_fifo: bool,
+    /// How long the System took making room before it told the app (marvin: dropping
+    /// other apps' swap-file cache and reclaiming from them; not part of the latency,
+    /// which begins at the command).
+    #[serde(default)]
+    pub room_ns: u64,
 }
 
 /// Classifies a launch.
@@ -303,13 +309,13 @@ pub fn write_csv(
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(
         w,
-        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo"
+        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo,room_ns"
     )?;
     for (policy, records) in policies {
         for r in records {
             writeln!(
                 w,
-                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.app,
                 r.t_s,
                 r.class.name(),
@@ -324,7 +330,8 @@ pub fn write_csv(
                 r.parts.run_ns,
                 r.parts.runqueue_ns,
                 r.parts.limit_hits,
-                u8::from(r.parts.ui_fifo)
+                u8::from(r.parts.ui_fifo),
+                r.parts.room_ns
             )?;
         }
     }
@@ -512,6 +519,7 @@ mod tests {
                 runqueue_ns: 70,
                 limit_hits: 9,
                 ui_fifo: true,
+                room_ns: 300,
             },
         };
         write_csv(&path, &[("marvin".to_string(), vec![r])]).unwrap();
@@ -527,5 +535,6 @@ mod tests {
         assert_eq!(col("frame_ns"), "600");
         assert_eq!(col("ui_fifo"), "1");
         assert_eq!(col("limit_hits"), "9");
+        assert_eq!(col("room_ns"), "300");
     }
 }

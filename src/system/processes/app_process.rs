@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 
 use super::protocol::{self, Command, Report};
 use crate::host::procstat::{self, SchedTimes};
+use marvin_runtime::cpuaccount::process_cpu_time_ns;
 use marvin_runtime::cpuclock::boottime_ns;
 
 /// How often an app process gives its allocator's free memory back to the kernel: the
@@ -157,6 +158,8 @@ struct Told {
     /// When its transition was done and the foreground message posted (0 until then).
     resumed_ns: u64,
     sched: SchedTimes,
+    /// The process's CPU clock then (`CLOCK_PROCESS_CPUTIME_ID`).
+    cpu_ns: u64,
 }
 
 fn own_sched_times() -> SchedTimes {
@@ -178,7 +181,11 @@ fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>)
         swap_read_bytes: d(f.io.bytes_read, |b| b.bytes_read),
         received_ns: since.map_or(0, |b| b.received_ns),
         resumed_ns: since.map_or(0, |b| b.resumed_ns),
-        run_ns: sched.map_or(0, |(b, now)| now.run_ns.saturating_sub(b.sched.run_ns)),
+        // The process's CPU clock, not schedstat: the kernel brings the calling thread's
+        // runtime up to date when the clock is read, while a running thread's schedstat
+        // lags until its next tick or switch (a hot launch of a fraction of a
+        // millisecond read 0 there).
+        run_ns: since.map_or(0, |b| process_cpu_time_ns().saturating_sub(b.cpu_ns)),
         runqueue_ns: sched.map_or(0, |(b, now)| {
             now.runqueue_ns.saturating_sub(b.sched.runqueue_ns)
         }),
@@ -212,9 +219,12 @@ fn obey(
         };
         let swapping = app.swap_mode().is_some();
         if cmd == Command::Foreground {
+            // Its heap task leaves the launch alone until the frame.
+            app.begin_launch_quiet();
             *told.lock() = Some(Told {
                 received_ns: boottime_ns(),
                 sched: own_sched_times(),
+                cpu_ns: process_cpu_time_ns(),
                 io: app.swap_io(),
                 resumed_ns: 0,
             });

@@ -91,7 +91,8 @@ pub enum Report {
         /// Where the launch's time went, as the app saw it (0 for a frame without a
         /// command): when its control thread read the command, when its transition
         /// was done and the foreground message posted (`CLOCK_BOOTTIME` ns), and the
-        /// CPU time its threads ran and waited on a run queue since the command.
+        /// CPU time its threads ran (the process's CPU clock, exact for the thread
+        /// reporting) and waited on a run queue (schedstat) since the command.
         #[serde(default)]
         received_ns: u64,
         #[serde(default)]

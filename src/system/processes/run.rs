@@ -36,7 +36,7 @@ use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
 use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
-use crate::host::{cgroup, lmk, procstat, signals, swapdev, uithread};
+use crate::host::{cgroup, lmk, procstat, signals, swapdev, sys, uithread};
 use crate::system::activity::{Activity, Thresholds};
 use crate::system::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::system::series::{PolicySeries, SeriesPoint};
@@ -209,6 +209,7 @@ pub fn run_policy(
         reclaim_ns: Vec::new(),
         reclaimed_bytes: 0,
         reclaim_short: false,
+        room_ns: 0,
         working_set: 0,
         kill_reasons: Default::default(),
         hold: KillHold::default(),
@@ -271,6 +272,8 @@ struct Run<'a> {
     reclaim_short: bool,
     /// The group's working set as the last reclaim check read it.
     working_set: u64,
+    /// How long the System took making room ahead of the last launch (marvin).
+    room_ns: u64,
     /// The killer's kills by reason.
     kill_reasons: std::collections::BTreeMap<String, u64>,
     /// Marvin: the killer's bounded hold while a background app's saver still writes.
@@ -487,6 +490,7 @@ impl Run<'_> {
                     (n, Some(f)) if n > p.frames_before && f.at_ns >= p.told_ns => {
                         let hits = self.group.limit_hits().ok();
                         let told_ns = p.told_ns;
+                        let room_ns = self.room_ns;
                         phase.finish(now, f.at_ns, |&(major_before, hits_before)| {
                             let since =
                                 |a: u64, b: u64| if b == 0 { 0 } else { a.saturating_sub(b) };
@@ -505,6 +509,7 @@ impl Run<'_> {
                                     runqueue_ns: f.runqueue_ns,
                                     ui_fifo: f.ui_fifo,
                                     limit_hits: hits.map_or(0, |h| h.saturating_sub(hits_before)),
+                                    room_ns,
                                 },
                             )
                         })
@@ -535,6 +540,7 @@ impl Run<'_> {
         }
         let t_s = self.start.elapsed().as_secs_f64();
         let pid = self.slots[next].pid;
+        self.room_ns = 0;
         if self.slots[next].proc.is_some() {
             // Before the app is told, as Android's activity manager does: room for what
             // it will fault back, and its UI thread raised.
@@ -687,9 +693,25 @@ impl Run<'_> {
     /// so that the launch's faults find room instead of waiting for the System's next
     /// tick or the kernel's reclaim at the limit. (The killer makes no room ahead: it
     /// acts when the group runs out; kernel swap reclaims at the limit.)
+    ///
+    /// First it drops the page cache of the other apps' swap files (the pages their
+    /// faults read and their savers wrote, clean, charged to the group until the kernel
+    /// reclaims them at the limit): the reclaimer's threshold counts usage less inactive
+    /// page cache, so without this the group sits at its limit with that cache, and every
+    /// page the launch faults in is charged through the kernel's direct reclaim (hundreds
+    /// to thousands of limit hits per launch, measured). The app coming back keeps its
+    /// own cache: it is what its faults read.
     fn make_room_ahead(&mut self, next: usize) {
         if self.pressure == Pressure::Marvin {
+            let t0 = Instant::now();
+            for s in &self.slots {
+                if s.proc.is_some() && s.id != next {
+                    // A file not there yet (an app still starting) has no cache.
+                    let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME));
+                }
+            }
             self.reclaim_below(LAUNCH_ROOM, Some(next));
+            self.room_ns = t0.elapsed().as_nanos() as u64;
         }
     }
 
