@@ -270,15 +270,17 @@ pub fn set_thread_nice(tid: u32, nice: i32) -> io::Result<()> {
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) } as libc::c_long).map(drop)
 }
 
-/// Drops the clean pages of the file at `path` from the page cache
-/// (`posix_fadvise(POSIX_FADV_DONTNEED)` over the whole file; dirty pages stay, their
-/// write-back started). The page cache is shared, so this drops them for every process
+/// Drops the clean pages of the file at `path` from `from` on from the page cache
+/// (`posix_fadvise(POSIX_FADV_DONTNEED)`; only whole pages go, so the page holding
+/// `from` stays unless `from` starts it; dirty pages stay, their write-back started). The page cache is shared, so this drops them for every process
 /// that has the file open, and uncharges them from the memory cgroup they were charged to.
-pub fn drop_file_cache(path: &Path) -> io::Result<()> {
+pub fn drop_file_cache(path: &Path, from: u64) -> io::Result<()> {
+    let from = libc::off_t::try_from(from)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
     let file = File::open(path)?;
     // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
     // memory of ours.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, 0, libc::POSIX_FADV_DONTNEED) };
     if rc == 0 {
         Ok(())
     } else {
@@ -360,14 +362,18 @@ mod cache_tests {
             );
             return;
         }
-        drop_file_cache(&path).unwrap();
-        assert_eq!(cached_pages(&file, 64), 0, "{before} pages were cached");
+        // From within the first page: that page stays, every later one goes.
+        drop_file_cache(&path, 64).unwrap();
+        assert_eq!(cached_pages(&file, 1), 1, "the first page stays");
+        assert_eq!(cached_pages(&file, 64), 1, "{before} pages were cached");
+        drop_file_cache(&path, 0).unwrap();
+        assert_eq!(cached_pages(&file, 64), 0, "from 0, every page goes");
         assert_eq!(
             std::fs::read(&path).unwrap(),
             vec![7u8; 64 * 4096],
             "data stays"
         );
-        let e = drop_file_cache(&dir.path().join("missing")).unwrap_err();
+        let e = drop_file_cache(&dir.path().join("missing"), 0).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
     }
 }

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use marvin_swap::external::ExternalApp;
 use marvin_swap::policy::PolicyConfig;
+use marvin_swap::swap_file::layout::FILE_HEADER_BYTES;
 
 use super::kill_hold::{HoldInput, KillHold};
 use super::launcher::{AppProcess, Seen};
@@ -706,8 +707,10 @@ impl Run<'_> {
             let t0 = Instant::now();
             for s in &self.slots {
                 if s.proc.is_some() && s.id != next {
-                    // A file not there yet (an app still starting) has no cache.
-                    let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME));
+                    // A file not there yet (an app still starting) has no cache. The
+                    // page of the file header stays, as the app's own release keeps it
+                    // (every read checks it first).
+                    let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME), FILE_HEADER_BYTES);
                 }
             }
             self.reclaim_below(LAUNCH_ROOM, Some(next));
