@@ -272,7 +272,8 @@ pub fn set_thread_nice(tid: u32, nice: i32) -> io::Result<()> {
 
 /// Drops the clean pages of the file at `path` from `from` on from the page cache
 /// (`posix_fadvise(POSIX_FADV_DONTNEED)`; only whole pages go, so the page holding
-/// `from` stays unless `from` starts it; dirty pages stay, their write-back started). The page cache is shared, so this drops them for every process
+/// `from` stays unless `from` starts it, and the kernel keeps any large folio of the cache
+/// that the range does not wholly cover; dirty pages stay, their write-back started). The page cache is shared, so this drops them for every process
 /// that has the file open, and uncharges them from the memory cgroup they were charged to.
 pub fn drop_file_cache(path: &Path, from: u64) -> io::Result<()> {
     let from = libc::off_t::try_from(from)
@@ -362,10 +363,10 @@ mod cache_tests {
             );
             return;
         }
-        // From within the first page: that page stays, every later one goes.
+        // From within the first page: that page stays (later ones go only where the
+        // cache's large folios lie wholly past it, so they are not checked).
         drop_file_cache(&path, 64).unwrap();
         assert_eq!(cached_pages(&file, 1), 1, "the first page stays");
-        assert_eq!(cached_pages(&file, 64), 1, "{before} pages were cached");
         drop_file_cache(&path, 0).unwrap();
         assert_eq!(cached_pages(&file, 64), 0, "from 0, every page goes");
         assert_eq!(

@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use marvin_swap::external::ExternalApp;
 use marvin_swap::policy::PolicyConfig;
-use marvin_swap::swap_file::layout::FILE_HEADER_BYTES;
 
 use super::kill_hold::{HoldInput, KillHold};
 use super::launcher::{AppProcess, Seen};
@@ -708,9 +707,10 @@ impl Run<'_> {
             for s in &self.slots {
                 if s.proc.is_some() && s.id != next {
                     // A file not there yet (an app still starting) has no cache. The
-                    // page of the file header stays, as the app's own release keeps it
-                    // (every read checks it first).
-                    let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME), FILE_HEADER_BYTES);
+                    // whole file: a range past the header page would keep the large
+                    // folio that holds it, often much of the file's cache (that app's
+                    // next fault reads its header page back, in the background).
+                    let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME), 0);
                 }
             }
             self.reclaim_below(LAUNCH_ROOM, Some(next));
