@@ -10,6 +10,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod tiny_pressure;
+use tiny_pressure::TINY_CLOCK;
+
 /// A command of the built binary, run in a directory that holds no workload files.
 fn marvin(cwd: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_marvin"));
@@ -17,9 +20,9 @@ fn marvin(cwd: &Path) -> Command {
     c
 }
 
-/// The tiny model's settings (two apps, two seconds per run; the budget apart).
-const TINY: &[&str] = &[
-    "pressure",
+/// The tiny model's settings besides the pressure tests' shared clock (two apps, two
+/// seconds per run; the budget apart).
+const TINY_MODEL: [&str; 10] = [
     "--mode",
     "in-process",
     "--apps",
@@ -28,15 +31,18 @@ const TINY: &[&str] = &[
     "500ms",
     "--duration",
     "2s",
-    "--time-scale",
-    "0.05",
-    "--gc-max-free",
-    "256k",
-    "--sample-every",
-    "100ms",
     "-D",
     "ARRAYS=48",
 ];
+
+/// `pressure` with the tiny model on the tiny clock ([`TINY_CLOCK`]).
+fn tiny() -> Vec<&'static str> {
+    ["pressure"]
+        .into_iter()
+        .chain(TINY_MODEL)
+        .chain(TINY_CLOCK)
+        .collect()
+}
 
 fn ok(o: Output, what: &str) -> Output {
     assert!(
@@ -48,10 +54,11 @@ fn ok(o: Output, what: &str) -> Output {
     o
 }
 
-/// TINY with a 12 MiB budget, less the flags (and their values) `extra` sets itself.
+/// [`tiny`] with a 12 MiB budget, less the flags (and their values) `extra` sets itself.
 fn tiny_but(extra: &[&str]) -> Vec<&'static str> {
-    let mut out = vec![TINY[0]];
-    for pair in TINY[1..].chunks(2).chain([["--budget", "12m"].as_slice()]) {
+    let tiny = tiny();
+    let mut out = vec![tiny[0]];
+    for pair in tiny[1..].chunks(2).chain([["--budget", "12m"].as_slice()]) {
         if !extra.contains(&pair[0]) || pair[0] == "-D" {
             out.extend_from_slice(pair);
         }
@@ -385,7 +392,7 @@ fn piped_runs_print_a_line_per_finished_run() {
     let tmp = tempfile::tempdir().unwrap();
     // stderr is a pipe here: no progress bars, one line per run instead.
     let o = marvin(tmp.path())
-        .args(TINY)
+        .args(tiny())
         .args(["--budget", "12m", "--policy", "kill,marvin"])
         .output()
         .unwrap();
@@ -398,7 +405,7 @@ fn piped_runs_print_a_line_per_finished_run() {
 fn a_budget_never_reached_is_warned_about() {
     let tmp = tempfile::tempdir().unwrap();
     let o = marvin(tmp.path())
-        .args(TINY)
+        .args(tiny())
         .args(["--policy", "kill", "--budget", "1g", "--quiet"])
         .output()
         .unwrap();

@@ -1,7 +1,9 @@
 //! Memory another process can reclaim, and every OS call that takes: anonymous memory
 //! files (`memfd_create`) sized sparsely and mapped shared, hole punching
 //! (`fallocate(PUNCH_HOLE)`), and reaching another process's memory file through a pidfd
-//! (`pidfd_open`, `pidfd_getfd`) or, failing that, `/proc/PID/fd/N`.
+//! (`pidfd_open`, `pidfd_getfd`) or, failing that, `/proc/PID/fd/N`. Also the inverse of
+//! hole punching for the files the runtime keeps on disk (the reclaim table, the swap
+//! file): allocating their blocks up front (`posix_fallocate`, [`reserve`]).
 //!
 //! `madvise(MADV_DONTNEED)` only acts on the caller's own address space, and
 //! `process_madvise` does not accept it, so a reclaimer in another process cannot drop an
@@ -70,6 +72,23 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
     };
     if rc != 0 {
         return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Allocates every disk block of `[offset, offset + len)` of `file` (`posix_fallocate`),
+/// growing the file to the end of the range if it is shorter: writing there later (or
+/// touching a shared mapping of it) cannot fail for lack of room. A range past `off_t`
+/// is `EFBIG`; otherwise a failure is the call's errno (`ENOSPC` for a full disk).
+pub fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    // SAFETY: posix_fallocate only reads its integer arguments; the descriptor is owned by
+    // `file`, open for writing by the caller's contract (else EBADF), for the whole call.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), off, n) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
     }
     Ok(())
 }
@@ -169,6 +188,23 @@ mod tests {
         assert_eq!(file.metadata().unwrap().len(), 1 << 20, "the size is kept");
         assert!(map[..8192].iter().all(|&b| b == 0));
         assert!(map[8192..12288].iter().all(|&b| b == 0xcd));
+    }
+
+    #[test]
+    fn reserve_allocates_every_block_and_refuses_a_range_past_off_t() {
+        let file = tempfile::tempfile().unwrap();
+        reserve(&file, 0, 64 << 10).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 64 << 10, "grown to the end");
+        assert!(
+            file.metadata().unwrap().blocks() * 512 >= 64 << 10,
+            "blocks allocated"
+        );
+        reserve(&file, 64 << 10, 4096).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), (64 << 10) + 4096);
+        let err = reserve(&file, u64::MAX - 1, 1).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EFBIG), "{err}");
+        let read_only = std::fs::File::open("/proc/self/exe").unwrap();
+        assert!(reserve(&read_only, 0, 4096).is_err());
     }
 
     #[test]

@@ -89,16 +89,21 @@ pub struct QueueArgs {
     pub plot: Option<std::path::PathBuf>,
     /// The time slice the looper asks for in the Android-grouped scenario, for both
     /// queues: 100-100000 us, or 0 for the kernel's default
-    #[arg(long, value_name = "US", default_value_t = 100, value_parser = parse_looper_slice_us)]
-    pub looper_slice_us: u64,
+    #[arg(
+        long = "looper-slice-us",
+        value_name = "US",
+        default_value = "100",
+        value_parser = parse_looper_slice
+    )]
+    pub looper_slice: LooperSlice,
 }
 
-fn parse_looper_slice_us(text: &str) -> Result<u64, String> {
+/// `--looper-slice-us`: a number of microseconds, checked once, by [`LooperSlice::from_micros`].
+fn parse_looper_slice(text: &str) -> Result<LooperSlice, String> {
     let us: u64 = text
         .parse()
         .map_err(|e| format!("{text:?} is not a number of microseconds: {e}"))?;
-    LooperSlice::from_micros(us)?;
-    Ok(us)
+    LooperSlice::from_micros(us)
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -804,7 +809,7 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
         args.common.reps,
         args.common.seed,
         args.only.as_deref(),
-        LooperSlice::from_micros(args.looper_slice_us).map_err(anyhow::Error::msg)?,
+        args.looper_slice,
     );
     if let Some(dir) = &args.plot {
         if delays.is_empty() {

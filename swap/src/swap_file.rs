@@ -1083,26 +1083,16 @@ fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapErr
 /// Allocates disk blocks for `[from, to)`, extending the file: a full disk fails here, as
 /// [`SwapError::DiskFull`], instead of as a `SIGBUS` on a later store into the map.
 fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), SwapError> {
-    let too_big = |_| SwapError::Io {
-        op: "grow",
-        path: path.to_owned(),
-        source: std::io::Error::from_raw_os_error(libc::EFBIG),
-    };
-    let offset = libc::off_t::try_from(from).map_err(too_big)?;
-    let len = libc::off_t::try_from(to - from).map_err(too_big)?;
-    // SAFETY: posix_fallocate only reads its integer arguments; the descriptor is owned by
-    // `file`, open for writing, and outlives the call.
-    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), offset, len) };
-    match rc {
-        0 => Ok(()),
-        libc::ENOSPC => Err(SwapError::DiskFull {
+    match marvin_runtime::memfd::reserve(file, from, to - from) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => Err(SwapError::DiskFull {
             path: path.to_owned(),
             wanted: to,
         }),
-        errno => Err(SwapError::Io {
+        Err(source) => Err(SwapError::Io {
             op: "grow",
             path: path.to_owned(),
-            source: std::io::Error::from_raw_os_error(errno),
+            source,
         }),
     }
 }

@@ -18,7 +18,8 @@ pub const TINY_CLOCK: [&str; 6] = [
 
 /// Runs `marvin pressure --quiet --json ARGS` in the repository root, asserts that it
 /// succeeded (showing its status and stderr if not) and returns the summaries it printed.
-// `pressure_processes.rs` runs its own child (it needs the pid) and takes the clock only.
+// `pressure_processes.rs` runs its own child (it needs the pid) and `experiment.rs` runs
+// in other directories: they take the clock only.
 #[allow(dead_code)]
 pub fn summaries(args: &[&str]) -> Vec<Value> {
     let o = Command::new(env!("CARGO_BIN_EXE_marvin"))

@@ -330,21 +330,6 @@ impl Mapping {
     }
 }
 
-/// Allocates every block of `file`'s first `len` bytes (`posix_fallocate`), growing it to
-/// `len`: writing to them later cannot fail for lack of room.
-fn reserve(file: &File, len: u64) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let len =
-        libc::off_t::try_from(len).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
-    // SAFETY: posix_fallocate only reads its integer arguments; the descriptor is owned by
-    // `file`, open for writing, for the whole call.
-    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
-    if rc != 0 {
-        return Err(std::io::Error::from_raw_os_error(rc));
-    }
-    Ok(())
-}
-
 fn open_rw(path: &Path, create: bool) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
@@ -400,7 +385,7 @@ impl ReclaimTable {
         // Every block of the file is allocated now: a sparse file on a file system that
         // fills up would make the first touch of a new page of the map a SIGBUS. A table
         // that does not fit is not left behind half made.
-        if let Err(e) = reserve(&file, Mapping::bytes_for(capacity) as u64) {
+        if let Err(e) = crate::memfd::reserve(&file, 0, Mapping::bytes_for(capacity) as u64) {
             let _ = std::fs::remove_file(path);
             return Err(io("reserve the file's space", e));
         }
