@@ -279,3 +279,75 @@ impl<T> Next<T> {
         }
     }
 }
+
+/// The looper's timed sleep runs with a 1 ns timer slack, and the thread gets its own
+/// slack back when the wait returns (seen from another thread through procfs, which
+/// needs CAP_SYS_NICE: skipped without it).
+#[cfg(all(target_os = "linux", not(miri)))]
+#[test]
+fn timed_sleep_is_precise_and_restores_the_slack() {
+    use std::sync::mpsc;
+    let Some(before) = slack::current_timer_slack_ns() else {
+        println!("skipped: no per-thread timer slack here");
+        return;
+    };
+    if before <= 1 {
+        println!("skipped: this thread has no timer slack to lower");
+        return;
+    }
+    let q: Arc<DeliQueue<u32>> = Arc::new(DeliQueue::new());
+    q.post_delayed(Duration::from_secs(3600), msg(0, 9))
+        .unwrap();
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let looper = {
+        let q = q.clone();
+        std::thread::spawn(move || {
+            // SAFETY: gettid takes no arguments and cannot fail.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            let own = slack::current_timer_slack_ns();
+            let got = loop {
+                match q.next() {
+                    Next::Message { message, .. } => break message.payload,
+                    Next::Idle => q.wait(),
+                    Next::Quit => unreachable!(),
+                }
+            };
+            (own, got, slack::current_timer_slack_ns())
+        })
+    };
+    let tid = tid_rx.recv().unwrap();
+    // procfs has the file per process id only, but every thread id is one there too.
+    let path = format!("/proc/{tid}/timerslack_ns");
+    // Polls until the looper sleeps with the lowered slack (bounded: a looper that never
+    // lowers it fails the test instead of hanging it).
+    let mut seen = Vec::new();
+    let mut readable = true;
+    for _ in 0..10_000 {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let ns: libc::c_ulong = text.trim().parse().unwrap();
+                if seen.last() != Some(&ns) {
+                    seen.push(ns);
+                }
+                if ns == 1 {
+                    break;
+                }
+            }
+            Err(e) => {
+                println!("skipped the in-sleep check: reading {path}: {e}");
+                readable = false;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Wakes the looper with a message due now.
+    q.post(msg(0, 1)).unwrap();
+    let (own, got, after) = looper.join().unwrap();
+    assert_eq!(got, 1);
+    if readable {
+        assert_eq!(seen.last(), Some(&1), "slack values seen: {seen:?}");
+    }
+    assert_eq!(after, own, "the looper thread's own slack comes back");
+    q.quit();
+}
