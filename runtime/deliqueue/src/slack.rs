@@ -1,29 +1,36 @@
-//! The looper's timed sleep ends when it is due: the calling thread's timer slack,
-//! lowered to 1 ns for the sleep and restored after.
+//! The looper's timed sleep ends close to when it is due: the calling thread's timer
+//! slack, lowered to [`LOOPER_SLACK_NS`] (20 us) for the sleep and restored after.
 //!
 //! Linux lets a normal thread's timed sleep end up to its timer slack late (50 us by
 //! default; Android gives background apps 40 ms) so that timers can be batched. A
 //! looper sleeps until its next message is due, so every message it wakes for would
 //! wait that long: with posters keeping messages due every few microseconds, the slack,
-//! not the queue, made most of the dispatch delay's median. Real-time threads have no
+//! not the queue, made most of the dispatch delay's median. 20 us, not 1 ns: a little
+//! slack still lets one wake-up deliver the messages due within it, where exact timers
+//! woke the looper for nearly every message (measured in `docs/benchmarks.md`, **The
+//! looper's timer slack**). Real-time threads have no
 //! slack already (the kernel ignores the setting for them). The slack is a per-thread
 //! setting, so it is put back after each sleep: the thread that runs the loop keeps its
 //! own setting everywhere else. Under loom and Miri (which model neither timers nor
 //! `prctl`) and off Linux this does nothing.
 
-/// While alive, the calling thread's timer slack is 1 ns; dropping it restores the
-/// slack the thread had.
+/// The timer slack of the looper's timed sleep, in nanoseconds.
+pub const LOOPER_SLACK_NS: libc::c_ulong = 20_000;
+
+/// While alive, the calling thread's timer slack is at most [`LOOPER_SLACK_NS`];
+/// dropping it restores the slack the thread had.
 pub(crate) struct Precise {
     #[cfg(all(target_os = "linux", not(loom), not(miri)))]
     previous: Option<libc::c_ulong>,
 }
 
 impl Precise {
-    /// Lowers the calling thread's timer slack to 1 ns (if it was higher).
+    /// Lowers the calling thread's timer slack to [`LOOPER_SLACK_NS`] (if it was higher).
     pub(crate) fn begin() -> Precise {
         #[cfg(all(target_os = "linux", not(loom), not(miri)))]
         {
-            let previous = linux::get().filter(|&s| s > 1 && linux::set(1));
+            let previous =
+                linux::get().filter(|&s| s > LOOPER_SLACK_NS && linux::set(LOOPER_SLACK_NS));
             Precise { previous }
         }
         #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
@@ -84,9 +91,8 @@ mod tests {
         };
         {
             let _precise = Precise::begin();
-            // A real-time thread has no slack to lower (0, and the kernel ignores sets).
-            let expected = if before > 1 { 1 } else { before };
-            assert_eq!(current_timer_slack_ns(), Some(expected));
+            // Never raised; a real-time thread has none to lower (0, sets are ignored).
+            assert_eq!(current_timer_slack_ns(), Some(before.min(LOOPER_SLACK_NS)));
         }
         assert_eq!(current_timer_slack_ns(), Some(before));
     }
@@ -102,7 +108,7 @@ mod tests {
             {
                 let _inner = Precise::begin();
             }
-            assert_eq!(current_timer_slack_ns(), Some(before.min(1)));
+            assert_eq!(current_timer_slack_ns(), Some(before.min(LOOPER_SLACK_NS)));
         }
         assert_eq!(current_timer_slack_ns(), Some(before));
     }

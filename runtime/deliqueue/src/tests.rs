@@ -280,18 +280,18 @@ impl<T> Next<T> {
     }
 }
 
-/// The looper's timed sleep runs with a 1 ns timer slack, and the thread gets its own
+/// The looper's timed sleep runs with the looper's short timer slack, and the thread gets its own
 /// slack back when the wait returns (seen from another thread through procfs, which
 /// needs CAP_SYS_NICE: skipped without it).
 #[cfg(all(target_os = "linux", not(miri)))]
 #[test]
-fn timed_sleep_is_precise_and_restores_the_slack() {
+fn timed_sleep_has_the_short_slack_and_restores_it() {
     use std::sync::mpsc;
     let Some(before) = slack::current_timer_slack_ns() else {
         println!("skipped: no per-thread timer slack here");
         return;
     };
-    if before <= 1 {
+    if before <= slack::LOOPER_SLACK_NS {
         println!("skipped: this thread has no timer slack to lower");
         return;
     }
@@ -329,7 +329,7 @@ fn timed_sleep_is_precise_and_restores_the_slack() {
                 if seen.last() != Some(&ns) {
                     seen.push(ns);
                 }
-                if ns == 1 {
+                if ns == slack::LOOPER_SLACK_NS {
                     break;
                 }
             }
@@ -346,7 +346,11 @@ fn timed_sleep_is_precise_and_restores_the_slack() {
     let (own, got, after) = looper.join().unwrap();
     assert_eq!(got, 1);
     if readable {
-        assert_eq!(seen.last(), Some(&1), "slack values seen: {seen:?}");
+        assert_eq!(
+            seen.last(),
+            Some(&slack::LOOPER_SLACK_NS),
+            "slack values seen: {seen:?}"
+        );
     }
     assert_eq!(after, own, "the looper thread's own slack comes back");
     q.quit();

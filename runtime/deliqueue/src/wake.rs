@@ -83,7 +83,8 @@ impl Waker {
     }
 
     /// Looper: sleeps unless the futex word moved since `snapshot`. A timed sleep ends
-    /// when it is due, not up to the thread's timer slack later ([`crate::slack`]).
+    /// at most 20 us after it is due, not up to the thread's timer slack (50 us by
+    /// default) later ([`crate::slack`]).
     pub fn sleep(&self, snapshot: u32, timeout: Option<Duration>) {
         let _precise = timeout.map(|_| Precise::begin());
         self.futex.wait(snapshot, timeout);
