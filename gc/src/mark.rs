@@ -45,7 +45,7 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
                 let _ = space.fault(stub);
                 drop(growth);
             }
-            for r in stub.refs.iter() {
+            for r in stub.refs().iter() {
                 let r = r.load(Ordering::Relaxed);
                 if table.is_live(r) {
                     stack.push(r);

@@ -63,7 +63,7 @@ pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
         if entry.is_resident() {
             // SAFETY: resident under the shared lock.
             let (r, w) = unsafe { stub.object() }.header().age();
-            ws.add(stub.bytes as u64, r, w);
+            ws.add(stub.bytes() as u64, r, w);
             if space.hooks.is_cold(r, w) {
                 entry.lock().insert_flags(EntryFlags::COLD);
             } else {

@@ -56,7 +56,7 @@ pub trait StubHooks: Send + Sync {
     /// At most how many bytes one fault brings back (itself and its read-ahead), asked
     /// of the memory budget before the fault.
     fn fault_bytes(&self, stub: &Stub) -> usize {
-        crate::heap::large_space::page_round(stub.bytes)
+        crate::heap::large_space::page_round(stub.bytes())
     }
     /// The stub died: release its swap slot. Called with the stub's state locked.
     fn freed(&self, stub: &Stub, state: &mut StubState);
@@ -73,37 +73,92 @@ pub trait StubHooks: Send + Sync {
 }
 
 /// Mutable state of a stub, under its lock: the saver, faults and the collector's
-/// freeing take it in turn.
+/// freeing take it in turn. One word, so that the lock and its state take 16 bytes: bit 0
+/// says the stub was freed, the bits above hold the swap-file slot plus one (0: none).
 #[derive(Debug, Default)]
 pub struct StubState {
-    /// The swap-file slot of the object's checkpoint, once saved.
-    pub slot: Option<u64>,
-    /// The stub was freed; nothing may touch the object any more.
-    pub dead: bool,
+    word: u64,
 }
 
-/// The stub of one object.
+/// The largest swap-file slot a [`StubState`] holds (a file offset: far above any file).
+pub const MAX_SLOT: u64 = (u64::MAX >> 1) - 1;
+
+impl StubState {
+    /// The swap-file slot of the object's checkpoint, once saved.
+    pub fn slot(&self) -> Option<u64> {
+        (self.word >> 1).checked_sub(1)
+    }
+
+    /// Sets (or clears) the slot. A slot above [`MAX_SLOT`] is a bug in the swap layer
+    /// (file offsets never get there) and panics.
+    pub fn set_slot(&mut self, slot: Option<u64>) {
+        let v = match slot {
+            Some(s) => {
+                assert!(s <= MAX_SLOT, "swap-file slot {s} out of range");
+                s + 1
+            }
+            None => 0,
+        };
+        self.word = v << 1 | (self.word & 1);
+    }
+
+    /// Clears the slot, returning what it was.
+    pub fn take_slot(&mut self) -> Option<u64> {
+        let slot = self.slot();
+        self.set_slot(None);
+        slot
+    }
+
+    /// The stub was freed; nothing may touch the object any more.
+    pub fn is_dead(&self) -> bool {
+        self.word & 1 == 1
+    }
+
+    /// Marks the stub freed (for good).
+    pub fn set_dead(&mut self) {
+        self.word |= 1;
+    }
+}
+
+/// The stub of one object. Its size follows the object's shape: every stub holds the
+/// header's shape fields (from which the object's size follows) and its state in 56
+/// bytes, and only an object with reference words has a second allocation, with a copy
+/// of each (see [`stub_bytes`]).
 #[derive(Debug)]
 pub struct Stub {
     pub handle: Handle,
     pub entry: EntryId,
     /// Address of the object's header.
     pub addr: usize,
-    /// Bytes of the object (header and payload).
-    pub bytes: usize,
-    pub kind: ObjKind,
     /// The header's shape fields, to rebuild the header when the object comes back.
     pub class: u32,
     pub len: u32,
     pub nrefs: u16,
-    /// Copies of the object's reference words (instances: leading slots).
-    pub refs: Box<[AtomicU64]>,
+    pub kind: ObjKind,
     /// Marked by the current collection.
     pub marked: AtomicBool,
+    /// Copies of the object's reference words (instances: leading slots), behind one
+    /// thin pointer: none for objects without references (most large objects are
+    /// arrays of data).
+    refs: Option<Box<RefCopies>>,
     pub state: Mutex<StubState>,
 }
 
+/// The reference copies of a stub whose object holds references.
+#[derive(Debug)]
+struct RefCopies(Box<[AtomicU64]>);
+
 impl Stub {
+    /// Bytes of the object (header and payload), from its shape.
+    pub fn bytes(&self) -> usize {
+        crate::header::HEADER_BYTES + self.kind.payload_bytes(self.len)
+    }
+
+    /// Copies of the object's reference words (empty for objects without references).
+    pub fn refs(&self) -> &[AtomicU64] {
+        self.refs.as_deref().map_or(&[], |r| &r.0)
+    }
+
     /// The object, whether resident or not.
     ///
     /// # Safety
@@ -121,7 +176,7 @@ impl Stub {
     pub unsafe fn restore_refs(&self) {
         // SAFETY: forwarded contract.
         let obj = unsafe { self.object() };
-        for (w, r) in obj.ref_words().iter().zip(self.refs.iter()) {
+        for (w, r) in obj.ref_words().iter().zip(self.refs()) {
             w.store(r.load(Ordering::Relaxed), Ordering::Relaxed);
         }
     }
@@ -174,10 +229,28 @@ pub struct StubSpace {
 /// plus the hash table's control byte.
 const REGISTRY_SLOT_BYTES: usize = std::mem::size_of::<(Handle, Arc<Stub>)>() + 1;
 
-/// Bytes one stub with `nrefs` reference copies takes on the native heap (its shared
-/// allocation with the counts, and its copies), not counting its registry slot.
+/// Bytes the native allocator takes for an allocation of `n` bytes: glibc's chunk, the
+/// request and an 8-byte size word rounded up to 16, at least 32.
+pub const fn malloc_bytes(n: usize) -> usize {
+    let chunk = (n + 8 + 15) & !15;
+    if chunk < 32 {
+        32
+    } else {
+        chunk
+    }
+}
+
+/// Bytes one stub with `nrefs` reference copies takes on the native heap, by the
+/// allocator's chunks: its shared allocation with the counts (the same for every
+/// object), and only when the object holds references, the copies behind one pointer.
+/// Not counting its registry slot.
 pub fn stub_bytes(nrefs: usize) -> usize {
-    std::mem::size_of::<Stub>() + 2 * std::mem::size_of::<usize>() + nrefs * 8
+    let own = malloc_bytes(std::mem::size_of::<Stub>() + 2 * std::mem::size_of::<usize>());
+    if nrefs == 0 {
+        own
+    } else {
+        own + malloc_bytes(std::mem::size_of::<RefCopies>()) + malloc_bytes(nrefs * 8)
+    }
 }
 
 /// At most how many bytes stubbing one object with `nrefs` reference copies adds to
@@ -291,7 +364,7 @@ impl StubSpace {
         if entry.is_resident() {
             return Ok(());
         }
-        if st.dead {
+        if st.is_dead() {
             return Err(AccessError::Dangling(stub.handle.value()));
         }
         let t0 = self
@@ -311,13 +384,13 @@ impl StubSpace {
         if fault {
             c.faults.fetch_add(1, Ordering::Relaxed);
             c.fault_bytes
-                .fetch_add(stub.bytes as u64, Ordering::Relaxed);
+                .fetch_add(stub.bytes() as u64, Ordering::Relaxed);
             if let (Some(obs), Some(t0)) = (self.fault_observer.get(), t0) {
                 obs(
                     stub.handle.value(),
                     t0,
                     crate::trace::Tracer::now_ns(),
-                    stub.bytes as u64,
+                    stub.bytes() as u64,
                 );
             }
         }
@@ -341,7 +414,7 @@ impl StubSpace {
             .lock()
             .insert_flags(EntryFlags::RESIDENT);
         self.out_bytes.fetch_sub(
-            crate::heap::large_space::page_round(stub.bytes) as u64,
+            crate::heap::large_space::page_round(stub.bytes()) as u64,
             Ordering::Relaxed,
         );
     }
@@ -363,7 +436,7 @@ impl StubSpace {
         if let Some(first) = self.distrusted.get() {
             return Err(fault(EntryError::Distrusted(first.clone())));
         }
-        let size = crate::heap::large_space::page_round(stub.bytes) as u64;
+        let size = crate::heap::large_space::page_round(stub.bytes()) as u64;
         let checked = self
             .table
             .entry(stub.entry)
@@ -375,7 +448,7 @@ impl StubSpace {
         checked.map_err(|reason| {
             // A stub that died meanwhile (a snapshot of the registry outlived it) has its
             // entry emptied, or already another object's: not the table's fault.
-            if stub.state.lock().dead {
+            if stub.state.lock().is_dead() {
                 return fault(EntryError::Freed);
             }
             let fault = fault(reason);
@@ -468,7 +541,7 @@ impl<'h> StubAccess<'h> {
     }
 
     pub(crate) fn update_ref_copy(&self, word: usize, value: u64) {
-        if let Some(r) = self.stub.refs.get(word) {
+        if let Some(r) = self.stub.refs().get(word) {
             r.store(value, Ordering::Relaxed);
         }
     }
@@ -517,16 +590,19 @@ impl Heap {
             .entry(entry)
             .lock()
             .insert_flags(EntryFlags::RESIDENT);
-        let refs = obj
-            .ref_words()
-            .iter()
-            .map(|w| AtomicU64::new(w.load(Ordering::Relaxed)))
-            .collect();
+        let words = obj.ref_words();
+        let refs = (!words.is_empty()).then(|| {
+            Box::new(RefCopies(
+                words
+                    .iter()
+                    .map(|w| AtomicU64::new(w.load(Ordering::Relaxed)))
+                    .collect(),
+            ))
+        });
         let stub = Arc::new(Stub {
             handle: h,
             entry,
             addr: obj.addr(),
-            bytes,
             kind: obj.kind(),
             class: obj.header().class,
             len: obj.len(),
@@ -540,7 +616,7 @@ impl Heap {
         debug_assert_eq!(ptr & ENTRY_STUB, 0);
         space
             .stub_bytes
-            .fetch_add(stub_bytes(stub.refs.len()) as u64, Ordering::Relaxed);
+            .fetch_add(stub_bytes(stub.refs().len()) as u64, Ordering::Relaxed);
         {
             let mut stubs = space.stubs.lock();
             stubs.insert(h, stub);
@@ -593,11 +669,11 @@ impl Heap {
             let checked = guard.is_ok();
             {
                 let mut st = stub.state.lock();
-                st.dead = true;
+                st.set_dead();
                 space.hooks.freed(&stub, &mut st);
                 if checked {
                     if !entry.is_resident() {
-                        out_freed += crate::heap::large_space::page_round(stub.bytes) as u64;
+                        out_freed += crate::heap::large_space::page_round(stub.bytes()) as u64;
                     }
                     entry.lock().remove_flags(EntryFlags::RESIDENT);
                 }
@@ -614,8 +690,8 @@ impl Heap {
             }
             space
                 .stub_bytes
-                .fetch_sub(stub_bytes(stub.refs.len()) as u64, Ordering::Relaxed);
-            let size = crate::heap::large_space::page_round(stub.bytes);
+                .fetch_sub(stub_bytes(stub.refs().len()) as u64, Ordering::Relaxed);
+            let size = crate::heap::large_space::page_round(stub.bytes());
             if checked {
                 let _ = space.table.remove(stub.entry);
                 runs.push((stub.addr, size));

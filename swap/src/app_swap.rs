@@ -214,8 +214,8 @@ impl AppSwap {
         let slot =
             self.file
                 .lock()
-                .write(stub.handle.value(), buf, st.slot.map(SlotId::from_offset))?;
-        st.slot = Some(slot.offset());
+                .write(stub.handle.value(), buf, st.slot().map(SlotId::from_offset))?;
+        st.set_slot(Some(slot.offset()));
         Ok(())
     }
 }
@@ -274,7 +274,7 @@ impl AppSwap {
     unsafe fn install_header(stub: &Stub) {
         let header = ObjHeader::new(stub.kind, stub.class, stub.len, stub.nrefs);
         // SAFETY: the caller holds the object's locks; its pages are its own page-aligned
-        // allocation of `stub.bytes` bytes, the header goes in front of the payload.
+        // allocation of `stub.bytes()` bytes, the header goes in front of the payload.
         unsafe { std::ptr::write(stub.addr as *mut ObjHeader, header) };
         // SAFETY: just written.
         let obj = unsafe { stub.object() };
@@ -292,7 +292,7 @@ impl AppSwap {
 /// for as long as it uses the slice.
 unsafe fn payload_of<'a>(stub: &Stub) -> &'a mut [u8] {
     let len = stub.kind.payload_bytes(stub.len);
-    // SAFETY: the object's page-aligned allocation holds `stub.bytes` bytes, header and
+    // SAFETY: the object's page-aligned allocation holds `stub.bytes()` bytes, header and
     // payload, and lives as long as its stub; the caller guarantees nothing else
     // touches it meanwhile.
     unsafe { std::slice::from_raw_parts_mut((stub.addr + HEADER_BYTES) as *mut u8, len) }
@@ -333,7 +333,7 @@ impl StubHooks for AppSwap {
         stub: &Stub,
         state: &mut StubState,
     ) -> Result<(), FaultError> {
-        let Some(slot) = state.slot else {
+        let Some(slot) = state.slot() else {
             return Err(NoCheckpoint(stub.handle.value()).into());
         };
         let slot = SlotId::from_offset(slot);
@@ -346,10 +346,10 @@ impl StubHooks for AppSwap {
         // reclaimer, a saver or a compaction may be waiting for), skipped on contention.
         let candidates = self.read_ahead_candidates(&file, space, slot);
         let mut held = Vec::new();
-        let mut budget = self.read_ahead_budget(page_round(stub.bytes));
+        let mut budget = self.read_ahead_budget(page_round(stub.bytes()));
         for (n, s) in &candidates {
             let entry = space.table.entry(n.entry);
-            let size = page_round(n.bytes);
+            let size = page_round(n.bytes());
             if size > budget || entry.is_resident() {
                 continue;
             }
@@ -359,7 +359,7 @@ impl StubHooks for AppSwap {
             let Some(st) = n.state.try_lock() else {
                 continue;
             };
-            if entry.is_resident() || st.dead || st.slot != Some(s.offset()) {
+            if entry.is_resident() || st.is_dead() || st.slot() != Some(s.offset()) {
                 continue;
             }
             budget -= size;
@@ -404,7 +404,7 @@ impl StubHooks for AppSwap {
                 }
                 read += n.kind.payload_bytes(n.len) as u64;
                 ahead += 1;
-                ahead_bytes += n.bytes as u64;
+                ahead_bytes += n.bytes() as u64;
             }
         }
         drop(held);
@@ -423,12 +423,12 @@ impl StubHooks for AppSwap {
     }
 
     fn fault_bytes(&self, stub: &Stub) -> usize {
-        let own = page_round(stub.bytes);
+        let own = page_round(stub.bytes());
         own + self.read_ahead_budget(own)
     }
 
     fn freed(&self, _stub: &Stub, state: &mut StubState) {
-        if let Some(slot) = state.slot.take() {
+        if let Some(slot) = state.take_slot() {
             let _ = self.file.lock().free(SlotId::from_offset(slot));
         }
     }

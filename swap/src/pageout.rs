@@ -67,12 +67,12 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             };
             // The entry is shared memory: its pages are dropped only if it still
             // describes this stub's object, and the stub's own address and size are used.
-            let size = page_round(stub.bytes) as u64;
+            let size = page_round(stub.bytes()) as u64;
             if entry.addr() != stub.addr as u64 || entry.size() != size {
                 continue;
             }
             let mut st = stub.state.lock();
-            if st.dead {
+            if st.is_dead() {
                 continue;
             }
             // SAFETY: resident, and the reclaimer lock keeps every app thread out.
@@ -84,7 +84,7 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             }
             if bits.contains(HeaderBits::SAVED)
                 && !bits.contains(HeaderBits::DIRTY)
-                && st.slot.is_some()
+                && st.slot().is_some()
             {
                 // Read back and not written since: its slot holds it already.
                 r.clean_drops += 1;

@@ -138,7 +138,7 @@ fn describes_its_object(space: &StubSpace, entry: &Entry) -> bool {
     Handle::from_value(entry.owner())
         .and_then(|h| space.get(h))
         .is_some_and(|s| {
-            s.addr as u64 == entry.addr() && page_round(s.bytes) as u64 == entry.size()
+            s.addr as u64 == entry.addr() && page_round(s.bytes()) as u64 == entry.size()
         })
 }
 

@@ -42,7 +42,7 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
                 match space.restore(stub) {
                     Ok(true) => {
                         r.objects += 1;
-                        r.bytes += stub.bytes as u64;
+                        r.bytes += stub.bytes() as u64;
                     }
                     Ok(false) => {}
                     Err(e) => r.errors.push(e.to_string()),

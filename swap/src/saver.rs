@@ -65,7 +65,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             // objects is charged to the app first, with no lock held.
             drop(charged.take());
             let next = &stubs[i..(i + CHARGE_EVERY).min(stubs.len())];
-            let buffer = next.iter().map(|s| s.bytes).max().unwrap_or(0);
+            let buffer = next.iter().map(|s| s.bytes()).max().unwrap_or(0);
             charged = Some(
                 heap.runtime_growth(next.len() * SwapFile::index_bytes_per_checkpoint() + buffer),
             );
@@ -89,7 +89,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         let mut st = stub.state.lock();
         // Checked again under the state lock: another saver run may have saved the
         // object while this one waited for the lock.
-        if st.dead || entry.flags().contains(EntryFlags::CLEAN) {
+        if st.is_dead() || entry.flags().contains(EntryFlags::CLEAN) {
             continue;
         }
         // SAFETY: resident under the shared lock.
@@ -141,11 +141,11 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             continue;
         }
         r.saved_objects += 1;
-        r.saved_bytes += stub.bytes as u64;
+        r.saved_bytes += stub.bytes() as u64;
         swap.counters.saved_objects.fetch_add(1, Ordering::Relaxed);
         swap.counters
             .saved_bytes
-            .fetch_add(stub.bytes as u64, Ordering::Relaxed);
+            .fetch_add(stub.bytes() as u64, Ordering::Relaxed);
     }
     // The run's checkpoints are durable and out of the page cache: the runtime keeps no
     // copy of them. A failed sync leaves them cached (and the error recorded).
@@ -180,10 +180,12 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, SwapError>
         return Ok(false);
     };
     for st in states.iter_mut() {
-        if let Some(old) = st.slot {
-            st.slot = report
-                .new_slot(SlotId::from_offset(old))
-                .map(|s| s.offset());
+        if let Some(old) = st.slot() {
+            st.set_slot(
+                report
+                    .new_slot(SlotId::from_offset(old))
+                    .map(|s| s.offset()),
+            );
         }
     }
     swap.counters.compactions.fetch_add(1, Ordering::Relaxed);

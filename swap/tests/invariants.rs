@@ -137,7 +137,7 @@ fn every_reference_store_into_a_stubbed_object_updates_the_stub_copy() {
         .map(|_| f.heap.alloc(ObjKind::IntArray, 0, 4, 0).unwrap())
         .collect();
     let s = f.stub(inst);
-    assert!(s.refs.iter().all(|r| r.load(Relaxed) == 0));
+    assert!(s.refs().iter().all(|r| r.load(Relaxed) == 0));
     {
         let a = f.heap.access::<Barriers>(inst, AccessKind::Write).unwrap();
         a.store_ref(0, targets[0].value());
@@ -145,7 +145,7 @@ fn every_reference_store_into_a_stubbed_object_updates_the_stub_copy() {
         // A store past the reference slots is plain data: no copy to keep.
         a.store_ref(5, 12345);
     }
-    let copies: Vec<u64> = s.refs.iter().map(|r| r.load(Relaxed)).collect();
+    let copies: Vec<u64> = s.refs().iter().map(|r| r.load(Relaxed)).collect();
     assert_eq!(copies, vec![targets[0].value(), 0, targets[2].value()]);
 
     // What the copies are for: the object goes out, and the collector keeps exactly
@@ -303,7 +303,7 @@ fn a_reclaim_returns_the_object_pages() {
     for ((_, s), _) in &objs {
         // The memory stays mapped but its contents were dropped: it reads as zero
         // pages, which only a real MADV_DONTNEED gives for a private anonymous map.
-        let words = (s.bytes / 8) as isize;
+        let words = (s.bytes() / 8) as isize;
         let base = s.addr as *const u64;
         // SAFETY: the object's pages stay mapped (reclaim drops their contents, not
         // the mapping) and nothing else runs in this single-threaded test.
@@ -484,7 +484,7 @@ fn a_restored_object_is_as_last_written_with_references_from_its_stub() {
     // While the object is out, its reference is changed in the stub's copy only (as a
     // collector that moves or renames objects would): the restore must take it from
     // there, not from the checkpoint.
-    s.refs[1].store(t[2].value(), Relaxed);
+    s.refs()[1].store(t[2].value(), Relaxed);
     let words = f.words(inst);
     assert_eq!(words[0], t[0].value());
     assert_eq!(
@@ -514,7 +514,7 @@ fn a_restored_object_is_as_last_written_with_references_from_its_stub() {
         .unwrap()
         .store_ref(0, t[1].value());
     assert_eq!(f.faults(), faults + 1);
-    assert_eq!(s.refs[0].load(Relaxed), t[1].value());
+    assert_eq!(s.refs()[0].load(Relaxed), t[1].value());
     assert_eq!(f.save_all().saved_objects, 1);
     assert_eq!(f.reclaim_all().objects, 1);
     let r = restore::restore_all(&f.heap, &f.swap);
@@ -724,8 +724,8 @@ fn freeing_a_stub_removes_its_entry_and_slot_resident_or_not() {
     assert_eq!(f.space().out_bytes(), 0);
     assert_eq!(f.heap.in_use(), in_use - 3 * ARRAY_PAGES_BYTES as usize);
     for s in [out, saved, unsaved] {
-        assert!(s.state.lock().dead);
-        assert!(s.state.lock().slot.is_none());
+        assert!(s.state.lock().is_dead());
+        assert!(s.state.lock().slot().is_none());
     }
     assert_eq!(f.faults(), 0);
 }
@@ -787,7 +787,7 @@ fn a_corrupted_checkpoint_is_an_error_naming_the_object_never_bad_data() {
     assert_eq!(f.save_all().saved_objects, 2);
     assert_eq!(f.reclaim_all().objects, 2);
     // Flip one payload byte of `h`'s checkpoint on disk.
-    let slot = s.state.lock().slot.unwrap();
+    let slot = s.state.lock().slot().unwrap();
     let path = f.swap.file.lock().path().to_path_buf();
     let at = slot + marvin_swap::swap_file::layout::SLOT_HEADER_BYTES + 100;
     let mut bytes = std::fs::read(&path).unwrap();

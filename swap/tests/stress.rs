@@ -185,7 +185,7 @@ fn checker(s: &Shared) {
             let Some(st) = stub.state.try_lock() else {
                 continue;
             };
-            if st.dead {
+            if st.is_dead() {
                 continue;
             }
             // SAFETY: resident, and our exclusive hold keeps every app thread, the
@@ -197,7 +197,7 @@ fn checker(s: &Shared) {
                     stub.handle.value()
                 ));
             }
-            let Some(slot) = st.slot else {
+            let Some(slot) = st.slot() else {
                 s.violation(format!(
                     "object {} is CLEAN without a checkpoint",
                     stub.handle.value()
@@ -224,7 +224,7 @@ fn checker(s: &Shared) {
                     "object {}: {e} (flags {flags:?}, compactions {}, dead {}, in map {})",
                     stub.handle.value(),
                     s.f.swap.counters.compactions.load(Relaxed),
-                    st.dead,
+                    st.is_dead(),
                     space
                         .get(stub.handle)
                         .is_some_and(|x| std::ptr::eq(&*x, &*stub)),
