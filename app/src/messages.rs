@@ -87,7 +87,16 @@ pub(crate) fn post(app: &Arc<App>, post: Post) -> Result<(), Fault> {
         PostAt::Front => app.queue.post_at_front(msg),
         PostAt::Delayed { ms } => app.queue.post_delayed(Duration::from_millis(ms), msg),
     };
-    posted.map_err(|_| Fault::PostAfterQuit)
+    posted.map_err(|_| {
+        if app.is_ending() {
+            // The queue quit because the app is ending (stopped from outside, or another
+            // thread halted or failed): this thread unwinds, as at its next safepoint
+            // poll, instead of reporting a `post after quit` of its own.
+            Fault::Terminated
+        } else {
+            Fault::PostAfterQuit
+        }
+    })
 }
 
 /// `remove`: drops the pending messages for `method` with `what`.

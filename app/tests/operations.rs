@@ -304,3 +304,34 @@ fn a_launch_keeps_the_heap_task_quiet_until_its_frame() {
     assert_eq!(running.join(), None, "a stopped app has no trap");
     assert_eq!(app.mark_count("verify_failed"), 0);
 }
+
+/// The app is stopped from outside while a message handler is between two steps: its
+/// `send` of the next step meets a queue that has quit. That post unwinds the thread (as
+/// its next safepoint poll would) instead of ending the app with a `post after quit`
+/// runtime error of its own, so a stopped app has no trap; a post after the program's
+/// own `quit` stays that error (the conformance case `post_after_quit`).
+#[test]
+fn a_post_that_meets_a_stop_unwinds_instead_of_failing_the_app() {
+    use marvin_interpreter::exec::trap::Fault;
+    use marvin_interpreter::exec::{AppBinding, Post, PostAt};
+
+    let app = Arc::new(App::new(buckets(), quiet()).expect("app"));
+    let running = App::launch(&app, "test-main".into()).expect("launches");
+    rounds(&app, 1);
+    app.end();
+    let entry = app.loaded().vp.entry;
+    let post = |when| Post {
+        method: entry,
+        what: 0,
+        arg: 0,
+        arg_is_ref: false,
+        when,
+    };
+    for when in [PostAt::Delayed { ms: 0 }, PostAt::Front] {
+        match <App as AppBinding>::post(&app, post(when)) {
+            Err(Fault::Terminated) => {}
+            other => panic!("a post after a stop gave {other:?}, not an unwind"),
+        }
+    }
+    assert_eq!(running.join(), None, "a stopped app has no trap");
+}
