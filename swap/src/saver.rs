@@ -148,9 +148,11 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             .fetch_add(stub.bytes() as u64, Ordering::Relaxed);
     }
     // The run's checkpoints are durable and out of the page cache: the runtime keeps no
-    // copy of them. A failed sync leaves them cached (and the error recorded).
+    // copy of them. A failed sync leaves them cached (and the error recorded). The wait
+    // for the disk holds no lock of the file: the looper's frees and faults take it.
     if r.saved_objects + r.raced > 0 {
-        if let Err(e) = swap.file.lock().sync_and_release() {
+        let handle = swap.file.lock().sync_handle();
+        if let Err(e) = handle.and_then(|h| h.sync_and_release()) {
             swap.record_error(&e);
         }
     }

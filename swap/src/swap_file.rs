@@ -5,7 +5,8 @@
 //! same object again rewrites its slot in place when the new checkpoint fits; otherwise it
 //! takes a free slot (best fit) or appends one, growing the file (`posix_fallocate`, so a
 //! full disk is an error when the file grows, not on a later write). Freed slots merge
-//! with free neighbours, and a free tail shrinks the used region. When dead bytes (free
+//! with free neighbours, and a free tail shrinks the used region; a free touches only the
+//! in-memory index, never the file (no I/O on the thread that deletes an object). When dead bytes (free
 //! slots and slack in live ones) exceed a fraction of the used region,
 //! [`SwapFile::compact_if_needed`] copies the live slots to a new file, in bounded
 //! chunks, that atomically replaces the old one (rename) and reports where each slot went.
@@ -57,6 +58,47 @@ const BEST_FIT_SLACK: u64 = 2;
 /// Compaction writes the new file in chunks of about this many bytes (a slot larger than
 /// this is written alone), so it holds at most one chunk in memory, never both files.
 const COMPACT_CHUNK: usize = 1 << 20;
+
+/// A second descriptor of a swap file ([`SwapFile::sync_handle`]): the saver waits for its
+/// checkpoints to reach the disk through it after letting go of the file, so the app's
+/// looper, whose frees and faults take the file, never waits behind an `fdatasync`.
+#[derive(Debug)]
+pub struct SyncHandle {
+    file: File,
+    path: PathBuf,
+}
+
+impl SyncHandle {
+    /// [`SwapFile::sync_and_release`] through this descriptor: waits until everything
+    /// written to the file is on disk, then drops its pages from the page cache. (If a
+    /// compaction replaced the file meanwhile, this syncs the replaced one; the
+    /// compaction synced and released its copy itself.)
+    pub fn sync_and_release(&self) -> Result<(), SwapError> {
+        self.file.sync_data().map_err(|source| SwapError::Io {
+            op: "flush",
+            path: self.path.clone(),
+            source,
+        })?;
+        // SAFETY: a plain call on a descriptor `self.file` owns, for its length; it reads
+        // no memory of ours. An error only leaves pages cached, so it is ignored.
+        unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                RELEASE_FROM,
+                0,
+                libc::POSIX_FADV_DONTNEED,
+            )
+        };
+        Ok(())
+    }
+}
+
+/// Where releasing the file's pages from the page cache starts: the whole file, header
+/// page included. Keeping the header page cached would be worth its one page, but the
+/// advice drops nothing of a large folio that the range does not cover whole (Linux 6.18:
+/// a 256 KiB file kept every page when released from byte 4096), so a release that
+/// starts past the header could keep the file's whole cache charged to the app.
+const RELEASE_FROM: libc::off_t = 0;
 
 /// Where a checkpoint lives: the byte offset of its slot in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -513,18 +555,41 @@ impl SwapFile {
         // read no memory of ours. Errors only leave pages cached, so they are ignored.
         unsafe {
             libc::sync_file_range(fd, 0, 0, libc::SYNC_FILE_RANGE_WRITE);
-            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
+            libc::posix_fadvise(fd, RELEASE_FROM, 0, libc::POSIX_FADV_DONTNEED);
         }
     }
 
     /// Waits until everything written is on disk (`fdatasync`), then drops the file's
-    /// pages from the page cache: checkpoints are durable and the kernel holds no copy
+    /// pages from the page cache (see [`RELEASE_FROM`]): checkpoints are durable and the kernel holds no copy
     /// of them for this process (at the end of a saver run, after a compaction).
     pub fn sync_and_release(&self) -> Result<(), SwapError> {
         self.flush()?;
         // SAFETY: as in `release_all`.
-        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                RELEASE_FROM,
+                0,
+                libc::POSIX_FADV_DONTNEED,
+            )
+        };
         Ok(())
+    }
+
+    /// Checks the file as a read does and returns a second descriptor of it, with which
+    /// [`SyncHandle::sync_and_release`] waits for the disk without the caller holding this
+    /// file (and whatever lock guards it) meanwhile.
+    pub fn sync_handle(&self) -> Result<SyncHandle, SwapError> {
+        self.check_file()?;
+        let file = self.file.try_clone().map_err(|source| SwapError::Io {
+            op: "duplicate its descriptor",
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok(SyncHandle {
+            file,
+            path: self.path.clone(),
+        })
     }
 
     /// The length of the checkpoint in `slot`, per the in-memory index.
@@ -906,21 +971,13 @@ impl SwapFile {
         Ok(())
     }
 
-    /// Writes a free slot's header and records it as free. The header only describes the
-    /// file to a reader; the index is what allocation trusts, so a failed write of it is
-    /// not an error.
+    /// Records a free slot in the index, and only there: nothing is written to the file.
+    /// Allocation trusts the index alone and a read checks the key and generation the
+    /// index expects, so the old header left on disk is never taken for a checkpoint; and
+    /// a free is called on the thread that deletes the object (the app's looper), where a
+    /// 48-byte write into a page of the file that the kernel has evicted (clean page cache
+    /// goes first under the memory limit) would first read that page from disk.
     fn put_free(&mut self, offset: u64, capacity: u32) {
-        let header = SlotHeader {
-            state: SlotState::Free,
-            key: 0,
-            capacity,
-            len: 0,
-            generation: 0,
-            payload_crc: 0,
-        };
-        let mut encoded = [0u8; SLOT_HEADER_BYTES as usize];
-        header.encode(&mut encoded);
-        let _ = self.write_at(&encoded, offset);
         self.slots.insert(
             offset,
             SlotInfo {

@@ -14,6 +14,10 @@
 //!                             36 .. 48 reserved
 //! ```
 //!
+//! A slot freed by its owner keeps the header it had on disk: the owner's in-memory index
+//! says which slots are live, and every read checks the key and generation it expects.
+//! State 2 (free) is still decoded but no longer written.
+//!
 //! The file header names the run that owns the file ([`RunIdentity`]): a reader checks it
 //! before every read and refuses a file another run wrote. The generation in a slot
 //! header is checked against the one the owner's index expects, so an older copy of a

@@ -653,3 +653,62 @@ fn the_packed_index_round_trips_rewrites_and_compaction() {
         *old = again;
     }
 }
+
+#[test]
+fn a_free_writes_nothing_to_the_file_and_its_slot_reads_as_no_checkpoint() {
+    let (_dir, mut f) = new_file();
+    let a = f.write(1, &object(1, 1000), None).unwrap();
+    let b = f.write(2, &object(2, 1000), None).unwrap();
+    let c = f.write(3, &object(3, 1000), None).unwrap();
+    let before = std::fs::read(f.path()).unwrap();
+    f.free(b).unwrap();
+    assert_eq!(
+        std::fs::read(f.path()).unwrap(),
+        before,
+        "a free touches only the index"
+    );
+    // The old header is still on disk, but the index says the slot is free.
+    let mut out = vec![0; 1000];
+    assert!(matches!(
+        f.read(b, 2, &mut out),
+        Err(SwapError::NoSuchSlot { .. })
+    ));
+    // Reused by another object: its header replaces the old one, and the old object's
+    // key no longer reads there.
+    let d = f.write(4, &object(4, 1000), None).unwrap();
+    assert_eq!(d, b, "the free slot is reused");
+    assert_eq!(read_back(&f, d, 4).unwrap(), object(4, 1000));
+    assert!(f.read(d, 2, &mut out).is_err(), "the freed object is gone");
+    for (slot, key) in [(a, 1), (c, 3)] {
+        assert_eq!(read_back(&f, slot, key).unwrap(), object(key, 1000));
+    }
+}
+
+#[test]
+fn a_sync_handle_syncs_and_releases_the_file_it_was_taken_from() {
+    let (dir, mut f) = new_file();
+    let mut slots = Vec::new();
+    for key in 0..64u64 {
+        slots.push((key, f.write(key, &object(key, 4076), None).unwrap()));
+    }
+    let handle = f.sync_handle().unwrap();
+    // The file is free to change while the handle waits for the disk.
+    slots.push((64, f.write(64, &object(64, 4076), None).unwrap()));
+    handle.sync_and_release().unwrap();
+    for &(key, slot) in &slots {
+        assert_eq!(read_back(&f, slot, key).unwrap(), object(key, 4076));
+    }
+    f.sync_handle().unwrap().sync_and_release().unwrap();
+    if on_tmpfs(dir.path()) {
+        eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
+    } else {
+        let end = FILE_HEADER_BYTES + f.used_bytes();
+        assert_eq!(
+            cached_pages(f.path(), 0, end),
+            0,
+            "synced checkpoints left the page cache"
+        );
+    }
+    std::fs::remove_file(f.path()).unwrap();
+    assert!(matches!(f.sync_handle(), Err(SwapError::Deleted { .. })));
+}
