@@ -76,7 +76,6 @@ pub mod pool;
 pub mod quit;
 pub mod reclaim;
 pub mod slab;
-pub mod slack;
 pub mod stack;
 pub mod timeline;
 pub mod wake;

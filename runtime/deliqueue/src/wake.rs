@@ -19,8 +19,6 @@ use crossbeam_utils::CachePadded;
 use marvin_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use marvin_sync::futex::Futex;
 
-use crate::slack::Precise;
-
 /// The looper is not sleeping (no message is due before time 0, so no post wakes it).
 const AWAKE: u64 = 0;
 
@@ -82,11 +80,8 @@ impl Waker {
             .store(deadline.max(AWAKE + 1), Ordering::SeqCst);
     }
 
-    /// Looper: sleeps unless the futex word moved since `snapshot`. A timed sleep ends
-    /// at most 20 us after it is due, not up to the thread's timer slack (50 us by
-    /// default) later ([`crate::slack`]).
+    /// Looper: sleeps unless the futex word moved since `snapshot`.
     pub fn sleep(&self, snapshot: u32, timeout: Option<Duration>) {
-        let _precise = timeout.map(|_| Precise::begin());
         self.futex.wait(snapshot, timeout);
     }
 
