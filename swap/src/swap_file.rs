@@ -79,26 +79,22 @@ impl SyncHandle {
             path: self.path.clone(),
             source,
         })?;
-        // SAFETY: a plain call on a descriptor `self.file` owns, for its length; it reads
-        // no memory of ours. An error only leaves pages cached, so it is ignored.
-        unsafe {
-            libc::posix_fadvise(
-                self.file.as_raw_fd(),
-                RELEASE_FROM,
-                0,
-                libc::POSIX_FADV_DONTNEED,
-            )
-        };
+        drop_cached(&self.file);
         Ok(())
     }
 }
 
-/// Where releasing the file's pages from the page cache starts: the whole file, header
-/// page included. Keeping the header page cached would be worth its one page, but the
-/// advice drops nothing of a large folio that the range does not cover whole (Linux 6.18:
-/// a 256 KiB file kept every page when released from byte 4096), so a release that
-/// starts past the header could keep the file's whole cache charged to the app.
-const RELEASE_FROM: libc::off_t = 0;
+/// Drops `file`'s clean pages from the page cache: the whole file, header page included.
+/// Keeping the header page cached would be worth its one page, but the advice drops
+/// nothing of a large folio that the range does not cover whole (Linux 6.18: a 256 KiB
+/// file kept every page when released from byte 4096), so a release that starts past the
+/// header could keep the file's whole cache charged to the app. Dirty pages stay until
+/// written back; an error only leaves pages cached, so it is ignored.
+fn drop_cached(file: &File) {
+    // SAFETY: a plain advice call on a descriptor `file` owns, for its length; it reads
+    // no memory of ours.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
 
 /// Where a checkpoint lives: the byte offset of its slot in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -550,29 +546,18 @@ impl SwapFile {
     /// not wait, such as a page-out). Pages still being written stay cached until a
     /// later release or [`SwapFile::sync_and_release`].
     pub fn release_all(&self) {
-        let fd = self.file.as_raw_fd();
-        // SAFETY: plain calls on a descriptor `self.file` owns for their length; they
-        // read no memory of ours. Errors only leave pages cached, so they are ignored.
-        unsafe {
-            libc::sync_file_range(fd, 0, 0, libc::SYNC_FILE_RANGE_WRITE);
-            libc::posix_fadvise(fd, RELEASE_FROM, 0, libc::POSIX_FADV_DONTNEED);
-        }
+        // SAFETY: a plain call on a descriptor `self.file` owns, for its length; it reads
+        // no memory of ours. An error only leaves pages dirty, so it is ignored.
+        unsafe { libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+        drop_cached(&self.file);
     }
 
     /// Waits until everything written is on disk (`fdatasync`), then drops the file's
-    /// pages from the page cache (see [`RELEASE_FROM`]): checkpoints are durable and the kernel holds no copy
-    /// of them for this process (at the end of a saver run, after a compaction).
+    /// pages from the page cache ([`drop_cached`]): checkpoints are durable and the kernel
+    /// holds no copy of them for this process (at the end of a saver run, after a compaction).
     pub fn sync_and_release(&self) -> Result<(), SwapError> {
         self.flush()?;
-        // SAFETY: as in `release_all`.
-        unsafe {
-            libc::posix_fadvise(
-                self.file.as_raw_fd(),
-                RELEASE_FROM,
-                0,
-                libc::POSIX_FADV_DONTNEED,
-            )
-        };
+        drop_cached(&self.file);
         Ok(())
     }
 
@@ -829,8 +814,7 @@ impl SwapFile {
             path: tmp.to_owned(),
             source,
         })?;
-        // SAFETY: a plain advice call on a descriptor `file` owns; it reads no memory.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        drop_cached(&file);
         Ok(file)
     }
 
@@ -842,8 +826,8 @@ impl SwapFile {
     /// reports real write errors), so they are ignored.
     fn write_behind(&self, file: &File, written: (u64, usize), behind: &mut Option<(u64, usize)>) {
         let fd = file.as_raw_fd();
-        // SAFETY: plain calls on descriptors `file` and `self.file` own, for ranges of
-        // their files; they read no memory of ours.
+        // SAFETY: plain calls on a descriptor `file` owns, for ranges of its file; they
+        // read no memory of ours.
         unsafe {
             libc::sync_file_range(
                 fd,
@@ -867,8 +851,8 @@ impl SwapFile {
                     libc::POSIX_FADV_DONTNEED,
                 );
             }
-            libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
         }
+        drop_cached(&self.file);
     }
 
     /// Reads `out.len()` bytes at `offset` of the file. A file that ends before them was

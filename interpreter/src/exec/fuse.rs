@@ -622,10 +622,9 @@ mod tests {
         assert_eq!(code[7], Op::Jnz(0));
     }
 
-    #[test]
-    fn a_loop_tested_at_the_top_closes_in_one_dispatch() {
-        // top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
-        let mut code = vec![
+    /// top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
+    fn summing_loop_tested_at_the_top() -> Vec<Op> {
+        vec![
             Op::Load(1),
             Op::Push(10),
             Op::Lt,
@@ -640,7 +639,12 @@ mod tests {
             Op::Store(1),
             Op::Jmp(0),
             Op::Ret,
-        ];
+        ]
+    }
+
+    #[test]
+    fn a_loop_tested_at_the_top_closes_in_one_dispatch() {
+        let mut code = summing_loop_tested_at_the_top();
         fuse(&mut code);
         let c = Bin::Lt.cond(false).unwrap();
         assert_eq!(c, Bin::Ge.cond(true).unwrap());
@@ -684,23 +688,7 @@ mod tests {
 
     #[test]
     fn a_summing_loop_runs_one_op_per_iteration() {
-        // top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
-        let mut code = vec![
-            Op::Load(1),
-            Op::Push(10),
-            Op::Lt,
-            Op::Jz(13),
-            Op::Load(0),
-            Op::Load(1),
-            Op::Add,
-            Op::Store(0),
-            Op::Load(1),
-            Op::Push(1),
-            Op::Add,
-            Op::Store(1),
-            Op::Jmp(0),
-            Op::Ret,
-        ];
+        let mut code = summing_loop_tested_at_the_top();
         fuse(&mut code);
         let again = Bin::Lt.cond(true).unwrap();
         // The sum takes the closing increment and test along: back to itself or out.
