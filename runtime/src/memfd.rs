@@ -3,7 +3,8 @@
 //! (`fallocate(PUNCH_HOLE)`), and reaching another process's memory file through a pidfd
 //! (`pidfd_open`, `pidfd_getfd`) or, failing that, `/proc/PID/fd/N`. Also the inverse of
 //! hole punching for the files the runtime keeps on disk (the reclaim table, the swap
-//! file): allocating their blocks up front (`posix_fallocate`, [`reserve`]).
+//! file): allocating their blocks up front (`posix_fallocate`, [`reserve`]), and dropping
+//! and counting their pages in the page cache ([`drop_cache`], [`cached_pages`]).
 //!
 //! `madvise(MADV_DONTNEED)` only acts on the caller's own address space, and
 //! `process_madvise` does not accept it, so a reclaimer in another process cannot drop an
@@ -91,6 +92,68 @@ pub fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(rc));
     }
     Ok(())
+}
+
+/// Drops the clean pages of `file` from `from` on from the page cache
+/// (`posix_fadvise(POSIX_FADV_DONTNEED)`), for every process that has the file open, and
+/// uncharges them from the memory cgroup they were charged to. Only whole pages go, so the
+/// page holding `from` stays unless `from` starts it, and the kernel keeps any large folio
+/// that the range does not wholly cover (Linux 6.18: a 256 KiB file kept every page when
+/// dropped from byte 4096); dirty pages stay until written back.
+pub fn drop_cache(file: &File, from: u64) -> io::Result<()> {
+    let from = libc::off_t::try_from(from)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
+    // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
+    // memory of ours.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// How many pages of `[from, to)` of `file` are in the page cache, by `mincore` over a
+/// short-lived read-only mapping of `[0, to)`: `mincore` only looks and reads nothing in.
+/// (A probe by reading, even one that must not wait for the disk, starts readahead of
+/// the pages after it; a prober descheduled between probes then counts pages that only
+/// the probe itself brought back.)
+pub fn cached_pages(file: &File, from: u64, to: u64) -> io::Result<usize> {
+    let len = usize::try_from(to)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "range out of reach"))?;
+    if len == 0 {
+        return Ok(0);
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    // SAFETY: a new read-only shared mapping of `len` bytes of a descriptor `file` owns,
+    // placed by the kernel; nothing reads through it, and it is unmapped below.
+    let at = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if at == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut resident = vec![0u8; len.div_ceil(page)];
+    // SAFETY: `at..at + len` is the mapping just made; `resident` holds one byte for each
+    // of its pages, and mincore writes only into it.
+    let rc = unsafe { libc::mincore(at, len, resident.as_mut_ptr()) };
+    let err = io::Error::last_os_error();
+    // SAFETY: the mapping made above, of `len` bytes; nothing refers to it any more.
+    unsafe { libc::munmap(at, len) };
+    if rc != 0 {
+        return Err(err);
+    }
+    let first = usize::try_from(from).map_or(resident.len(), |f| f / page);
+    Ok(resident
+        .get(first..)
+        .map_or(0, |r| r.iter().filter(|&&b| b & 1 == 1).count()))
 }
 
 /// The inode number of an open file (to tell one memory file from another).

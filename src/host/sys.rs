@@ -270,23 +270,11 @@ pub fn set_thread_nice(tid: u32, nice: i32) -> io::Result<()> {
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) } as libc::c_long).map(drop)
 }
 
-/// Drops the clean pages of the file at `path` from `from` on from the page cache
-/// (`posix_fadvise(POSIX_FADV_DONTNEED)`; only whole pages go, so the page holding
-/// `from` stays unless `from` starts it, and the kernel keeps any large folio of the cache
-/// that the range does not wholly cover; dirty pages stay, their write-back started). The page cache is shared, so this drops them for every process
-/// that has the file open, and uncharges them from the memory cgroup they were charged to.
+/// Drops the clean pages of the file at `path` from `from` on from the page cache, for
+/// every process that has the file open ([`marvin_runtime::memfd::drop_cache`]: whole
+/// pages only, large folios the range does not wholly cover stay).
 pub fn drop_file_cache(path: &Path, from: u64) -> io::Result<()> {
-    let from = libc::off_t::try_from(from)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
-    let file = File::open(path)?;
-    // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
-    // memory of ours.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, 0, libc::POSIX_FADV_DONTNEED) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
+    marvin_runtime::memfd::drop_cache(&File::open(path)?, from)
 }
 
 /// Thread `tid`'s scheduling policy (`SCHED_RESET_ON_FORK` masked off).
@@ -313,30 +301,10 @@ fn set_thread_scheduler(tid: u32, policy: libc::c_int, priority: i32) -> io::Res
 mod cache_tests {
     use super::*;
 
-    /// Pages of `file` in the page cache, of the first `pages`: a read with
-    /// `RWF_NOWAIT` succeeds only from the cache.
+    /// How many of the first `pages` pages of `file` are in the page cache (by `mincore`,
+    /// which reads nothing in).
     fn cached_pages(file: &File, pages: usize) -> usize {
-        let mut byte = [0u8; 1];
-        (0..pages)
-            .filter(|&i| {
-                let iov = libc::iovec {
-                    iov_base: byte.as_mut_ptr().cast(),
-                    iov_len: 1,
-                };
-                // SAFETY: one iovec naming `byte`, writable and alive for the call; the
-                // descriptor is owned by `file`.
-                let n = unsafe {
-                    libc::preadv2(
-                        file.as_raw_fd(),
-                        &iov,
-                        1,
-                        (i * 4096) as i64,
-                        libc::RWF_NOWAIT,
-                    )
-                };
-                n == 1
-            })
-            .count()
+        marvin_runtime::memfd::cached_pages(file, 0, pages as u64 * 4096).expect("mincore")
     }
 
     #[test]
@@ -358,9 +326,7 @@ mod cache_tests {
         }
         let before = cached_pages(&file, 64);
         if before == 0 {
-            eprintln!(
-                "skipped: nothing of a file just written is cached here (tmpfs, or no RWF_NOWAIT)"
-            );
+            eprintln!("skipped: nothing of a file just written is cached here");
             return;
         }
         // From within the first page: that page stays (later ones go only where the

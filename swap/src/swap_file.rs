@@ -91,9 +91,7 @@ impl SyncHandle {
 /// header could keep the file's whole cache charged to the app. Dirty pages stay until
 /// written back; an error only leaves pages cached, so it is ignored.
 fn drop_cached(file: &File) {
-    // SAFETY: a plain advice call on a descriptor `file` owns, for its length; it reads
-    // no memory of ours.
-    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let _ = marvin_runtime::memfd::drop_cache(file, 0);
 }
 
 /// Where a checkpoint lives: the byte offset of its slot in the file.

@@ -489,44 +489,11 @@ fn mapped(path: &Path) -> bool {
     maps.lines().any(|l| l.contains(path))
 }
 
-/// How many pages of `[from, to)` of `path` are in the page cache, by `mincore` over a
-/// short-lived read-only mapping of `[0, to)`. `mincore` only looks: it reads nothing in.
-/// (A probe by reading, even one that must not wait for the disk, starts readahead of the
-/// pages after it; a prober that is descheduled between probes then finds them read in
-/// and counts pages nothing but the probe itself brought back.)
+/// How many pages of `[from, to)` of `path` are in the page cache
+/// ([`marvin_runtime::memfd::cached_pages`]: it looks without reading anything in).
 fn cached_pages(path: &Path, from: u64, to: u64) -> usize {
     let file = File::open(path).unwrap();
-    let len = to as usize;
-    if len == 0 {
-        return 0;
-    }
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    // SAFETY: a new read-only shared mapping of `len` bytes of a descriptor `file` owns,
-    // placed by the kernel; nothing reads through it, and it is unmapped below.
-    let at = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    assert_ne!(at, libc::MAP_FAILED, "{}", std::io::Error::last_os_error());
-    let mut resident = vec![0u8; len.div_ceil(page)];
-    // SAFETY: `at..at + len` is the mapping just made; `resident` holds one byte for
-    // each of its pages, and mincore writes only into it.
-    let rc = unsafe { libc::mincore(at, len, resident.as_mut_ptr()) };
-    let err = std::io::Error::last_os_error();
-    // SAFETY: the mapping made above, of `len` bytes; nothing refers to it any more.
-    unsafe { libc::munmap(at, len) };
-    assert_eq!(rc, 0, "mincore: {err}");
-    resident[from as usize / page..]
-        .iter()
-        .filter(|&&r| r & 1 == 1)
-        .count()
+    marvin_runtime::memfd::cached_pages(&file, from, to).expect("mincore")
 }
 
 /// Whether `dir` is on a file system whose page cache is its storage (tmpfs), where
