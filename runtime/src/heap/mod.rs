@@ -105,6 +105,22 @@ impl HeapCounters {
     }
 }
 
+/// Writes a new object's header at `addr`.
+///
+/// # Safety
+/// `addr` is 16-byte aligned, writable memory of at least the object's size that no
+/// other thread can reach yet.
+#[inline(always)]
+unsafe fn write_header(addr: usize, kind: ObjKind, class: u32, len: u32, nrefs: u16) {
+    // SAFETY: the caller's contract: aligned, writable, and ours alone.
+    unsafe {
+        std::ptr::write(
+            addr as *mut ObjHeader,
+            ObjHeader::new(kind, class, len, nrefs),
+        )
+    };
+}
+
 /// What an allocation of some size should do first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GcNeed {
@@ -435,12 +451,7 @@ impl Heap {
         };
         // SAFETY: `addr` is fresh, zeroed, 16-byte aligned memory of at least `raw` bytes
         // that nothing else references yet.
-        unsafe {
-            std::ptr::write(
-                addr as *mut ObjHeader,
-                ObjHeader::new(kind, class, len, nrefs),
-            )
-        };
+        unsafe { write_header(addr, kind, class, len, nrefs) };
         let h = match self.table.allocate(addr as u64) {
             Ok(h) => h,
             Err(e) => {
@@ -457,8 +468,7 @@ impl Heap {
         c.allocations.fetch_add(1, Ordering::Relaxed);
         c.bytes_allocated.fetch_add(size as u64, Ordering::Relaxed);
         c.since_gc.fetch_add(size, Ordering::Relaxed);
-        let now = c.in_use.fetch_add(size, Ordering::Relaxed) + size;
-        c.peak_in_use.fetch_max(now, Ordering::Relaxed);
+        c.raise_peak(c.in_use.fetch_add(size, Ordering::Relaxed) + size);
         Ok(h)
     }
 
@@ -485,12 +495,7 @@ impl Heap {
         debug_assert_eq!(buf.heap, self as *const Heap as usize);
         // SAFETY: `addr` is a fresh, zeroed, 16-byte aligned block of `size >= raw`
         // bytes that only this buffer held.
-        unsafe {
-            std::ptr::write(
-                addr as *mut ObjHeader,
-                ObjHeader::new(kind, class, len, nrefs),
-            )
-        };
+        unsafe { write_header(addr, kind, class, len, nrefs) };
         let h = self.table.publish(idx, addr as u64);
         buf.allowance -= size;
         buf.allocations += 1;
