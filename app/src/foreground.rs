@@ -128,6 +128,9 @@ impl App {
 
     /// The launch's frame came (or none will): the heap task goes on at once.
     fn end_launch_quiet(&self) {
+        if let Some(swap) = self.swap() {
+            swap.end_launch_prefetch();
+        }
         if self.launch.quiet_since.lock().take().is_some() {
             self.wake_sleepers();
         }

@@ -44,6 +44,8 @@ pub struct SwapIo {
     pub gc_faults: u64,
     /// Objects read back by eager restores.
     pub restored_objects: u64,
+    /// Bytes of the swap file launches started reading ahead of their faults.
+    pub prefetched_bytes: u64,
 }
 
 /// One recorded transition.
@@ -148,6 +150,7 @@ impl App {
             io.bytes_written = sw.counters.bytes_written.load(Ordering::Relaxed);
             io.bytes_read = sw.counters.bytes_read.load(Ordering::Relaxed);
             io.restored_objects = sw.counters.restored_eager_objects.load(Ordering::Relaxed);
+            io.prefetched_bytes = sw.counters.prefetched_bytes.load(Ordering::Relaxed);
         }
         if let Some(space) = self.heap.stub_space() {
             io.object_faults = space.counters.faults.load(Ordering::Relaxed);
@@ -338,11 +341,15 @@ impl App {
     /// before would have), so the launch does not wait for its looper's message or a
     /// collection under way to reach a safepoint. A launch calls
     /// [`App::begin_launch_quiet`] first, so that the heap task leaves it alone until its
-    /// frame.
+    /// frame. Either way, until the frame each fault starts reading the swap file ahead
+    /// of itself ([`AppSwap::begin_launch_prefetch`]), within the policy's budget.
     pub fn enter_foreground(&self) -> Result<Transition, AppError> {
         let swap = self.object_swap()?;
         let (rss, t0) = (resident_bytes().unwrap_or(0), Instant::now());
         let eager = swap.policy.restore_mode() == RestoreMode::Eager;
+        // The launch's faults (or the eager restore's) read the file ahead of themselves
+        // until its frame.
+        swap.begin_launch_prefetch();
         let r = self.traced(names::EAGER_RESTORE, || {
             let _w = eager.then(|| self.safepoints.stop_the_world());
             if let Some(space) = self.heap.stub_space() {
@@ -416,6 +423,8 @@ pub(crate) fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<
                     }
                     continue;
                 }
+                // A launch's prefetch that has ended leaves nothing in the page cache.
+                swap.drop_launch_prefetch();
                 let fg = app.is_foreground();
                 let now = Instant::now();
                 if now >= next_ws {

@@ -335,3 +335,72 @@ fn a_post_that_meets_a_stop_unwinds_instead_of_failing_the_app() {
     }
     assert_eq!(running.join(), None, "a stopped app has no trap");
 }
+
+/// A warm launch on demand: its frame faults reclaimed objects back, and from the
+/// foreground transition until the frame those faults start reading the swap file ahead
+/// of themselves (the policy's `[restore] prefetch_bytes`), within that budget.
+#[test]
+fn a_warm_launch_prefetches_the_swap_file_ahead_of_its_faults_until_its_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 8 buckets of 64 arrays (about 2 MiB): the frame's bucket spans a few read-ahead
+    // windows. No round after the setup's (the next is a minute away), so what the
+    // frame reads stays as the reclaimer left it.
+    let app = Arc::new(
+        App::new(
+            buckets_with(&[("BUCKETS", 8), ("ARRAYS", 64), ("ROUND_GAP_MS", 60_000)]),
+            quiet(),
+        )
+        .expect("app"),
+    );
+    let budget = 512 * 1024;
+    let mut policy = PolicyConfig::default();
+    policy.restore.mode = marvin_swap::RestoreMode::OnDemand;
+    policy.restore.prefetch_bytes = budget;
+    policy.working_set.foreground_period = Duration::from_millis(5);
+    policy.working_set.background_period = Duration::from_millis(5);
+    policy.coldness.window_rounds = 1;
+    app.enable_swap(dir.path(), "app", Arc::new(policy), SwapMode::Objects)
+        .expect("swap on");
+    let running = App::launch(&app, "test-main".into()).expect("launches");
+    rounds(&app, 1);
+    app.apply(Command::Background).expect("bg");
+    app.apply(Command::Save).expect("saves");
+    // Everything goes cold within a few walks: reclaim until most of the heap is out.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut out = 0;
+    while out < 6 * 64 {
+        assert!(Instant::now() < deadline, "only {out} objects reclaimed");
+        assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
+        app.apply(Command::Save).expect("saves");
+        out += app.reclaim(u64::MAX).expect("reclaims").objects;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let before = app.swap_io();
+    assert_eq!(before.prefetched_bytes, 0, "prefetched outside a launch");
+    let frames = app.frames().count;
+    app.begin_launch_quiet();
+    app.apply(Command::Foreground).expect("fg");
+    assert!(app.resume(), "the app registered no foreground message");
+    while app.frames().count == frames {
+        assert!(Instant::now() < deadline, "the frame never came");
+        assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let at_frame = app.frames().io;
+    assert!(
+        at_frame.object_faults > before.object_faults,
+        "the frame faulted nothing back: not a warm launch"
+    );
+    assert!(
+        at_frame.prefetched_bytes > 0,
+        "the launch's faults read nothing ahead"
+    );
+    assert!(
+        at_frame.prefetched_bytes <= budget,
+        "a launch asked for {} bytes, past its budget {budget}",
+        at_frame.prefetched_bytes
+    );
+    assert!(app.apply(Command::Stop).expect("stops").is_none());
+    assert_eq!(running.join(), None, "a stopped app has no trap");
+    assert_eq!(app.mark_count("verify_failed"), 0);
+}

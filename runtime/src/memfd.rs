@@ -4,7 +4,8 @@
 //! (`pidfd_open`, `pidfd_getfd`) or, failing that, `/proc/PID/fd/N`. Also the inverse of
 //! hole punching for the files the runtime keeps on disk (the reclaim table, the swap
 //! file): allocating their blocks up front (`posix_fallocate`, [`reserve`]), and dropping
-//! and counting their pages in the page cache ([`drop_cache`], [`cached_pages`]).
+//! and counting their pages in the page cache ([`drop_cache`], [`cached_pages`]), and
+//! starting reads of a range into it ahead of need ([`will_need`]).
 //!
 //! `madvise(MADV_DONTNEED)` only acts on the caller's own address space, and
 //! `process_madvise` does not accept it, so a reclaimer in another process cannot drop an
@@ -106,6 +107,25 @@ pub fn drop_cache(file: &File, from: u64) -> io::Result<()> {
     // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
     // memory of ours.
     let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Starts reading `[from, from + len)` of `file` into the page cache without waiting
+/// for it (`posix_fadvise(POSIX_FADV_WILLNEED)`): a later read of the range finds its
+/// pages cached, or already on their way. The pages are charged to the caller's memory
+/// cgroup like any read's.
+pub fn will_need(file: &File, from: u64, len: u64) -> io::Result<()> {
+    let range = |v: u64| {
+        libc::off_t::try_from(v)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "range out of reach"))
+    };
+    let (from, len) = (range(from)?, range(len)?);
+    // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
+    // memory of ours.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, len, libc::POSIX_FADV_WILLNEED) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }

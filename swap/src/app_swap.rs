@@ -35,6 +35,9 @@ pub struct SwapCounters {
     pub read_ahead_bytes: AtomicU64,
     pub bytes_written: AtomicU64,
     pub bytes_read: AtomicU64,
+    /// Bytes of the swap file launches asked the kernel to read ahead of their faults
+    /// ([`AppSwap::begin_launch_prefetch`]).
+    pub prefetched_bytes: AtomicU64,
     pub compactions: AtomicU64,
 }
 
@@ -64,7 +67,33 @@ pub struct AppSwap {
     dir_lock: Arc<SwapDirLock>,
     /// A full disk was reported on stderr (it is, once per app).
     warned_full: std::sync::atomic::AtomicBool,
+    /// The prefetch of the launch under way, if any.
+    prefetch: Mutex<LaunchPrefetch>,
 }
+
+/// A launch's prefetch: from the foreground transition until its frame, each fault
+/// starts reading the swap file after its own read-ahead window, up to
+/// [`PREFETCH_AHEAD_BYTES`] ahead of it, so the faults that follow (a frame walking its
+/// state, which the saver wrote in address order) find their checkpoints cached or on
+/// their way, instead of each waiting for the disk in turn. A launch asks for at most
+/// its policy's [`SwapPolicy::launch_prefetch_bytes`] in all.
+#[derive(Debug, Default)]
+struct LaunchPrefetch {
+    /// A launch is under way.
+    active: bool,
+    /// Bytes it may still ask for.
+    left: u64,
+    /// The range asked for last, `[from, to)`: a fault inside it (or at its start)
+    /// extends it; a fault elsewhere starts a new one.
+    from: u64,
+    to: u64,
+    /// Anything was asked for since the last drop.
+    asked: bool,
+}
+
+/// How far ahead of a launch's fault its prefetch reads: 1 MiB (eight read-ahead windows
+/// in flight at once).
+pub const PREFETCH_AHEAD_BYTES: u64 = 1 << 20;
 
 /// Why an app's swap side could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -162,6 +191,7 @@ impl AppSwap {
             index_bytes: std::sync::atomic::AtomicUsize::new(0),
             dir_lock,
             warned_full: std::sync::atomic::AtomicBool::new(warned_full),
+            prefetch: Mutex::new(LaunchPrefetch::default()),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;
@@ -179,6 +209,72 @@ impl AppSwap {
         let r = f();
         self.batch.store(false, Ordering::Relaxed);
         Ok(r)
+    }
+
+    /// A launch begins (its foreground transition): until
+    /// [`end_launch_prefetch`](AppSwap::end_launch_prefetch), faults read the swap file
+    /// ahead of themselves, up to the policy's [`SwapPolicy::launch_prefetch_bytes`] in
+    /// all (nothing when that is 0, or for the page-swap baseline, which models the
+    /// kernel's swap-in and its cluster alone).
+    pub fn begin_launch_prefetch(&self) {
+        let budget = self.policy.launch_prefetch_bytes();
+        let mut p = self.prefetch.lock();
+        p.active = self.bookmarking && budget > 0;
+        p.left = budget;
+        p.from = 0;
+        p.to = 0;
+    }
+
+    /// The launch's frame came (or none will): faults no longer read ahead of
+    /// themselves. (Cheap: the looper calls it at the frame; the heap task then drops
+    /// what the prefetch left in the page cache, [`AppSwap::drop_launch_prefetch`].)
+    pub fn end_launch_prefetch(&self) {
+        self.prefetch.lock().active = false;
+    }
+
+    /// Once a launch's prefetch has ended: drops the swap file's clean pages from the
+    /// page cache, what the prefetch brought and no fault read among them, if the launch
+    /// asked for any. Returns whether it did.
+    pub fn drop_launch_prefetch(&self) -> bool {
+        let asked = {
+            let mut p = self.prefetch.lock();
+            !p.active && std::mem::take(&mut p.asked)
+        };
+        if asked {
+            self.file.lock().drop_clean();
+        }
+        asked
+    }
+
+    /// During a launch, after a fault read the window of the file ending at `end`:
+    /// starts reading up to [`PREFETCH_AHEAD_BYTES`] past it (what is not already asked
+    /// for), within the launch's budget.
+    fn prefetch_after(&self, file: &SwapFile, end: u64) {
+        let mut p = self.prefetch.lock();
+        if !p.active || p.left == 0 {
+            return;
+        }
+        let from = if (p.from..=p.to).contains(&end) && p.to > p.from {
+            p.to
+        } else {
+            p.from = end;
+            end
+        };
+        let to = (end + PREFETCH_AHEAD_BYTES).min(from + p.left);
+        if to <= from {
+            return;
+        }
+        let asked = file.prefetch(from, to);
+        // The budget counts what was meant, so a file ending early does not let the
+        // launch ask again and again.
+        p.left -= to - from;
+        p.to = to;
+        if asked > 0 {
+            p.asked = true;
+            self.counters
+                .prefetched_bytes
+                .fetch_add(asked, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn record_error(&self, e: &SwapError) {
@@ -385,6 +481,8 @@ impl StubHooks for AppSwap {
         }
         let mut results = file.read_many(&mut reads).into_iter();
         drop(reads);
+        let window = self.read_ahead_window();
+        self.prefetch_after(&file, (slot.offset() / window + 1) * window);
         drop(file);
         if let Some(Err(e)) = results.next() {
             self.record_error(&e);

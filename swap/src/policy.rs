@@ -182,6 +182,13 @@ pub trait SwapPolicy: Send + Sync + std::fmt::Debug {
     /// When reclaimed objects are read back.
     fn restore_mode(&self) -> RestoreMode;
 
+    /// Most bytes of the swap file a launch (from the foreground transition until its
+    /// frame) starts reading into the page cache ahead of its faults, so that the
+    /// frame's reads are in flight at once instead of one after another (0: none).
+    fn launch_prefetch_bytes(&self) -> u64 {
+        0
+    }
+
     /// The fraction of dead bytes in the swap file above which it is compacted.
     fn compaction_threshold(&self) -> f64;
 }
@@ -243,12 +250,21 @@ pub struct ReclaimerConfig {
     pub batch_bytes: ReclaimBatch,
 }
 
+/// The default [`RestoreConfig::prefetch_bytes`]: 4 MiB, about three of the default
+/// workload's frames' worth of faulted checkpoints.
+pub const DEFAULT_LAUNCH_PREFETCH_BYTES: u64 = 4 << 20;
+/// The most a policy may set [`RestoreConfig::prefetch_bytes`] to (256 MiB).
+pub const MAX_LAUNCH_PREFETCH_BYTES: u64 = 256 << 20;
+
 /// Restore's choice.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RestoreConfig {
     /// Eager or on demand.
     pub mode: RestoreMode,
+    /// Most bytes of the swap file one launch reads ahead of its faults into the page
+    /// cache (0: none); see [`SwapPolicy::launch_prefetch_bytes`].
+    pub prefetch_bytes: u64,
 }
 
 /// Swap-file compaction.
@@ -333,6 +349,7 @@ impl Default for RestoreConfig {
     fn default() -> Self {
         RestoreConfig {
             mode: RestoreMode::Eager,
+            prefetch_bytes: DEFAULT_LAUNCH_PREFETCH_BYTES,
         }
     }
 }
@@ -461,6 +478,15 @@ impl PolicyConfig {
                 "must be more than zero bytes (or \"as-asked\")".into(),
             ));
         }
+        if self.restore.prefetch_bytes > MAX_LAUNCH_PREFETCH_BYTES {
+            return Err((
+                "restore.prefetch_bytes",
+                format!(
+                    "must be at most {MAX_LAUNCH_PREFETCH_BYTES}, found {}",
+                    self.restore.prefetch_bytes
+                ),
+            ));
+        }
         let t = self.compaction.threshold;
         if !(t > 0.0 && t <= 1.0) {
             return Err((
@@ -559,6 +585,9 @@ batch_bytes = {batch}
 # "eager": read all of an app's reclaimed objects back when it returns to the foreground
 # (Marvin); "on-demand": read each back at its first access (an object fault).
 mode = {restore}
+# Most bytes of the swap file one launch reads ahead of its faults into the page cache
+# (dropped again after its frame); 0 turns it off. Not in Marvin: 4194304.
+prefetch_bytes = {prefetch}
 
 [compaction]
 # Compact the swap file when its dead bytes exceed this fraction of it, in (0, 1].
@@ -583,6 +612,7 @@ threshold = {threshold:?}
                 RestoreMode::Eager => "\"eager\"",
                 RestoreMode::OnDemand => "\"on-demand\"",
             },
+            prefetch = self.restore.prefetch_bytes,
             threshold = self.compaction.threshold,
         )
     }
@@ -634,6 +664,10 @@ impl SwapPolicy for PolicyConfig {
 
     fn restore_mode(&self) -> RestoreMode {
         self.restore.mode
+    }
+
+    fn launch_prefetch_bytes(&self) -> u64 {
+        self.restore.prefetch_bytes
     }
 
     fn compaction_threshold(&self) -> f64 {

@@ -539,6 +539,27 @@ impl SwapFile {
             .filter_map(|(&offset, info)| info.live.map(|l| (SlotId(offset), l.key)))
     }
 
+    /// Starts reading the used part of `[from, to)` into the page cache without waiting
+    /// ([`marvin_runtime::memfd::will_need`]), so faults of the checkpoints there find
+    /// them cached or already on their way. Returns the bytes asked for (0 when the range
+    /// holds no used byte, or the advice failed: an advice is only a hint).
+    pub fn prefetch(&self, from: u64, to: u64) -> u64 {
+        let (from, to) = (from.max(FILE_HEADER_BYTES), to.min(self.end));
+        if from >= to {
+            return 0;
+        }
+        match marvin_runtime::memfd::will_need(&self.file, from, to - from) {
+            Ok(()) => to - from,
+            Err(_) => 0,
+        }
+    }
+
+    /// Drops the file's clean pages from the page cache ([`drop_cached`]), without
+    /// starting any write (what a prefetch left unread goes).
+    pub fn drop_clean(&self) {
+        drop_cached(&self.file);
+    }
+
     /// Starts writing the file's dirty pages back and drops its clean pages from the page
     /// cache, without waiting for the disk (after a batch of writes on a path that must
     /// not wait, such as a page-out). Pages still being written stay cached until a

@@ -27,6 +27,7 @@ fn every_knob_changed() -> PolicyConfig {
         },
         restore: RestoreConfig {
             mode: RestoreMode::OnDemand,
+            prefetch_bytes: 0,
         },
         compaction: CompactionConfig { threshold: 0.4 },
     }
@@ -56,6 +57,7 @@ fn the_default_is_the_published_marvin_setting() {
     assert_eq!(p.working_set_period(false), Duration::from_secs(30));
     assert_eq!(p.victim_order(), VictimOrder::Lru);
     assert_eq!(p.restore_mode(), RestoreMode::Eager);
+    assert_eq!(p.launch_prefetch_bytes(), DEFAULT_LAUNCH_PREFETCH_BYTES);
     assert_eq!(p.compaction_threshold(), 0.25);
     assert_eq!(
         p.reclaim_batch_bytes(123_456_789),
@@ -223,6 +225,11 @@ fn wrong_types_are_named_with_their_table() {
     assert!(e.contains("compaction.threshold"), "{e}");
     let e = error_of("[restore]\nmode = \"lazy\"\n");
     assert!(e.contains("restore.mode"), "{e}");
+    let e = error_of("[restore]\nprefetch_bytes = 1000000000000\n");
+    assert!(
+        e.contains("restore.prefetch_bytes") && e.contains("at most"),
+        "{e}"
+    );
     let e = error_of("[working_set]\nbackground_period = \"30 parsecs\"\n");
     assert!(
         e.contains("working_set.background_period") && e.contains("unit"),
