@@ -118,6 +118,20 @@ fn launches_of_app_processes_are_timed_and_classified() {
             "on demand restores nothing eagerly"
         );
     }
+    // A launch's prefetch stays within the policy's budget, and only marvin's launches
+    // read their swap file ahead.
+    for s in v.iter() {
+        for r in s["launch_records"].as_array().unwrap() {
+            let bytes = u(r, "prefetch_bytes");
+            assert!(
+                bytes <= marvin_swap::policy::DEFAULT_LAUNCH_PREFETCH_BYTES,
+                "{bytes} bytes prefetched: {r}"
+            );
+            if !s["policy"].as_str().unwrap().starts_with("marvin") {
+                assert_eq!(bytes, 0, "{r}");
+            }
+        }
+    }
     let csv = std::fs::read_to_string(out.path().join("launches.csv")).unwrap();
     let total: u64 = v.iter().map(|s| u(s, "launches")).sum();
     assert_eq!(csv.lines().count() as u64, total + 1);

@@ -345,6 +345,10 @@ impl Run {
                                     transition_ns: resumed_ns.saturating_sub(told_ns),
                                     frame_ns: f.last_ns.saturating_sub((*resumed_ns).max(told_ns)),
                                     ui_fifo,
+                                    prefetch_bytes: f
+                                        .io
+                                        .prefetched_bytes
+                                        .saturating_sub(before.prefetched_bytes),
                                     ..LaunchParts::default()
                                 },
                             )

@@ -105,6 +105,10 @@ pub struct LaunchParts {
     /// which begins at the command).
     #[serde(default)]
     pub room_ns: u64,
+    /// Bytes of its swap file the app started reading ahead of its faults during the
+    /// launch (marvin's launch prefetch, `[restore] prefetch_bytes`).
+    #[serde(default)]
+    pub prefetch_bytes: u64,
 }
 
 /// Classifies a launch.
@@ -309,13 +313,13 @@ pub fn write_csv(
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(
         w,
-        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo,room_ns"
+        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo,room_ns,prefetch_bytes"
     )?;
     for (policy, records) in policies {
         for r in records {
             writeln!(
                 w,
-                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.app,
                 r.t_s,
                 r.class.name(),
@@ -331,7 +335,8 @@ pub fn write_csv(
                 r.parts.runqueue_ns,
                 r.parts.limit_hits,
                 u8::from(r.parts.ui_fifo),
-                r.parts.room_ns
+                r.parts.room_ns,
+                r.parts.prefetch_bytes
             )?;
         }
     }
@@ -520,6 +525,7 @@ mod tests {
                 limit_hits: 9,
                 ui_fifo: true,
                 room_ns: 300,
+                prefetch_bytes: 131_072,
             },
         };
         write_csv(&path, &[("marvin".to_string(), vec![r])]).unwrap();
@@ -536,5 +542,6 @@ mod tests {
         assert_eq!(col("ui_fifo"), "1");
         assert_eq!(col("limit_hits"), "9");
         assert_eq!(col("room_ns"), "300");
+        assert_eq!(col("prefetch_bytes"), "131072");
     }
 }

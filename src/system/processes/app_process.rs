@@ -179,6 +179,7 @@ fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>)
         restored_objects: d(f.io.restored_objects, |b| b.restored_objects),
         object_faults: d(f.io.object_faults, |b| b.object_faults),
         swap_read_bytes: d(f.io.bytes_read, |b| b.bytes_read),
+        prefetch_bytes: d(f.io.prefetched_bytes, |b| b.prefetched_bytes),
         received_ns: since.map_or(0, |b| b.received_ns),
         resumed_ns: since.map_or(0, |b| b.resumed_ns),
         // The process's CPU clock, not schedstat: the kernel brings the calling thread's

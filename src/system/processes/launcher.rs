@@ -66,6 +66,7 @@ pub struct FrameSeen {
     pub restored_objects: u64,
     pub object_faults: u64,
     pub swap_read_bytes: u64,
+    pub prefetch_bytes: u64,
     /// The app's times (see [`Report::Frame`]).
     pub received_ns: u64,
     pub resumed_ns: u64,
@@ -278,6 +279,7 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                         restored_objects,
                         object_faults,
                         swap_read_bytes,
+                        prefetch_bytes,
                         received_ns,
                         resumed_ns,
                         run_ns,
@@ -291,6 +293,7 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                             restored_objects,
                             object_faults,
                             swap_read_bytes,
+                            prefetch_bytes,
                             received_ns,
                             resumed_ns,
                             run_ns,

@@ -93,6 +93,9 @@ pub enum Report {
         /// was done and the foreground message posted (`CLOCK_BOOTTIME` ns), and the
         /// CPU time its threads ran (the process's CPU clock, exact for the thread
         /// reporting) and waited on a run queue (schedstat) since the command.
+        /// Bytes of its swap file it started reading ahead of its faults since.
+        #[serde(default)]
+        prefetch_bytes: u64,
         #[serde(default)]
         received_ns: u64,
         #[serde(default)]
@@ -211,6 +214,7 @@ mod tests {
                 restored_objects: 4,
                 object_faults: 5,
                 swap_read_bytes: 8192,
+                prefetch_bytes: 4096,
                 received_ns: 123_000_000,
                 resumed_ns: 123_100_000,
                 run_ns: 200_000,

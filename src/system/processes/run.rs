@@ -510,6 +510,7 @@ impl Run<'_> {
                                     ui_fifo: f.ui_fifo,
                                     limit_hits: hits.map_or(0, |h| h.saturating_sub(hits_before)),
                                     room_ns,
+                                    prefetch_bytes: f.prefetch_bytes,
                                 },
                             )
                         })
