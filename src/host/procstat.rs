@@ -203,6 +203,15 @@ pub fn parse_schedstat(text: &str) -> io::Result<SchedTimes> {
     }
 }
 
+/// The scheduler's times of thread `tid` of process `pid` (`/proc/PID/task/TID/schedstat`;
+/// its run-queue wait is up to date whenever it is running, as when it reads its own).
+pub fn thread_sched_times(pid: u32, tid: u32) -> io::Result<SchedTimes> {
+    let path = format!("/proc/{pid}/task/{tid}/schedstat");
+    let text =
+        fs::read_to_string(&path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    parse_schedstat(&text)
+}
+
 /// The scheduler's times of process `pid`, summed over its threads now alive
 /// (`/proc/PID/task/*/schedstat`; a thread that ended meanwhile is not counted).
 pub fn sched_times(pid: u32) -> io::Result<SchedTimes> {

@@ -109,6 +109,12 @@ pub struct LaunchParts {
     /// launch (marvin's launch prefetch, `[restore] prefetch_bytes`).
     #[serde(default)]
     pub prefetch_bytes: u64,
+    /// Of `runqueue_ns`, the looper thread's own wait (process mode): the frame is
+    /// drawn there. (`runqueue_ns` sums every thread of the app, and a thread's wait
+    /// is booked when it gets to run, so it can hold waits that began before the
+    /// command and exceed the latency.)
+    #[serde(default)]
+    pub looper_runqueue_ns: u64,
 }
 
 /// Classifies a launch.
@@ -313,13 +319,13 @@ pub fn write_csv(
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(
         w,
-        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo,room_ns,prefetch_bytes"
+        "policy,app,t_s,class,latency_ns,restored_objects,object_faults,swap_read_bytes,major_faults,deliver_ns,transition_ns,frame_ns,run_ns,runqueue_ns,limit_hits,ui_fifo,room_ns,prefetch_bytes,looper_runqueue_ns"
     )?;
     for (policy, records) in policies {
         for r in records {
             writeln!(
                 w,
-                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{policy},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.app,
                 r.t_s,
                 r.class.name(),
@@ -336,7 +342,8 @@ pub fn write_csv(
                 r.parts.limit_hits,
                 u8::from(r.parts.ui_fifo),
                 r.parts.room_ns,
-                r.parts.prefetch_bytes
+                r.parts.prefetch_bytes,
+                r.parts.looper_runqueue_ns
             )?;
         }
     }
@@ -526,6 +533,7 @@ mod tests {
                 ui_fifo: true,
                 room_ns: 300,
                 prefetch_bytes: 131_072,
+                looper_runqueue_ns: 40,
             },
         };
         write_csv(&path, &[("marvin".to_string(), vec![r])]).unwrap();
@@ -543,5 +551,6 @@ mod tests {
         assert_eq!(col("limit_hits"), "9");
         assert_eq!(col("room_ns"), "300");
         assert_eq!(col("prefetch_bytes"), "131072");
+        assert_eq!(col("looper_runqueue_ns"), "40");
     }
 }

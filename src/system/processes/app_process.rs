@@ -158,8 +158,20 @@ struct Told {
     /// When its transition was done and the foreground message posted (0 until then).
     resumed_ns: u64,
     sched: SchedTimes,
+    /// The looper thread's id and its run-queue wait so far, then (schedstat).
+    looper: Option<(u32, u64)>,
     /// The process's CPU clock then (`CLOCK_PROCESS_CPUTIME_ID`).
     cpu_ns: u64,
+}
+
+/// The looper thread's id and its run-queue wait so far (`None` if it cannot be read).
+fn looper_runqueue() -> Option<(u32, u64)> {
+    let pid = std::process::id();
+    let tid = crate::host::uithread::find_thread(pid, crate::host::uithread::LOOPER_THREAD)
+        .ok()
+        .flatten()?;
+    let t = procstat::thread_sched_times(pid, tid).ok()?;
+    Some((tid, t.runqueue_ns))
 }
 
 fn own_sched_times() -> SchedTimes {
@@ -190,6 +202,15 @@ fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>)
         runqueue_ns: sched.map_or(0, |(b, now)| {
             now.runqueue_ns.saturating_sub(b.sched.runqueue_ns)
         }),
+        // Read on the looper itself (the frame's hook runs there), so it is up to date.
+        looper_runqueue_ns: since
+            .and_then(|b| b.looper)
+            .and_then(|(tid, before)| {
+                procstat::thread_sched_times(std::process::id(), tid)
+                    .ok()
+                    .map(|t| t.runqueue_ns.saturating_sub(before))
+            })
+            .unwrap_or(0),
         // The hook runs on the looper thread, the one the frame was drawn on.
         ui_fifo: crate::host::sys::thread_policy(0).is_ok_and(|p| p == libc::SCHED_FIFO),
     };
@@ -225,6 +246,7 @@ fn obey(
             *told.lock() = Some(Told {
                 received_ns: boottime_ns(),
                 sched: own_sched_times(),
+                looper: looper_runqueue(),
                 cpu_ns: process_cpu_time_ns(),
                 io: app.swap_io(),
                 resumed_ns: 0,

@@ -67,6 +67,7 @@ pub struct FrameSeen {
     pub object_faults: u64,
     pub swap_read_bytes: u64,
     pub prefetch_bytes: u64,
+    pub looper_runqueue_ns: u64,
     /// The app's times (see [`Report::Frame`]).
     pub received_ns: u64,
     pub resumed_ns: u64,
@@ -280,6 +281,7 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                         object_faults,
                         swap_read_bytes,
                         prefetch_bytes,
+                        looper_runqueue_ns,
                         received_ns,
                         resumed_ns,
                         run_ns,
@@ -294,6 +296,7 @@ fn follow_reports(mut r: impl std::io::BufRead, seen: &Mutex<Seen>) {
                             object_faults,
                             swap_read_bytes,
                             prefetch_bytes,
+                            looper_runqueue_ns,
                             received_ns,
                             resumed_ns,
                             run_ns,

@@ -96,6 +96,10 @@ pub enum Report {
         /// Bytes of its swap file it started reading ahead of its faults since.
         #[serde(default)]
         prefetch_bytes: u64,
+        /// The looper thread's own run-queue wait since the command (schedstat; the
+        /// frame is drawn there), where `runqueue_ns` sums every thread of the app.
+        #[serde(default)]
+        looper_runqueue_ns: u64,
         #[serde(default)]
         received_ns: u64,
         #[serde(default)]
@@ -215,6 +219,7 @@ mod tests {
                 object_faults: 5,
                 swap_read_bytes: 8192,
                 prefetch_bytes: 4096,
+                looper_runqueue_ns: 20_000,
                 received_ns: 123_000_000,
                 resumed_ns: 123_100_000,
                 run_ns: 200_000,

@@ -511,6 +511,7 @@ impl Run<'_> {
                                     limit_hits: hits.map_or(0, |h| h.saturating_sub(hits_before)),
                                     room_ns,
                                     prefetch_bytes: f.prefetch_bytes,
+                                    looper_runqueue_ns: f.looper_runqueue_ns,
                                 },
                             )
                         })
