@@ -36,6 +36,10 @@ use super::op::{resolve_by_name, FieldUse, Op, ARRAY_CLASS};
 use super::trap::{error, Fault, Trap};
 use crate::isa::Ty;
 
+/// Collections one allocation under `--heap-limit` runs at most while other threads keep
+/// refilling the heap (see [`Thread::alloc_slow`]).
+const COLLECTIONS_PER_ALLOCATION: usize = 3;
+
 /// A frame: which method, where in it, and where its locals start on the value stack.
 #[derive(Clone, Copy, Debug)]
 pub struct Frame {
@@ -339,9 +343,18 @@ impl<A: AppBinding> Thread<A> {
         let bytes = footprint(kind, len);
         self.app.heap().settle(&mut self.alloc_buffer);
         if self.app.heap().gc_need(bytes) == GcNeed::Collect {
-            self.collect(&[]);
-            if self.app.heap().over_limit(bytes) {
-                return Err(Fault::OutOfMemory);
+            // Out of memory only when the object does not fit beside what a collection
+            // found live. Other threads allocate again as soon as it ends: a heap they
+            // filled up meanwhile is collected again (a few times at most, then the
+            // object goes in over the limit by its size).
+            for _ in 0..COLLECTIONS_PER_ALLOCATION {
+                self.collect(&[]);
+                if self.app.heap().full_after_gc(bytes) {
+                    return Err(Fault::OutOfMemory);
+                }
+                if !self.app.heap().over_limit(bytes) {
+                    break;
+                }
             }
         } else if self.app.safepoints().requested() && self.poll_slow().is_err() {
             return Err(Fault::Terminated);

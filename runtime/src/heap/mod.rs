@@ -141,6 +141,8 @@ pub struct Heap {
     stubs: std::sync::OnceLock<crate::stub::StubSpace>,
     /// Bytes of allocation that trigger the next collection.
     gc_trigger: AtomicUsize,
+    /// Bytes live when the last collection ended (`in_use` with the world stopped).
+    live_after_gc: AtomicUsize,
     /// Called before every allocation when a memory budget is shared (the System).
     pressure: std::sync::OnceLock<std::sync::Arc<dyn AllocPressure>>,
     /// What the runtime's holdings for this heap are charged at ([`Heap::charged_bytes`]).
@@ -236,6 +238,7 @@ impl Heap {
             stubs: std::sync::OnceLock::new(),
             pressure: std::sync::OnceLock::new(),
             gc_trigger: AtomicUsize::new(config.gc_min_free),
+            live_after_gc: AtomicUsize::new(0),
             runtime: RuntimeCharge::default(),
             config,
         };
@@ -405,10 +408,22 @@ impl Heap {
         }
     }
 
-    /// Whether `bytes` more would pass the heap limit (checked after a collection).
+    /// Whether `bytes` more would pass the heap limit now.
     pub fn over_limit(&self, bytes: usize) -> bool {
         match self.config.limit {
             Some(limit) => self.counters.in_use.load(Ordering::Relaxed) + bytes > limit,
+            None => false,
+        }
+    }
+
+    /// Whether `bytes` more do not fit under the heap limit even beside only what the
+    /// last collection found live: out of memory. Asked after a collection instead of
+    /// [`Heap::over_limit`]: the other threads run again as soon as the world restarts
+    /// and may have filled the heap with new garbage before the collecting thread looks,
+    /// which is no reason to fail it.
+    pub fn full_after_gc(&self, bytes: usize) -> bool {
+        match self.config.limit {
+            Some(limit) => self.live_after_gc.load(Ordering::Relaxed) + bytes > limit,
             None => false,
         }
     }
@@ -673,6 +688,7 @@ impl Heap {
     /// Resets the allocation-volume trigger after a collection.
     pub fn collected(&self) {
         self.counters.since_gc.store(0, Ordering::Relaxed);
+        self.live_after_gc.store(self.in_use(), Ordering::Relaxed);
         let c = &self.config;
         let next = (self.in_use() / 3).clamp(c.gc_min_free, c.gc_max_free.max(c.gc_min_free));
         self.gc_trigger.store(next, Ordering::Relaxed);
