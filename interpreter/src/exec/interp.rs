@@ -44,9 +44,18 @@ const COLLECTIONS_PER_ALLOCATION: usize = 3;
 #[derive(Clone, Copy, Debug)]
 pub struct Frame {
     pub method: u32,
-    /// The instruction being executed (for callers: their `call`).
-    pub pc: u32,
     pub bp: u32,
+    /// The op being executed (for callers: their `call`) as a byte offset into the
+    /// method's ops, so that a call saves it and a return resumes after it without a
+    /// division by the op's size; [`Frame::pc`] is its position.
+    pub at: usize,
+}
+
+impl Frame {
+    /// The position of the op being executed (for callers: their `call`).
+    pub fn pc(&self) -> usize {
+        self.at / std::mem::size_of::<Op>()
+    }
 }
 
 /// A thread's value stack with unchecked indexing.
@@ -193,10 +202,7 @@ pub fn frame_roots<A: AppBinding>(
         for (k, t) in mi.local_types.iter().enumerate() {
             root(*t, stack.get(bp + k), out);
         }
-        let types = mi
-            .stack_types
-            .get(f.pc as usize)
-            .map_or(&[][..], |v| v.as_slice());
+        let types = mi.stack_types.get(f.pc()).map_or(&[][..], |v| v.as_slice());
         // A caller's top operands moved into its callee's locals.
         let depth = match frames.get(i + 1) {
             Some(callee) => types
@@ -445,7 +451,7 @@ impl<A: AppBinding> Thread<A> {
         let loaded = app.loaded();
         let heap = app.heap();
         let info = &loaded.vp.info;
-        let methods = &loaded.vp.program.methods;
+        let calls = &loaded.calls[..];
 
         // Enter the entry method.
         let base = self.frames.last().map_or(0, |f| {
@@ -472,15 +478,24 @@ impl<A: AppBinding> Thread<A> {
         let mut fp = stk.at(bp);
         let safepoints: &marvin_runtime::safepoint::Safepoints = app.safepoints();
         let depth0 = self.frames.len();
+        // A call checks its frame against these two bounds, read once here.
+        let capacity = self.stack.capacity();
+        let frame_limit = depth0.saturating_add(app.max_frames());
         self.frames.push(Frame {
             method,
-            pc: 0,
             bp: bp as u32,
+            at: 0,
         });
 
         macro_rules! pc {
             () => {
                 (ip as usize - code.as_ptr() as usize) / std::mem::size_of::<Op>()
+            };
+        }
+        // The running op's byte offset into `code` (a frame's `at`).
+        macro_rules! at {
+            () => {
+                ip as usize - code.as_ptr() as usize - std::mem::size_of::<Op>()
             };
         }
         // Continues at position `$t` of the running method.
@@ -517,7 +532,7 @@ impl<A: AppBinding> Thread<A> {
         macro_rules! save_pc {
             () => {{
                 if let Some(f) = self.frames.last_mut() {
-                    f.pc = (pc!() - 1) as u32;
+                    f.at = at!();
                 }
             }};
         }
@@ -573,7 +588,7 @@ impl<A: AppBinding> Thread<A> {
                 let dest = code.as_ptr().wrapping_add(next);
                 if dest < ip && safepoints.requested() {
                     if let Some(f) = self.frames.last_mut() {
-                        f.pc = next as u32;
+                        f.at = next * std::mem::size_of::<Op>();
                     }
                     self.poll_slow()?;
                 }
@@ -754,32 +769,29 @@ impl<A: AppBinding> Thread<A> {
                 }
                 Op::Call(m) => {
                     poll!();
-                    let callee = &methods[m as usize];
-                    let ci = &info[m as usize];
-                    let nargs = callee.args as usize;
-                    let nbp = sp - nargs;
-                    let nl = ci.local_types.len();
-                    if nbp + nl + ci.max_stack as usize + 1 > self.stack.capacity()
-                        || self.frames.len() - depth0 >= app.max_frames()
-                    {
+                    // One lookup: the callee's descriptor (see `loaded::CallDesc`).
+                    let d = calls[m as usize];
+                    let nbp = sp - d.args as usize;
+                    if nbp + d.need as usize > capacity || self.frames.len() >= frame_limit {
                         trap!("stack overflow");
                     }
-                    for i in nargs..nl {
+                    for i in d.args as usize..d.locals as usize {
                         stk.set(nbp + i, 0);
                     }
+                    let at = at!();
                     if let Some(f) = self.frames.last_mut() {
-                        f.pc = (pc!() - 1) as u32;
+                        f.at = at;
                     }
                     self.frames.push(Frame {
                         method: m,
-                        pc: 0,
                         bp: nbp as u32,
+                        at: 0,
                     });
                     method = m;
                     code = &loaded.code[m as usize];
                     bp = nbp;
                     fp = stk.at(bp);
-                    sp = bp + nl;
+                    sp = bp + d.locals as usize;
                     ip = code.as_ptr();
                 }
                 Op::Ret => {
@@ -794,7 +806,10 @@ impl<A: AppBinding> Thread<A> {
                     code = &loaded.code[method as usize];
                     bp = f.bp as usize;
                     fp = stk.at(bp);
-                    jump!(f.pc as usize + 1);
+                    // Resume after the caller's `call`.
+                    ip = code
+                        .as_ptr()
+                        .wrapping_byte_add(f.at + std::mem::size_of::<Op>());
                     push!(v);
                 }
                 Op::New(c) => {
