@@ -5,8 +5,9 @@
 //! of its run and, when it runs, does the whole run and continues after it. A branch
 //! into the middle of a run finds the original ops there (each position holds the best
 //! run starting at it). Runs are fused only when no instruction inside can allocate, call
-//! or block, so a fused op contains at most one safepoint: a transfer to a lower position
-//! (a backward branch), polled with the destination's stack map.
+//! or block (a `call` may only end a run), so a fused op contains at most one safepoint: a
+//! transfer to a lower position (a backward branch), polled with the destination's stack
+//! map, or its call's, polled at the `call`'s position.
 //!
 //! Fusion runs in three passes over the translated code of a method:
 //! 1. Choosing runs. Every position gets one of the runs that start there (or its own
@@ -25,6 +26,12 @@
 //!    right before such a closing increment and test becomes one op with it
 //!    (`AddIncBr`): a summing loop then runs one dispatch per iteration. Neither part can
 //!    fail; the op is not made when its taken side lands inside its own run.
+//!
+//! Calls and returns fuse with the instructions that push a call's arguments or a
+//! return's value (`load a; push k; sub; call m`, `push k; call m`, `load a; ret`,
+//! `add; ret`, ...). A call may only end a run: the caller's frame then stands at the
+//! `call`'s position (its stack map, its errors) and the return resumes after the run,
+//! so the collector, a stack overflow and a trace see what unfused code shows them.
 //!
 //! `load a; push k; mul; load b; add` (a polynomial hash's or a recurrence's step) has an
 //! op of its own beside the generic `LoadBinConstBinLocal`, which dispatches on each of
@@ -190,6 +197,7 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
     // than the extra dispatch).
     let safe = |b: Bin, k: i64| !(b.may_trap() && (k == 0 || Magic::of(k).is_some()));
     let mut out = Vec::new();
+    calls_and_returns(code, i, &mut out);
     let fall = |len: usize| (i + len) as u32;
     match at(0) {
         Some(Op::Load(a)) => {
@@ -337,11 +345,51 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
     out
 }
 
+/// The runs that start at `code[i]` and end in a `call` (its arguments pushed from locals
+/// or a constant, or one computed by `add`/`sub` of a constant, which cannot fail) or a
+/// `ret` (of a local, a constant or an operation's result), longest first. Every error of
+/// a run that ends in a call is the call's own (a stack overflow, at the `call`'s
+/// position).
+fn calls_and_returns(code: &[Op], i: usize, out: &mut Vec<Op>) {
+    let at = |k: usize| code.get(i + k).copied();
+    match (at(0), at(1), at(2), at(3)) {
+        (Some(Op::Load(a)), Some(Op::Push(k)), Some(Op::Add), Some(Op::Call(m))) => {
+            out.push(Op::LoadAddConstCall(a, k, m));
+        }
+        (Some(Op::Load(a)), Some(Op::Push(k)), Some(Op::Sub), Some(Op::Call(m))) => {
+            // Two's complement: `x - k` is `x + (-k)` for every `k`, `i64::MIN` included.
+            out.push(Op::LoadAddConstCall(a, k.wrapping_neg(), m));
+        }
+        (Some(Op::Load(a)), Some(Op::Load(b)), Some(Op::Call(m)), _) => {
+            out.push(Op::LoadLoadCall(a, b, m));
+        }
+        _ => {}
+    }
+    match (at(0), at(1)) {
+        (Some(Op::Load(a)), Some(Op::Call(m))) => out.push(Op::LoadCall(a, m)),
+        (Some(Op::Push(k)), Some(Op::Call(m))) => out.push(Op::ConstCall(k, m)),
+        (Some(Op::Load(a)), Some(Op::Ret)) => out.push(Op::RetLocal(a)),
+        (Some(Op::Push(k)), Some(Op::Ret)) => out.push(Op::RetConst(k)),
+        (Some(op), Some(Op::Ret)) => {
+            if let Some(b) = Bin::of(op) {
+                out.push(Op::BinRet(b));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Where execution goes after `op` at position `i` when it does not jump: `None` for ops
 /// that always jump, return or stop.
 fn next(op: Op, i: usize) -> Option<usize> {
     match op {
-        Op::Jmp(_) | Op::Ret | Op::Halt | Op::IncJmp(..) => None,
+        Op::Jmp(_)
+        | Op::Ret
+        | Op::RetLocal(_)
+        | Op::RetConst(_)
+        | Op::BinRet(_)
+        | Op::Halt
+        | Op::IncJmp(..) => None,
         Op::BrLocalConst { fall, .. }
         | Op::BrLocalLocal { fall, .. }
         | Op::IncBrConst { fall, .. }

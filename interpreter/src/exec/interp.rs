@@ -671,6 +671,67 @@ impl<A: AppBinding> Thread<A> {
                 }
             }};
         }
+        // Calls `m` from the `call` at byte offset `$at` of the running method, its
+        // arguments on the stack: polls the safepoint there, checks the callee's frame
+        // against the stack's capacity and the call-depth limit (a stack overflow at the
+        // `call`), zeroes its locals past the arguments, which stay where they are as its
+        // first locals, and enters it.
+        macro_rules! call {
+            ($m:expr, $at:expr) => {{
+                let (m, at): (u32, usize) = ($m, $at);
+                if safepoints.requested() {
+                    if let Some(f) = self.frames.last_mut() {
+                        f.at = at;
+                    }
+                    self.poll_slow()?;
+                }
+                // One lookup: the callee's descriptor (see `loaded::CallDesc`).
+                let d = calls[m as usize];
+                let nbp = sp - d.args as usize;
+                if nbp + d.need as usize > capacity || self.frames.len() >= frame_limit {
+                    let pc = at / std::mem::size_of::<Op>();
+                    return Err(error("stack overflow", method, pc as u32));
+                }
+                for i in d.args as usize..d.locals as usize {
+                    stk.set(nbp + i, 0);
+                }
+                if let Some(f) = self.frames.last_mut() {
+                    f.at = at;
+                }
+                self.frames.push(Frame {
+                    method: m,
+                    bp: nbp as u32,
+                    at: 0,
+                });
+                method = m;
+                code = &loaded.code[m as usize];
+                bp = nbp;
+                fp = stk.at(bp);
+                sp = bp + d.locals as usize;
+                ip = code.as_ptr();
+            }};
+        }
+        // Returns `$v` to the caller, which resumes after the run its `call` ended, or
+        // from this invocation when its entry method returns.
+        macro_rules! ret {
+            ($v:expr) => {{
+                let v: u64 = $v;
+                self.frames.pop();
+                if self.frames.len() == depth0 {
+                    return Ok(v);
+                }
+                let f = *self.frames.last().expect("caller frame");
+                sp = bp;
+                method = f.method;
+                code = &loaded.code[method as usize];
+                bp = f.bp as usize;
+                fp = stk.at(bp);
+                ip = code
+                    .as_ptr()
+                    .wrapping_byte_add(f.at + std::mem::size_of::<Op>());
+                push!(v);
+            }};
+        }
         macro_rules! by_name {
             ($f:expr, $use:expr) => {{
                 match resolve_by_name(&loaded.vp.program, &loaded.names, $f, $use) {
@@ -767,50 +828,10 @@ impl<A: AppBinding> Thread<A> {
                         ip = dest;
                     }
                 }
-                Op::Call(m) => {
-                    poll!();
-                    // One lookup: the callee's descriptor (see `loaded::CallDesc`).
-                    let d = calls[m as usize];
-                    let nbp = sp - d.args as usize;
-                    if nbp + d.need as usize > capacity || self.frames.len() >= frame_limit {
-                        trap!("stack overflow");
-                    }
-                    for i in d.args as usize..d.locals as usize {
-                        stk.set(nbp + i, 0);
-                    }
-                    let at = at!();
-                    if let Some(f) = self.frames.last_mut() {
-                        f.at = at;
-                    }
-                    self.frames.push(Frame {
-                        method: m,
-                        bp: nbp as u32,
-                        at: 0,
-                    });
-                    method = m;
-                    code = &loaded.code[m as usize];
-                    bp = nbp;
-                    fp = stk.at(bp);
-                    sp = bp + d.locals as usize;
-                    ip = code.as_ptr();
-                }
+                Op::Call(m) => call!(m, at!()),
                 Op::Ret => {
                     let v = pop!();
-                    self.frames.pop();
-                    if self.frames.len() == depth0 {
-                        return Ok(v);
-                    }
-                    let f = *self.frames.last().expect("caller frame");
-                    sp = bp;
-                    method = f.method;
-                    code = &loaded.code[method as usize];
-                    bp = f.bp as usize;
-                    fp = stk.at(bp);
-                    // Resume after the caller's `call`.
-                    ip = code
-                        .as_ptr()
-                        .wrapping_byte_add(f.at + std::mem::size_of::<Op>());
-                    push!(v);
+                    ret!(v);
                 }
                 Op::New(c) => {
                     save_pc!();
@@ -1026,6 +1047,32 @@ impl<A: AppBinding> Thread<A> {
                 Op::Halt => {
                     let code = pop!() as i64;
                     return Err(Trap::Halt(code));
+                }
+                Op::LoadCall(a, m) => {
+                    push!(fp.get(a as usize));
+                    call!(m, at!() + std::mem::size_of::<Op>());
+                }
+                Op::LoadLoadCall(a, b, m) => {
+                    let (x, y) = (fp.get(a as usize), fp.get(b as usize));
+                    push!(x);
+                    push!(y);
+                    call!(m, at!() + 2 * std::mem::size_of::<Op>());
+                }
+                Op::ConstCall(k, m) => {
+                    push!(k as u64);
+                    call!(m, at!() + std::mem::size_of::<Op>());
+                }
+                Op::LoadAddConstCall(a, k, m) => {
+                    push!(fp.get(a as usize).wrapping_add(k as u64));
+                    call!(m, at!() + 3 * std::mem::size_of::<Op>());
+                }
+                Op::RetLocal(a) => ret!(fp.get(a as usize)),
+                Op::RetConst(k) => ret!(k as u64),
+                Op::BinRet(b) => {
+                    let y = pop!() as i64;
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, y, 0);
+                    ret!(v as u64);
                 }
                 Op::LoadLoad(a, b) => {
                     let (x, y) = (fp.get(a as usize), fp.get(b as usize));

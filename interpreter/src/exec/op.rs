@@ -99,6 +99,23 @@ pub enum Op {
     Assert,
     Halt,
     // Superinstructions (see [`super::fuse`]); each stands for the run in its doc.
+    // Calls and returns: a call ends its run (the frame stands at the `call`), a return
+    // ends its method.
+    /// `load a; call m`
+    LoadCall(u32, u32),
+    /// `load a; load b; call m`
+    LoadLoadCall(u32, u32, u32),
+    /// `push k; call m`
+    ConstCall(i64, u32),
+    /// `load a; push k; add; call m` (`sub` as an add of `-k`): a recursion's step,
+    /// `fib(n - 1)`
+    LoadAddConstCall(u32, i64, u32),
+    /// `load a; ret`
+    RetLocal(u32),
+    /// `push k; ret`
+    RetConst(i64),
+    /// `OP; ret`
+    BinRet(Bin),
     /// `load a; load b`
     LoadLoad(u32, u32),
     /// `push k; OP`
@@ -239,7 +256,12 @@ impl Op {
             | Op::BrCmp(..)
             | Op::LoadGetField(..)
             | Op::CasBr(..)
-            | Op::DivConst { .. } => 2,
+            | Op::DivConst { .. }
+            | Op::LoadCall(..)
+            | Op::ConstCall(..)
+            | Op::RetLocal(..)
+            | Op::RetConst(..)
+            | Op::BinRet(..) => 2,
             Op::LoadBinConst(..)
             | Op::LoadBinLocal(..)
             | Op::BinConstStore(..)
@@ -248,6 +270,8 @@ impl Op {
             | Op::BinLocalStore(..)
             | Op::DivConstStore { .. } => 3,
             Op::LoadXadd(.., discard) => 3 + discard as usize,
+            Op::LoadLoadCall(..) => 3,
+            Op::LoadAddConstCall(..) => 4,
             Op::IncLocal(..)
             | Op::LoadBinConstStore(..)
             | Op::LoadBinLocalStore(..)
