@@ -40,22 +40,36 @@ use crate::isa::Ty;
 /// refilling the heap (see [`Thread::alloc_slow`]).
 const COLLECTIONS_PER_ALLOCATION: usize = 3;
 
-/// A frame: which method, where in it, and where its locals start on the value stack.
+/// A frame: which method, where its locals start on the value stack, where it stands,
+/// and the frame below it to return to.
+///
+/// Positions are byte offsets into a method's ops (no division by the op's size on the
+/// call path). A call pushes one frame that carries its caller's method, base and `call`
+/// position (`ret_*`), and a return pops it and resumes from those alone: the caller's
+/// own entry is neither written by the call nor read by the return. So a frame's own
+/// `at` is current only while it runs (written where it polls, blocks or fails); a
+/// caller's position is its callee's `ret_at` ([`frame_pc`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Frame {
     pub method: u32,
     pub bp: u32,
-    /// The op being executed (for callers: their `call`) as a byte offset into the
-    /// method's ops, so that a call saves it and a return resumes after it without a
-    /// division by the op's size; [`Frame::pc`] is its position.
+    /// The running frame's op, where it was last saved.
     pub at: usize,
+    /// The frame below: its method, base and `call` (for an invocation's entry frame, the
+    /// frame it was invoked from, as that frame was saved).
+    pub ret_method: u32,
+    pub ret_bp: u32,
+    pub ret_at: usize,
 }
 
-impl Frame {
-    /// The position of the op being executed (for callers: their `call`).
-    pub fn pc(&self) -> usize {
-        self.at / std::mem::size_of::<Op>()
-    }
+/// The position of the op frame `i` of `frames` stands at: the running frame's saved
+/// one, a caller's `call`.
+pub fn frame_pc(frames: &[Frame], i: usize) -> usize {
+    let at = match frames.get(i + 1) {
+        Some(callee) => callee.ret_at,
+        None => frames.get(i).map_or(0, |f| f.at),
+    };
+    at / std::mem::size_of::<Op>()
 }
 
 /// A thread's value stack with unchecked indexing.
@@ -202,7 +216,10 @@ pub fn frame_roots<A: AppBinding>(
         for (k, t) in mi.local_types.iter().enumerate() {
             root(*t, stack.get(bp + k), out);
         }
-        let types = mi.stack_types.get(f.pc()).map_or(&[][..], |v| v.as_slice());
+        let types = mi
+            .stack_types
+            .get(frame_pc(frames, i))
+            .map_or(&[][..], |v| v.as_slice());
         // A caller's top operands moved into its callee's locals.
         let depth = match frames.get(i + 1) {
             Some(callee) => types
@@ -481,10 +498,14 @@ impl<A: AppBinding> Thread<A> {
         // A call checks its frame against these two bounds, read once here.
         let capacity = self.stack.capacity();
         let frame_limit = depth0.saturating_add(app.max_frames());
+        let below = self.frames.last().copied();
         self.frames.push(Frame {
             method,
             bp: bp as u32,
             at: 0,
+            ret_method: below.map_or(0, |f| f.method),
+            ret_bp: below.map_or(0, |f| f.bp),
+            ret_at: below.map_or(0, |f| f.at),
         });
 
         macro_rules! pc {
@@ -695,13 +716,13 @@ impl<A: AppBinding> Thread<A> {
                 for i in d.args as usize..d.locals as usize {
                     stk.set(nbp + i, 0);
                 }
-                if let Some(f) = self.frames.last_mut() {
-                    f.at = at;
-                }
                 self.frames.push(Frame {
                     method: m,
                     bp: nbp as u32,
                     at: 0,
+                    ret_method: method,
+                    ret_bp: bp as u32,
+                    ret_at: at,
                 });
                 method = m;
                 code = &loaded.code[m as usize];
@@ -716,19 +737,18 @@ impl<A: AppBinding> Thread<A> {
         macro_rules! ret {
             ($v:expr) => {{
                 let v: u64 = $v;
-                self.frames.pop();
+                let f = self.frames.pop().expect("running frame");
                 if self.frames.len() == depth0 {
                     return Ok(v);
                 }
-                let f = *self.frames.last().expect("caller frame");
                 sp = bp;
-                method = f.method;
+                method = f.ret_method;
                 code = &loaded.code[method as usize];
-                bp = f.bp as usize;
+                bp = f.ret_bp as usize;
                 fp = stk.at(bp);
                 ip = code
                     .as_ptr()
-                    .wrapping_byte_add(f.at + std::mem::size_of::<Op>());
+                    .wrapping_byte_add(f.ret_at + std::mem::size_of::<Op>());
                 push!(v);
             }};
         }
