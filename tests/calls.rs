@@ -350,7 +350,8 @@ fn generated_call_programs_use_the_fused_calls_and_returns() {
     ];
     let text = call_program(&bodies, &[(1, 2)]);
     let ops: Vec<Op> = fused(&text).concat();
-    let shapes: [(&str, fn(&Op) -> bool); 7] = [
+    type Shape = (&'static str, fn(&Op) -> bool);
+    let shapes: [Shape; 7] = [
         ("RetLocal", |op: &Op| matches!(op, Op::RetLocal(_))),
         ("RetConst", |op: &Op| matches!(op, Op::RetConst(_))),
         ("BinRet", |op: &Op| matches!(op, Op::BinRet(_))),
