@@ -706,15 +706,7 @@ impl Run<'_> {
     fn make_room_ahead(&mut self, next: usize) {
         if self.pressure == Pressure::Marvin {
             let t0 = Instant::now();
-            for s in &self.slots {
-                if s.proc.is_some() && s.id != next {
-                    // A file not there yet (an app still starting) has no cache. The
-                    // whole file: a range past the header page would keep the large
-                    // folio that holds it, often much of the file's cache (that app's
-                    // next fault reads its header page back, in the background).
-                    let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME), 0);
-                }
-            }
+            self.drop_swap_caches(Some(next));
             self.reclaim_below(LAUNCH_ROOM, Some(next));
             self.room_ns = t0.elapsed().as_nanos() as u64;
         }
@@ -765,8 +757,39 @@ impl Run<'_> {
     /// Marvin: when usage comes within twice the headroom of the limit, reclaims from
     /// background apps, least recently used first, until it is below again.
     fn reclaim_if_needed(&mut self) {
+        self.keep_cache_room();
         if let Some(short) = self.reclaim_below(0, None) {
             self.reclaim_short = short;
+        }
+    }
+
+    /// Marvin, every tick: when the group's usage, page cache included, comes within the
+    /// headroom of its limit, drops the swap-file page cache of every app but the one in
+    /// front (whose launch may be reading ahead into it), as the room ahead of a launch
+    /// does. The reclaimer's threshold leaves that cache out (working set), so without
+    /// this the group sat at its limit between launches and a launch's faults that came
+    /// while another app's faults or saves had refilled it ran into the limit.
+    fn keep_cache_room(&mut self) {
+        let limit = self.cfg.system.budget as u64;
+        if self
+            .group
+            .usage()
+            .is_ok_and(|u| u > limit.saturating_sub(self.cfg.headroom))
+        {
+            self.drop_swap_caches(self.fg);
+        }
+    }
+
+    /// Drops the clean page cache of every running app's swap file but `except`'s.
+    fn drop_swap_caches(&self, except: Option<usize>) {
+        for s in &self.slots {
+            if s.proc.is_some() && Some(s.id) != except {
+                // A file not there yet (an app still starting) has no cache. The whole
+                // file: a range past the header page would keep the large folio that
+                // holds it, often much of the file's cache (that app's next fault reads
+                // its header page back, in the background).
+                let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME), 0);
+            }
         }
     }
 
