@@ -11,7 +11,10 @@
 //! How it works (the design Android 17's `MessageQueue` published, in Rust):
 //! - **Post** ([`stack`]): any thread pushes a node on a Treiber stack with one CAS, then
 //!   wakes the looper only if the message is due before the looper's published wake-up
-//!   time ([`wake`]).
+//!   time ([`wake`]). A post that finds that time past by more than the timer slack
+//!   (the looper's timer fired and it has not run since, waiting for a CPU) yields the
+//!   CPU once; posters never block on the queue, so otherwise the looper waits for a
+//!   running poster's slice to end.
 //! - **Sweep**: only the looper walks the stack from the head down to the last node it
 //!   already swept, building back-links (`link`) and inserting each new node into a
 //!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
@@ -640,14 +643,17 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Pushes an unpublished message node and wakes the looper if it is due earlier than
-    /// the looper's sleep; after quit the message comes back in the error.
+    /// the looper's sleep (yielding once if the looper is overdue); after quit the
+    /// message comes back in the error.
     #[inline]
     fn publish_message(&self, node: *mut Node<T>) -> Result<(), PostError<T>> {
         // Read before the push: once published, the node may be delivered and freed.
         // SAFETY: not published yet, so alive and ours.
         let when = unsafe { node_ref(node) }.when;
         if self.push_node(node) {
-            self.waker.notify_if_earlier(when);
+            if self.waker.notify_if_earlier(when, || self.clock.now()) {
+                make_way();
+            }
             return Ok(());
         }
         // SAFETY: the push failed, so the node was never published: it is still ours.
@@ -668,6 +674,15 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     pub fn swept_len(&self) -> usize {
         self.with_looper(|st| st.sync_heap.len() + st.async_heap.len())
     }
+}
+
+/// A poster found the looper overdue: its timer fired a while ago and it has not run
+/// since, so it waits for a CPU, which posters never give up on their own (they do not
+/// block on the queue). Yields once; out of line, off the post path.
+#[cold]
+#[inline(never)]
+fn make_way() {
+    marvin_sync::thread::yield_now();
 }
 
 impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {

@@ -279,3 +279,43 @@ impl<T> Next<T> {
         }
     }
 }
+
+#[test]
+fn posts_to_an_overdue_looper_keep_order_and_due_times() {
+    // The looper sleeps until A is due (1 ms of virtual time, so its real timeout is
+    // 1 ms too); the clock then jumps past A's due time and the slack, so the posts of B
+    // and C find the looper overdue (if it is asleep by then) and yield once each.
+    let clock = VirtualClock::new(1_000);
+    let q = Arc::new(DeliQueue::with_clock(clock.clone()));
+    let a_due = 1_000 + 1_000_000;
+    q.post_at(a_due, msg(0, 1)).unwrap();
+    let looper = {
+        let (q, clock) = (q.clone(), clock.clone());
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            while got.len() < 3 {
+                match q.next() {
+                    Next::Message { when, message } => {
+                        assert!(when <= clock.now(), "dispatched before its due time");
+                        got.push(message.payload);
+                    }
+                    Next::Idle => q.wait(),
+                    Next::Quit => break,
+                }
+            }
+            got
+        })
+    };
+    clock.set(a_due + wake::OVERDUE_NS);
+    q.post_at(clock.now(), msg(0, 2)).unwrap();
+    // Due long after: delivered only once the clock gets there.
+    q.post_at(clock.now() + 10_000_000, msg(0, 3)).unwrap();
+    while q.pending() > 1 {
+        std::thread::yield_now();
+    }
+    assert_eq!(q.pending(), 1, "the later message waits for its due time");
+    clock.advance(10_000_000);
+    // The looper sleeps until message 3's due time in real time too: wake it.
+    q.wake();
+    assert_eq!(looper.join().unwrap(), vec![1, 2, 3]);
+}

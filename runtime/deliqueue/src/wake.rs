@@ -12,6 +12,15 @@
 //!
 //! [`Waker::wake`] (any thread) also sets a flag, so a wake that lands while the looper
 //! is busy is kept for its next `wait`.
+//!
+//! **An overdue looper.** The published deadline also tells a poster when the looper's
+//! timer has fired but the looper has not run since: a normal thread's timed sleep ends
+//! up to its timer slack (50 us by default) after the deadline, so a deadline more than
+//! [`OVERDUE_NS`] in the past with the looper still not back (it clears the deadline
+//! first thing) means it is waiting for a CPU, typically behind posters, which never
+//! block on this queue. [`Waker::notify_if_earlier`] says so, and the post then yields
+//! the CPU once (see `DeliQueue::publish_message`). The deadline is only a hint here:
+//! a wrong guess costs one `sched_yield`, never a wake-up or an order.
 
 use std::time::Duration;
 
@@ -21,6 +30,12 @@ use marvin_sync::futex::Futex;
 
 /// The looper is not sleeping (no message is due before time 0, so no post wakes it).
 const AWAKE: u64 = 0;
+
+/// How long after its deadline a sleeping looper may still be asleep by right: the
+/// kernel's default timer slack for a normal thread. Later than that, its timer has
+/// fired and it is waiting for a CPU. (A looper with a larger slack of its own only
+/// makes a few posts near the end of its window yield in vain.)
+pub const OVERDUE_NS: u64 = 50_000;
 
 /// The looper's sleep state.
 pub struct Waker {
@@ -40,12 +55,26 @@ impl Default for Waker {
 }
 
 impl Waker {
-    /// Poster side, after its push: wakes the looper if it sleeps past `when`.
+    /// Poster side, after its push: wakes the looper if it sleeps past `when`. Returns
+    /// whether the looper is overdue: it went to sleep until a deadline more than
+    /// [`OVERDUE_NS`] before `now()` and has not run since (`now` is read only when
+    /// the looper sleeps until a deadline).
     #[inline]
-    pub fn notify_if_earlier(&self, when: u64) {
-        if when < self.deadline.load(Ordering::SeqCst) {
+    pub fn notify_if_earlier(&self, when: u64, now: impl FnOnce() -> u64) -> bool {
+        let deadline = self.deadline.load(Ordering::SeqCst);
+        if when < deadline {
             self.kick();
         }
+        // Awake (`AWAKE`), or asleep with nothing to wait for (`u64::MAX`): not overdue,
+        // and the clock is not read (the busy looper of FIFO traffic).
+        deadline != AWAKE && deadline != u64::MAX && Self::overdue(deadline, now())
+    }
+
+    /// Whether a looper asleep until `deadline` is overdue at `now`. Out of line, so
+    /// that the post path stays as short as it was.
+    #[inline(never)]
+    fn overdue(deadline: u64, now: u64) -> bool {
+        now.saturating_sub(deadline) >= OVERDUE_NS
     }
 
     /// Wakes the looper so it re-checks, now or at its next `wait`.
@@ -88,5 +117,51 @@ impl Waker {
     /// Looper: back to work.
     pub fn clear_deadline(&self) {
         self.deadline.store(AWAKE, Ordering::SeqCst);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overdue_only_when_asleep_past_deadline_and_slack() {
+        let waker = Waker::default();
+        // Awake: never overdue, and the clock is not even read.
+        assert!(!waker.notify_if_earlier(5, || unreachable!("the clock is read")));
+        waker.publish_deadline(1_000);
+        assert!(!waker.notify_if_earlier(2_000, || 1_000));
+        assert!(!waker.notify_if_earlier(2_000, || 1_000 + OVERDUE_NS - 1));
+        assert!(waker.notify_if_earlier(2_000, || 1_000 + OVERDUE_NS));
+        // An earlier message both wakes and finds the looper overdue.
+        let before = waker.snapshot();
+        assert!(waker.notify_if_earlier(500, || 1_000 + 2 * OVERDUE_NS));
+        assert_ne!(
+            waker.snapshot(),
+            before,
+            "an earlier message wakes the looper"
+        );
+        // Back at work: not overdue, whatever the time.
+        waker.clear_deadline();
+        assert!(!waker.notify_if_earlier(2_000, || u64::MAX));
+        // Asleep with nothing to wait for: not overdue either.
+        waker.publish_deadline(u64::MAX);
+        assert!(!waker.notify_if_earlier(2_000, || u64::MAX));
+    }
+
+    #[test]
+    fn later_messages_do_not_wake() {
+        let waker = Waker::default();
+        waker.publish_deadline(1_000);
+        let before = waker.snapshot();
+        assert!(!waker.notify_if_earlier(1_000, || 10));
+        assert!(!waker.notify_if_earlier(3_000, || 10));
+        assert_eq!(
+            waker.snapshot(),
+            before,
+            "no wake for a message due at or after the deadline"
+        );
+        assert!(!waker.notify_if_earlier(999, || 10));
+        assert_ne!(waker.snapshot(), before);
     }
 }

@@ -5,7 +5,9 @@
 //!   its neighbours),
 //! - post vs quit (a post lands below the sentinel and is dropped, or fails),
 //! - sleep vs wake-up (a post or `wake` racing the looper going to sleep is never lost;
-//!   a lost wake-up shows as a loom deadlock).
+//!   a lost wake-up shows as a loom deadlock),
+//! - an overdue looper (a post that finds the looper asleep past its deadline and the
+//!   timer slack yields; nothing is lost or dispatched early).
 //!
 //! Under loom, retired nodes are kept until the queue drops instead of going through
 //! crossbeam-epoch (see `marvin_deliqueue::reclaim`), and a timed futex wait returns at once.
@@ -17,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loom::sync::Arc;
 use loom::thread;
-use marvin_deliqueue::{DeliQueue, Message, MessageQueue, Next, VirtualClock};
+use marvin_deliqueue::{Clock, DeliQueue, Message, MessageQueue, Next, VirtualClock};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
@@ -179,5 +181,37 @@ fn sleep_vs_wake() {
         // Returns only because of the wake: a lost one deadlocks the model.
         q.wait();
         waker.join().unwrap();
+    });
+}
+
+#[test]
+fn overdue_post_vs_timed_sleep() {
+    model(|| {
+        let (q, clock) = new_queue::<u32>();
+        // Swept but not due: the looper's next sleep is until 200.
+        q.post_at(200, Message::new(0, 0, 1)).unwrap();
+        assert!(payload_of(q.next()).is_none());
+        let late = 200 + marvin_deliqueue::wake::OVERDUE_NS;
+        let poster = {
+            let (q, clock) = (q.clone(), clock.clone());
+            // Finds the looper asleep past its deadline and the slack (overdue: it
+            // yields), or awake, or not yet asleep; the message is never lost.
+            thread::spawn(move || {
+                clock.set(late);
+                q.post_at(late, Message::new(0, 0, 2)).unwrap();
+            })
+        };
+        let mut got = Vec::new();
+        let mut take = |q: &DeliQueue<u32, VirtualClock>| {
+            while let Next::Message { when, message } = q.next() {
+                assert!(when <= clock.now(), "dispatched before its due time");
+                got.push(message.payload);
+            }
+        };
+        q.wait();
+        take(&q);
+        poster.join().unwrap();
+        take(&q);
+        assert_eq!(got, vec![1, 2]);
     });
 }
