@@ -103,3 +103,112 @@ fn masm_programs_print_what_the_peers_print() {
         }
     }
 }
+
+/// The bench runs a warm-up round, then every implementation once per round in turn (not
+/// all of one implementation's repetitions back to back), and the per-round ratio cancels
+/// a host whose speed changes from round to round. A fake runner stands in for the
+/// subprocesses: each implementation has a fixed cost, scaled by the round's "host speed".
+#[test]
+fn rounds_interleave_and_round_ratios_cancel_drift() {
+    use marvin::bench::interp::{measure_rounds, BASELINE};
+    use marvin::bench::ROUND_RATIO;
+
+    let program = &PROGRAMS[0];
+    let imps = Implementation::ALL;
+    let cost = |imp: Implementation| match imp {
+        Implementation::Marvin => 48.0,
+        Implementation::MarvinNoBarrier => 40.0,
+        Implementation::Lua => 64.0,
+        Implementation::CPython => 320.0,
+    };
+    // The host's slowdown in the warm-up round (index 0) and each timed round after it.
+    let slowdown = [1000.0, 1.0, 4.0, 2.0, 8.0, 0.5];
+    let reps = slowdown.len() - 1;
+    let mut calls = Vec::new();
+    let samples = measure_rounds(program, 7, &imps, reps, |imp| {
+        let round = calls.len() / imps.len();
+        calls.push(imp);
+        Ok(("same\n".to_string(), cost(imp) * slowdown[round]))
+    })
+    .expect("the fake runs succeed");
+
+    let expected: Vec<Implementation> = (0..=reps).flat_map(|_| imps).collect();
+    assert_eq!(
+        calls, expected,
+        "one warm-up round, then round-robin rounds"
+    );
+
+    assert_eq!(samples.len(), imps.len());
+    for (sample, imp) in samples.iter().zip(imps) {
+        assert_eq!(sample.implementation, imp.name());
+        assert_eq!(sample.scenario, format!("{}(7)", program.name));
+        let times: Vec<f64> = sample.extra["round_times_ns"]
+            .as_array()
+            .expect("round times")
+            .iter()
+            .map(|v| v.as_f64().expect("a time"))
+            .collect();
+        let own: Vec<f64> = slowdown[1..].iter().map(|s| cost(imp) * s).collect();
+        assert_eq!(times, own, "{}: the warm-up round is not timed", imp.name());
+        let mut sorted = own.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(sample.median_ns, sorted[reps / 2], "{}", imp.name());
+        // Every round's ratio is the costs' ratio, however fast the host was that round.
+        let want = cost(imp) / cost(Implementation::Lua);
+        let ratio = sample.extra[ROUND_RATIO].as_f64().expect("a round ratio");
+        assert!(
+            (ratio - want).abs() < 1e-12,
+            "{}: {ratio} vs {want}",
+            imp.name()
+        );
+        for r in sample.extra["round_ratios"].as_array().expect("ratios") {
+            assert!((r.as_f64().expect("a ratio") - want).abs() < 1e-12);
+        }
+    }
+    assert_eq!(BASELINE, Implementation::Lua.name());
+
+    // Without the baseline there is no round ratio.
+    let no_lua = [Implementation::Marvin, Implementation::CPython];
+    let samples = measure_rounds(program, 7, &no_lua, 2, |imp| {
+        Ok(("same\n".to_string(), cost(imp)))
+    })
+    .expect("the fake runs succeed");
+    assert!(samples.iter().all(|s| !s.extra.contains_key(ROUND_RATIO)));
+}
+
+/// A run that prints something else than the first one, the warm-up included, fails the
+/// bench naming the program and both implementations.
+#[test]
+fn rounds_fail_on_different_output() {
+    use marvin::bench::interp::measure_rounds;
+
+    let program = &PROGRAMS[1];
+    let mut n = 0;
+    let err = measure_rounds(program, 3, &Implementation::ALL, 3, |imp| {
+        n += 1;
+        let out = if imp == Implementation::CPython && n > Implementation::ALL.len() {
+            "other\n"
+        } else {
+            "same\n"
+        };
+        Ok((out.to_string(), 1.0))
+    })
+    .expect_err("a different output fails");
+    let text = format!("{err:#}");
+    assert!(text.contains(program.name), "{text}");
+    assert!(
+        text.contains("cpython") && text.contains("marvin"),
+        "{text}"
+    );
+    assert_eq!(
+        n,
+        2 * Implementation::ALL.len(),
+        "stops at the first mismatch"
+    );
+
+    let err = measure_rounds(program, 3, &Implementation::ALL, 3, |_| {
+        anyhow::bail!("cannot start")
+    })
+    .expect_err("a failing run fails the bench");
+    assert!(format!("{err:#}").contains("cannot start"));
+}

@@ -4,9 +4,12 @@
 //! Each program exists three times with the same algorithm and the same printed result:
 //! `benches/programs/NAME.masm` (its size is the constant `N`, overridden with `-D N=...`),
 //! `benches/peers/NAME.lua` and `benches/peers/NAME.py` (the size is `argv[1]`). Every
-//! implementation runs as a subprocess and is timed by wall clock, start to exit; the
-//! table reports medians and ratios to Lua. Every implementation must print exactly what
-//! the others print, or the benchmark fails naming the program.
+//! implementation runs as a subprocess and is timed by wall clock, start to exit. Each
+//! program runs one untimed warm-up round and then `--reps` rounds, a round running every
+//! implementation once in turn ([`measure_rounds`]), so that a slow stretch of a shared
+//! host lands on all of them alike; the table reports medians, ratios of the medians to
+//! Lua, and the median of the per-round ratios to Lua. Every implementation must print
+//! exactly what the others print, or the benchmark fails naming the program.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,7 +18,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{finish, median, CommonArgs, Sample};
+use super::{finish, median, CommonArgs, Sample, ROUND_RATIO};
 
 #[derive(Debug, Args)]
 #[command(mut_arg("reps", |a| a.default_value("3")))]
@@ -282,36 +285,97 @@ pub fn run(args: &InterpArgs) -> anyhow::Result<()> {
         } else {
             program.full
         };
-        let scenario = format!("{}({size})", program.name);
-        let mut reference: Option<(Implementation, String)> = None;
-        for &imp in &implementations {
-            let mut times = Vec::new();
-            for _ in 0..args.common.reps.max(1) {
+        samples.extend(measure_rounds(
+            program,
+            size,
+            &implementations,
+            args.common.reps,
+            |imp| {
                 let what = format!("{} under {}", program.name, imp.name());
-                let (stdout, ns) =
-                    run_timed(imp.command(&marvin, &dir, program.name, size), &what)?;
-                match &reference {
-                    None => reference = Some((imp, stdout)),
-                    Some((first, expected)) if *expected != stdout => bail!(
-                        "{}: {} printed {:?} but {} printed {:?}",
-                        program.name,
-                        imp.name(),
-                        stdout,
-                        first.name(),
-                        expected
-                    ),
-                    Some(_) => {}
-                }
-                times.push(ns);
-            }
-            samples.push(
-                Sample::new(scenario.clone(), imp.name(), median(&mut times))
-                    .with("size", size)
-                    .with("reps", times.len()),
-            );
-        }
-        notes.push(format!("{}: {}", scenario, program.about));
+                run_timed(imp.command(&marvin, &dir, program.name, size), &what)
+            },
+        )?);
+        notes.push(format!("{}({size}): {}", program.name, program.about));
     }
-    finish(samples, "lua", &args.common, &notes)?;
+    notes.push(format!(
+        "each program ran one untimed warm-up round, then {} timed rounds of every \
+         implementation in turn; `rounds x {BASELINE}` (JSON `{ROUND_RATIO}`) is the median \
+         over the rounds of each round's time over {BASELINE}'s in the same round",
+        args.common.reps.max(1)
+    ));
+    finish(samples, BASELINE, &args.common, &notes)?;
     Ok(())
+}
+
+/// The implementation the ratios refer to.
+pub const BASELINE: &str = "lua";
+
+/// Measures one program at `size`: one untimed warm-up round, then `reps` (at least 1)
+/// timed rounds, each running every implementation once in the order given
+/// (round-robin), so a slow stretch of the host lands on every implementation of a round
+/// alike. `run` runs one implementation once and returns its stdout and wall time in ns.
+/// Every run, the warm-up included, must print what the first one printed.
+///
+/// Returns one sample per implementation: the median of its rounds' times, and, when the
+/// baseline ([`BASELINE`]) is among the implementations, [`ROUND_RATIO`], the median over
+/// the rounds of its time over the baseline's in the same round (the figure that cancels
+/// drifts slower than a round), with the rounds' ratios as `round_ratios`.
+pub fn measure_rounds(
+    program: &BenchProgram,
+    size: u64,
+    implementations: &[Implementation],
+    reps: usize,
+    mut run: impl FnMut(Implementation) -> anyhow::Result<(String, f64)>,
+) -> anyhow::Result<Vec<Sample>> {
+    let rounds = reps.max(1);
+    let mut reference: Option<(Implementation, String)> = None;
+    let mut check = |imp: Implementation, stdout: String| -> anyhow::Result<()> {
+        match &reference {
+            None => reference = Some((imp, stdout)),
+            Some((first, expected)) if *expected != stdout => bail!(
+                "{}: {} printed {:?} but {} printed {:?}",
+                program.name,
+                imp.name(),
+                stdout,
+                first.name(),
+                expected
+            ),
+            Some(_) => {}
+        }
+        Ok(())
+    };
+    for &imp in implementations {
+        let (stdout, _) = run(imp)?;
+        check(imp, stdout)?;
+    }
+    // times[i][r]: implementation i's time in round r.
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); implementations.len()];
+    for _ in 0..rounds {
+        for (i, &imp) in implementations.iter().enumerate() {
+            let (stdout, ns) = run(imp)?;
+            check(imp, stdout)?;
+            times[i].push(ns);
+        }
+    }
+    let base = implementations
+        .iter()
+        .position(|imp| imp.name() == BASELINE)
+        .map(|i| times[i].clone());
+    let scenario = format!("{}({size})", program.name);
+    Ok(implementations
+        .iter()
+        .zip(times)
+        .map(|(imp, own)| {
+            let mut sample = Sample::new(scenario.clone(), imp.name(), median(&mut own.clone()))
+                .with("size", size)
+                .with("reps", own.len());
+            if let Some(base) = &base {
+                let ratios: Vec<f64> = own.iter().zip(base).map(|(t, b)| t / b).collect();
+                sample = sample
+                    .with(ROUND_RATIO, median(&mut ratios.clone()))
+                    .with("round_ratios", ratios);
+            }
+            sample.with("round_times_ns", own)
+        })
+        .collect())
 }

@@ -164,6 +164,11 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[rank.clamp(1, values.len()) - 1]
 }
 
+/// The extra figure (JSON key) of a benchmark that runs its implementations in interleaved
+/// rounds: the median over the rounds of each round's time over the baseline's in the same
+/// round. The table shows it in a column of its own when any sample has it.
+pub const ROUND_RATIO: &str = "round_ratio";
+
 /// Fills in each sample's ratio to `baseline` in the same scenario, then prints the
 /// table (or, with `--json`, the JSON array, every sample carrying the run's `seed`); a
 /// failed write to stdout is returned.
@@ -199,24 +204,40 @@ pub fn finish(
         }
         return Ok(());
     }
+    let rounds = samples.iter().any(|s| s.extra.contains_key(ROUND_RATIO));
+    let round_column = |text: String| {
+        if rounds {
+            format!(" {text:>16}")
+        } else {
+            String::new()
+        }
+    };
     outln!(
-        "{:<34} {:<22} {:>14} {:>10}",
+        "{:<34} {:<22} {:>14} {:>10}{}",
         "scenario",
         "impl",
         "median",
-        format!("x {baseline}")
+        format!("x {baseline}"),
+        round_column(format!("rounds x {baseline}"))
     )?;
     for s in &samples {
         let ratio = s
             .ratio_to_baseline
             .map(|r| format!("{r:.3}"))
             .unwrap_or_else(|| "-".into());
+        let round_ratio = s
+            .extra
+            .get(ROUND_RATIO)
+            .and_then(|v| v.as_f64())
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "-".into());
         outln!(
-            "{:<34} {:<22} {:>14} {:>10}",
+            "{:<34} {:<22} {:>14} {:>10}{}",
             s.scenario,
             s.implementation,
             human_ns(s.median_ns),
-            ratio
+            ratio,
+            round_column(round_ratio)
         )?;
     }
     for n in notes {
