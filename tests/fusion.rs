@@ -600,3 +600,244 @@ top:
         "{err}"
     );
 }
+
+/// An object's field statements (`o.x = o.x OP i`, `o.y = o.y OP o.x`, then into a second
+/// object `p.x = o.x OP i` and `p.x = i OP o.y`) over `n` iterations, how the two objects
+/// are made given (so a test can hand in a null or an object of another class), then
+/// prints the fields.
+fn field_rounds(op: &str, n: i64, o_init: &str, p_init: &str) -> String {
+    format!(
+        ".class C
+  .field x int
+  .field y int
+.end
+.class D
+  .field z int
+.end
+.method main args=0 locals=3
+  {o_init}
+  store 0
+  {p_init}
+  store 2
+  push 0
+  store 1
+top:
+  load 0
+  load 0
+  getfield C.x
+  load 1
+  {op}
+  putfield C.x
+  load 0
+  load 0
+  getfield C.y
+  load 0
+  getfield C.x
+  {op}
+  putfield C.y
+  load 2
+  load 0
+  getfield C.x
+  load 1
+  {op}
+  putfield C.x
+  load 2
+  load 1
+  load 0
+  getfield C.y
+  {op}
+  putfield C.x
+  load 1
+  push 1
+  add
+  store 1
+  load 1
+  push {n}
+  lt
+  jnz top
+  load 0
+  getfield C.x
+  print
+  load 0
+  getfield C.y
+  print
+  load 2
+  getfield C.x
+  print
+  push 0
+  ret
+.end
+"
+    )
+}
+
+#[test]
+fn field_statements_fuse_and_run_as_unfused() {
+    for op in [
+        "add", "sub", "mul", "xor", "and", "or", "shl", "shr", "lt", "ne",
+    ] {
+        let text = field_rounds(op, 20, "new C", "new C");
+        let code = fused_main(&text);
+        // o.x = o.x OP i: one op; o.y = o.y OP o.x: a receiver with a read, then the
+        // read-combine-write; p.x = o.x OP i: a receiver with a read, then the
+        // combine-with-a-local-and-write; p.x = i OP o.y: the read-combine-write.
+        assert!(
+            matches!(code[6], Op::FieldBinLocal(0, _, _, 1)),
+            "{op}: {code:?}"
+        );
+        assert!(
+            matches!(code[12], Op::LoadLoadGetField(0, 0, _)),
+            "{op}: {code:?}"
+        );
+        assert!(
+            matches!(code[15], Op::LoadGetFieldBinPutField(0, _, _, _)),
+            "{op}: {code:?}"
+        );
+        assert!(
+            matches!(code[19], Op::LoadLoadGetField(2, 0, _)),
+            "{op}: {code:?}"
+        );
+        assert!(
+            matches!(code[22], Op::LoadBinPutField(1, _, _)),
+            "{op}: {code:?}"
+        );
+        assert!(
+            matches!(code[27], Op::LoadGetFieldBinPutField(0, _, _, _)),
+            "{op}: {code:?}"
+        );
+        // The instructions behind the fused runs stay for branches into them.
+        assert!(matches!(code[8], Op::GetField(_)), "{op}: {code:?}");
+        let (fs, fo, fe, _) = run_in_process(&text, true);
+        let (ps, po, pe, _) = run_in_process(&text, false);
+        assert_eq!((fs, &fo, &fe), (ps, &po, &pe), "{op}\n{text}");
+        assert_eq!(fs, 0, "{op}: {fe:?}");
+        assert_eq!(fo.lines().count(), 3, "{op}: {fo}");
+    }
+    // A division may fail: it is not fused into a field write.
+    let code = fused_main(&field_rounds("div", 20, "new C", "new C"));
+    assert!(
+        !code
+            .iter()
+            .any(|op| matches!(op, Op::FieldBinLocal(..) | Op::LoadBinPutField(..))),
+        "{code:?}"
+    );
+}
+
+#[test]
+fn fused_field_statements_fail_where_the_field_instruction_is() {
+    // A null `o` or one of another class fails at the read of the first statement's
+    // one op (its getfield, main+8); a null `p` or one of another class at the write of
+    // the third statement (its putfield, main+24), after a read of `o` in the same
+    // fused op.
+    for (o, p, at) in [
+        ("null", "new C", "main+8 "),
+        ("new D", "new C", "main+8 "),
+        ("new C", "null", "main+24 "),
+        ("new C", "new D", "main+24 "),
+    ] {
+        let text = field_rounds("add", 5, o, p);
+        let (fs, fo, fe, nfused) = run_in_process(&text, true);
+        let (ps, po, pe, _) = run_in_process(&text, false);
+        assert!(nfused > 0);
+        assert_eq!((fs, &fo, &fe), (ps, &po, &pe), "{o} {p}\n{text}");
+        let err = fe.expect("the run fails");
+        assert!(err.contains(at), "{o} {p}: {err}");
+    }
+}
+
+/// `s = (s * k + i) OP m` for `i` below 50 (`OP` rem or div), then `s` printed.
+fn hash_step(k: i64, m: i64, op: &str) -> String {
+    format!(
+        ".method main args=0 locals=2
+  push 12345
+  store 0
+  push 0
+  store 1
+top:
+  load 0
+  push {k}
+  mul
+  load 1
+  add
+  push {m}
+  {op}
+  store 0
+  load 1
+  push 1
+  add
+  store 1
+  load 1
+  push 50
+  lt
+  jnz top
+  load 0
+  print
+  push 0
+  ret
+.end
+"
+    )
+}
+
+#[test]
+fn the_hash_step_with_a_constant_modulus_fuses_and_runs_as_unfused() {
+    for (k, m) in [
+        (31, 1_000_000_007),
+        (-31, 1_000_000_007),
+        (1_103_515_245, 2_147_483_647),
+        (i32::MAX as i64, 2),
+        (i32::MIN as i64, 3),
+        (7, 65_536),
+    ] {
+        for op in ["rem", "div"] {
+            let text = hash_step(k, m, op);
+            let code = fused_main(&text);
+            assert!(
+                matches!(
+                    code[4],
+                    Op::LoadMulAddDivStore {
+                        a: 0,
+                        b: 1,
+                        d: 0,
+                        ..
+                    }
+                ),
+                "{k} {m} {op}: {code:?}"
+            );
+            assert_eq!(code[6], Op::Mul, "the run's instructions stay behind it");
+            let (fs, fo, fe, _) = run_in_process(&text, true);
+            let (ps, po, pe, _) = run_in_process(&text, false);
+            assert_eq!((fs, &fo, &fe), (ps, &po, &pe), "{text}");
+            let mut s: i64 = 12345;
+            for i in 0..50 {
+                let x = s.wrapping_mul(k).wrapping_add(i);
+                s = if op == "rem" {
+                    x.wrapping_rem(m)
+                } else {
+                    x.wrapping_div(m)
+                };
+            }
+            assert_eq!(fo, format!("{s}\n"), "{k} {m} {op}");
+        }
+    }
+    // A multiplier or a modulus beyond 32 bits, and a zero or one modulus, keep the
+    // smaller ops (a zero divisor still fails at its `rem`).
+    for (k, m) in [
+        (1i64 << 40, 1_000_000_007),
+        (31, 1i64 << 40),
+        (31, 1),
+        (31, 0),
+    ] {
+        let text = hash_step(k, m, "rem");
+        let code = fused_main(&text);
+        assert!(
+            !code
+                .iter()
+                .any(|op| matches!(op, Op::LoadMulAddDivStore { .. })),
+            "{k} {m}: {code:?}"
+        );
+        let (fs, fo, fe, _) = run_in_process(&text, true);
+        let (ps, po, pe, _) = run_in_process(&text, false);
+        assert_eq!((fs, &fo, &fe), (ps, &po, &pe), "{text}");
+    }
+}

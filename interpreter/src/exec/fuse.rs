@@ -210,6 +210,29 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
                 }
                 _ => {}
             }
+            if let Some(op) = mul_add_div_store(a, &code[i + 1..]) {
+                out.push(op);
+            }
+            if let (Some(Op::Load(b)), Some(Op::GetField(s))) = (at(1), at(2)) {
+                if let (Some(Op::Load(c)), Some(op), Some(Op::PutField(f))) = (at(3), bin(4), at(5))
+                {
+                    if b == a && f == s && !op.may_trap() {
+                        out.push(Op::FieldBinLocal(a, s, op, c));
+                    }
+                }
+                out.push(Op::LoadLoadGetField(a, b, s));
+            }
+            if let (Some(Op::GetField(g)), Some(op), Some(Op::PutField(f))) = (at(1), bin(2), at(3))
+            {
+                if !op.may_trap() {
+                    out.push(Op::LoadGetFieldBinPutField(a, g, op, f));
+                }
+            }
+            if let (Some(op), Some(Op::PutField(f))) = (bin(1), at(2)) {
+                if !op.may_trap() {
+                    out.push(Op::LoadBinPutField(a, op, f));
+                }
+            }
             if let (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) = (at(1), at(2), at(3)) {
                 if d == a {
                     out.push(Op::IncLocal(a, k));
@@ -377,6 +400,31 @@ fn calls_and_returns(code: &[Op], i: usize, out: &mut Vec<Op>) {
         }
         _ => {}
     }
+}
+
+/// `push k; mul; load b; add; push m; rem|div; store d` (the run after `load a`) as one
+/// [`Op::LoadMulAddDivStore`], when its operands fit the op.
+fn mul_add_div_store(a: u32, rest: &[Op]) -> Option<Op> {
+    let [Op::Push(k), Op::Mul, Op::Load(b), Op::Add, Op::Push(m), div, Op::Store(d), ..] = *rest
+    else {
+        return None;
+    };
+    let rem = match div {
+        Op::Rem => true,
+        Op::Div => false,
+        _ => return None,
+    };
+    let m32 = i32::try_from(m).ok()?;
+    let magic = Magic::of(m)?;
+    Some(Op::LoadMulAddDivStore {
+        a: u16::try_from(a).ok()?,
+        b: u16::try_from(b).ok()?,
+        d: u16::try_from(d).ok()?,
+        shift_rem: magic.shift | (u8::from(rem) << 7),
+        k: i32::try_from(k).ok()?,
+        m: m32,
+        magic: magic.magic,
+    })
 }
 
 /// Where execution goes after `op` at position `i` when it does not jump: `None` for ops
@@ -943,7 +991,21 @@ mod tests {
         ];
         fuse(&mut code);
         let m = Magic::of(1_000_000_007).unwrap();
-        assert_eq!(code[0], Op::LoadMulAddLocal(0, 31, 1));
+        // The whole statement is one op; the division behind it keeps its own.
+        assert_eq!(
+            code[0],
+            Op::LoadMulAddDivStore {
+                a: 0,
+                b: 1,
+                d: 0,
+                shift_rem: m.shift | 0x80,
+                k: 31,
+                m: 1_000_000_007,
+                magic: m.magic,
+            }
+        );
+        assert_eq!(code[0].covers(), 8);
+        assert_eq!(code[1], Op::BinConst(Bin::Mul, 31));
         assert_eq!(
             code[5],
             Op::DivConstStore {

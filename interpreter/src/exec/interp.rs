@@ -1328,6 +1328,88 @@ impl<A: AppBinding> Thread<A> {
                     fp.set(d as usize, Magic { magic, shift }.apply(x, k, rem) as u64);
                     ip = ip.wrapping_add(2);
                 }
+                Op::LoadLoadGetField(a, o, s) => {
+                    // The read at `getfield` (+2).
+                    ip = ip.wrapping_add(2);
+                    let x = fp.get(a as usize);
+                    let h = handle!(fp.get(o as usize));
+                    let acc = instance!(h, AccessKind::Read, s);
+                    // SAFETY: the class check proved an instance of `s.class`, whose
+                    // layout has slot `s.slot`.
+                    let v = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
+                        .load(Ordering::Relaxed);
+                    push!(x);
+                    push!(v);
+                }
+                Op::LoadGetFieldBinPutField(o, g, b, f) => {
+                    // The read at `getfield` (+1), the write at `putfield` (+3).
+                    ip = ip.wrapping_add(1);
+                    let h = handle!(fp.get(o as usize));
+                    let acc = instance!(h, AccessKind::Read, g);
+                    // SAFETY: the class check proved an instance of `g.class`, whose
+                    // layout has slot `g.slot`.
+                    let y = unsafe { acc.obj().slot_unchecked(g.slot as usize) }
+                        .load(Ordering::Relaxed) as i64;
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, y, 1);
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(pop!());
+                    let acc = instance!(h, AccessKind::Write, f);
+                    // SAFETY: as above, for `f`.
+                    unsafe { acc.obj().slot_unchecked(f.slot as usize) }
+                        .store(v as u64, Ordering::Relaxed);
+                }
+                Op::LoadBinPutField(c, b, f) => {
+                    let y = fp.get(c as usize) as i64;
+                    let x = pop!() as i64;
+                    let v = bin!(b, x, y, 1);
+                    // The write at `putfield` (+2).
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(pop!());
+                    let acc = instance!(h, AccessKind::Write, f);
+                    // SAFETY: the class check proved an instance of `f.class`, whose
+                    // layout has slot `f.slot`.
+                    unsafe { acc.obj().slot_unchecked(f.slot as usize) }
+                        .store(v as u64, Ordering::Relaxed);
+                }
+                Op::FieldBinLocal(o, s, b, c) => {
+                    // The read at `getfield` (+2), the write at `putfield` (+5).
+                    ip = ip.wrapping_add(2);
+                    let h = handle!(fp.get(o as usize));
+                    let acc = instance!(h, AccessKind::Read, s);
+                    // SAFETY: the class check proved an instance of `s.class`, whose
+                    // layout has slot `s.slot`.
+                    let x = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
+                        .load(Ordering::Relaxed) as i64;
+                    let v = bin!(b, x, fp.get(c as usize) as i64, 2);
+                    ip = ip.wrapping_add(3);
+                    let acc = instance!(h, AccessKind::Write, s);
+                    // SAFETY: as above.
+                    unsafe { acc.obj().slot_unchecked(s.slot as usize) }
+                        .store(v as u64, Ordering::Relaxed);
+                }
+                Op::LoadMulAddDivStore {
+                    a,
+                    b,
+                    d,
+                    shift_rem,
+                    k,
+                    m,
+                    magic,
+                } => {
+                    let x = (fp.get(a as usize) as i64)
+                        .wrapping_mul(k as i64)
+                        .wrapping_add(fp.get(b as usize) as i64);
+                    let div = Magic {
+                        magic,
+                        shift: shift_rem & 63,
+                    };
+                    fp.set(
+                        d as usize,
+                        div.apply(x, m as i64, shift_rem & 0x80 != 0) as u64,
+                    );
+                    ip = ip.wrapping_add(7);
+                }
                 Op::LoadXadd(a, k, s, discard) => {
                     ip = ip.wrapping_add(2);
                     let h = handle!(fp.get(a as usize));

@@ -226,6 +226,32 @@ pub enum Op {
     CasBr(Slot, bool, u32),
     /// `load a; push k; xadd C.f`, and `pop` after it when the flag is set
     LoadXadd(u32, i32, Slot, bool),
+    /// `load o1; load o2; getfield C.f`: a receiver and a field read (the start of
+    /// `o1.g = o2.f ...`)
+    LoadLoadGetField(u32, u32, Slot),
+    /// `load o; getfield C.g; OP; putfield D.f`: an int field written with the value under
+    /// it combined with a field read (`OP` one that cannot fail)
+    LoadGetFieldBinPutField(u32, Slot, Bin, Slot),
+    /// `load b; OP; putfield C.f`: an int field written with the value under it combined
+    /// with a local (`OP` one that cannot fail)
+    LoadBinPutField(u32, Bin, Slot),
+    /// `load o; load o; getfield C.f; load b; OP; putfield C.f`: `o.f = o.f OP b` on an int
+    /// field in one dispatch (`OP` one that cannot fail)
+    FieldBinLocal(u32, Slot, Bin, u32),
+    /// `load a; push k; mul; load b; add; push m; rem|div; store d`: `d = (a * k + b) rem m`
+    /// (or `/ m`), a polynomial hash's or a linear congruential generator's step in one
+    /// dispatch, the division a multiply by `magic` (see [`super::divconst`]); `m` from 2 to
+    /// `i32::MAX`, locals below 2^16, the shift in the low six bits of `shift_rem` and bit
+    /// 7 set for `rem`, so that the op stays three words
+    LoadMulAddDivStore {
+        a: u16,
+        b: u16,
+        d: u16,
+        shift_rem: u8,
+        k: i32,
+        m: i32,
+        magic: i64,
+    },
     /// `push k; div` (`rem` when the flag is set) for a constant `k` of 2 or more, as a
     /// multiply by `magic` and a shift (see [`super::divconst`])
     DivConst {
@@ -268,11 +294,14 @@ impl Op {
             | Op::LoadGetFieldStore(..)
             | Op::ALoadLocal(..)
             | Op::BinLocalStore(..)
+            | Op::LoadLoadGetField(..)
+            | Op::LoadBinPutField(..)
             | Op::DivConstStore { .. } => 3,
             Op::LoadXadd(.., discard) => 3 + discard as usize,
             Op::LoadLoadCall(..) => 3,
             Op::LoadAddConstCall(..) => 4,
             Op::IncLocal(..)
+            | Op::LoadGetFieldBinPutField(..)
             | Op::LoadBinConstStore(..)
             | Op::LoadBinLocalStore(..)
             | Op::LoadAddLocalStore(..)
@@ -287,7 +316,8 @@ impl Op {
             | Op::LoadBinConstBinLocal(..)
             | Op::LoadMulAddLocal(..)
             | Op::BinConst2Store(..) => 5,
-            Op::AddIncBr { .. } => 8,
+            Op::FieldBinLocal(..) => 6,
+            Op::AddIncBr { .. } | Op::LoadMulAddDivStore { .. } => 8,
             _ => 1,
         }
     }
