@@ -35,7 +35,8 @@
 //!
 //! `load a; push k; mul; load b; add` (a polynomial hash's or a recurrence's step) has an
 //! op of its own beside the generic `LoadBinConstBinLocal`, which dispatches on each of
-//! its two operations.
+//! its two operations; followed by `push m; rem|div; store d` (a constant modulus) the
+//! whole statement is one op (`LoadMulAddDivStore`).
 //!
 //! Field instructions fuse only in their resolved form: the fused op carries the field's
 //! slot, fixed at load. The atomics idioms are `load o; push k; xadd C.f` (with the `pop`
@@ -43,7 +44,12 @@
 //! read-modify-cas loop) and `cas C.f; jz retry` (its retry test, int fields only: a
 //! reference cas also keeps a stub's copy current). Each does its one object access at
 //! the position of the field instruction it stands for, so errors and the barrier see
-//! the same access as unfused code. By-name field instructions (`--no-resolve`) have no
+//! the same access as unfused code. The same holds for the field statements on int
+//! fields: `o.f = o.f OP b` on locals (`FieldBinLocal`: a read, then a write of the same
+//! object), a write of the value under it combined with a local (`LoadBinPutField`) or
+//! with a field read from a local (`LoadGetFieldBinPutField`), and a receiver pushed
+//! with a field read (`LoadLoadGetField`, the start of `p.g = o.f ...`); their `OP` is
+//! one that cannot fail, so the only errors are the field accesses'. By-name field instructions (`--no-resolve`) have no
 //! slot to carry and stay one dispatch each, like the call of a reflective updater.
 //! `marvin run --no-fuse` runs the translated code without this pass (one dispatch per
 //! instruction), which the tests compare against.
