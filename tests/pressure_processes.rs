@@ -21,6 +21,14 @@ fn skip_reason() -> Option<String> {
 
 const LIMIT: u64 = 48 << 20;
 
+/// How far above its limit the kernel may lift a group's usage peak on its own: it
+/// charges some allocations over the limit rather than fail them (allocations that may
+/// not fail, atomic ones, and those of a task that is exiting, as the killer's victims
+/// are: `try_charge_memcg`'s "force" path), and those show in `max_usage_in_bytes` /
+/// `memory.peak`. Seen: 124-160 KiB in a run with killed apps. A group the kernel did
+/// not hold would go much further: eight apps of the tiny model do not fit in it.
+const FORCED_CHARGE_SLACK: u64 = 1 << 20;
+
 /// Runs `marvin pressure --mode processes` on the tiny model; returns the summaries
 /// and the child's pid (to look for what it might have left behind).
 fn pressure(policies: &str, extra: &[&str]) -> (Vec<Value>, u32) {
@@ -87,7 +95,10 @@ fn common_checks(s: &Value) {
     assert_eq!(s["mode"], "processes", "{s}");
     assert_eq!(field(s, "limit_bytes"), LIMIT, "{s}");
     let peak = field(s, "peak_cgroup_bytes");
-    assert!(peak > 0 && peak <= LIMIT, "the kernel held the limit: {s}");
+    assert!(
+        peak > 0 && peak <= LIMIT + FORCED_CHARGE_SLACK,
+        "the kernel held the limit: {s}"
+    );
     assert_eq!(field(s, "kernel_oom_kills"), 0, "{s}");
     assert_eq!(field(s, "crashed_apps"), 0, "{s}");
     assert_eq!(field(s, "failed_verifications"), 0, "{s}");
