@@ -5,9 +5,6 @@
 //! a call) under a heap small enough to collect during the calls, and random programs of
 //! calls print the same, end the same and fail at the same position fused as unfused.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use marvin_app::RunConfig;
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
@@ -15,19 +12,8 @@ use marvin_interpreter::{load, verify};
 use marvin_runtime::heap::HeapConfig;
 use proptest::prelude::*;
 
-/// A `Write` that keeps what the app prints.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+mod in_process;
+use in_process::run_captured;
 
 /// What an in-process run did: status, output, the rendered error, collections.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,15 +30,12 @@ fn verified(text: &str) -> marvin_interpreter::isa::VerifiedProgram {
 }
 
 fn run(text: &str, fuse: bool, tweak: impl FnOnce(&mut RunConfig)) -> Ran {
-    let out = Captured::default();
     let mut cfg = RunConfig {
-        out: Box::new(out.clone()),
         fuse,
         ..RunConfig::default()
     };
     tweak(&mut cfg);
-    let outcome = marvin_app::run(verified(text), cfg).expect("app starts");
-    let printed = String::from_utf8_lossy(&out.0.lock().expect("lock")).into_owned();
+    let (outcome, printed) = run_captured(verified(text), cfg);
     Ran {
         status: outcome.status,
         out: printed,

@@ -5,10 +5,8 @@
 //! report the same runtime error at the same `METHOD+PC (FILE:LINE)` fused as unfused
 //! (`marvin run --no-fuse`, one dispatch per instruction).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 
 use marvin::bench::interp::{default_dir, PROGRAMS};
 use marvin_app::RunConfig;
@@ -16,6 +14,9 @@ use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
 use proptest::prelude::*;
+
+mod in_process;
+use in_process::run_captured;
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 
@@ -107,20 +108,6 @@ fn conformance_programs_run_the_same_fused_and_unfused() {
     assert!(errors >= 5, "only {errors} cases ended in a runtime error");
 }
 
-/// A `Write` that keeps what the app prints.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Runs MASM text in process; returns status, output and the rendered error, and how
 /// many of main's ops are superinstructions.
 fn run_in_process(text: &str, fuse: bool) -> (i32, String, Option<String>, usize) {
@@ -130,14 +117,11 @@ fn run_in_process(text: &str, fuse: bool) -> (i32, String, Option<String>, usize
         .iter()
         .filter(|op| is_superinstruction(op))
         .count();
-    let out = Captured::default();
     let cfg = RunConfig {
-        out: Box::new(out.clone()),
         fuse,
         ..RunConfig::default()
     };
-    let outcome = marvin_app::run(vp, cfg).expect("app starts");
-    let printed = String::from_utf8_lossy(&out.0.lock().expect("lock")).into_owned();
+    let (outcome, printed) = run_captured(vp, cfg);
     (outcome.status, printed, outcome.error, fused)
 }
 

@@ -591,6 +591,28 @@ impl<A: AppBinding> Thread<A> {
                 a
             }};
         }
+        // The word of integer field `$s` in the instance `$h`, class-checked for `$kind`,
+        // bound to `$w` for `$body` (the access is held until `$body` ends).
+        macro_rules! with_field {
+            ($h:expr, $kind:expr, $s:expr, |$w:ident| $body:expr) => {{
+                let acc = instance!($h, $kind, $s);
+                // SAFETY: the class check proved an instance of `$s.class`, whose layout
+                // has slot `$s.slot`.
+                let $w = unsafe { acc.obj().slot_unchecked($s.slot as usize) };
+                $body
+            }};
+        }
+        macro_rules! read_field {
+            ($h:expr, $s:expr) => {
+                with_field!($h, AccessKind::Read, $s, |w| w.load(Ordering::Relaxed))
+            };
+        }
+        macro_rules! write_field {
+            ($h:expr, $s:expr, $v:expr) => {
+                with_field!($h, AccessKind::Write, $s, |w| w
+                    .store($v, Ordering::Relaxed))
+            };
+        }
 
         // For superinstructions: `pc` is past the run's first op.
         macro_rules! bin {
@@ -880,17 +902,12 @@ impl<A: AppBinding> Thread<A> {
                 }
                 Op::GetField(s) => {
                     let h = handle!(pop!());
-                    let a = instance!(h, AccessKind::Read, s);
-                    // SAFETY: the class check proved an instance with slot `s.slot`.
-                    let slot = unsafe { a.obj().slot_unchecked(s.slot as usize) };
-                    push!(slot.load(Ordering::Relaxed));
+                    push!(read_field!(h, s));
                 }
                 Op::PutField(s) => {
                     let v = pop!();
                     let h = handle!(pop!());
-                    let a = instance!(h, AccessKind::Write, s);
-                    // SAFETY: the class check proved an instance with slot `s.slot`.
-                    unsafe { a.obj().slot_unchecked(s.slot as usize) }.store(v, Ordering::Relaxed);
+                    write_field!(h, s, v);
                 }
                 Op::PutFieldRef(s) => {
                     let v = pop!();
@@ -916,10 +933,8 @@ impl<A: AppBinding> Thread<A> {
                 Op::Xadd(s) => {
                     let d = pop!();
                     let h = handle!(pop!());
-                    let a = instance!(h, AccessKind::Write, s);
-                    // SAFETY: the class check proved an instance with slot `s.slot`.
-                    let w = unsafe { a.obj().slot_unchecked(s.slot as usize) };
-                    push!(w.fetch_add(d, Ordering::SeqCst));
+                    push!(with_field!(h, AccessKind::Write, s, |w| w
+                        .fetch_add(d, Ordering::SeqCst)));
                 }
                 Op::GetFieldByName(f) => {
                     let nf = by_name!(f, FieldUse::Any);
@@ -1279,19 +1294,12 @@ impl<A: AppBinding> Thread<A> {
                 Op::LoadGetField(a, s) => {
                     ip = ip.wrapping_add(1);
                     let h = handle!(fp.get(a as usize));
-                    let acc = instance!(h, AccessKind::Read, s);
-                    // SAFETY: the class check proved an instance of `s.class`, whose
-                    // layout has slot `s.slot`.
-                    push!(unsafe { acc.obj().slot_unchecked(s.slot as usize) }
-                        .load(Ordering::Relaxed));
+                    push!(read_field!(h, s));
                 }
                 Op::LoadGetFieldStore(a, s, b) => {
                     ip = ip.wrapping_add(1);
                     let h = handle!(fp.get(a as usize));
-                    let acc = instance!(h, AccessKind::Read, s);
-                    // SAFETY: as in `LoadGetField`.
-                    let v = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
-                        .load(Ordering::Relaxed);
+                    let v = read_field!(h, s);
                     fp.set(b as usize, v);
                     ip = ip.wrapping_add(1);
                 }
@@ -1333,11 +1341,7 @@ impl<A: AppBinding> Thread<A> {
                     ip = ip.wrapping_add(2);
                     let x = fp.get(a as usize);
                     let h = handle!(fp.get(o as usize));
-                    let acc = instance!(h, AccessKind::Read, s);
-                    // SAFETY: the class check proved an instance of `s.class`, whose
-                    // layout has slot `s.slot`.
-                    let v = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
-                        .load(Ordering::Relaxed);
+                    let v = read_field!(h, s);
                     push!(x);
                     push!(v);
                 }
@@ -1345,19 +1349,12 @@ impl<A: AppBinding> Thread<A> {
                     // The read at `getfield` (+1), the write at `putfield` (+3).
                     ip = ip.wrapping_add(1);
                     let h = handle!(fp.get(o as usize));
-                    let acc = instance!(h, AccessKind::Read, g);
-                    // SAFETY: the class check proved an instance of `g.class`, whose
-                    // layout has slot `g.slot`.
-                    let y = unsafe { acc.obj().slot_unchecked(g.slot as usize) }
-                        .load(Ordering::Relaxed) as i64;
+                    let y = read_field!(h, g) as i64;
                     let x = pop!() as i64;
                     let v = bin!(b, x, y, 1);
                     ip = ip.wrapping_add(2);
                     let h = handle!(pop!());
-                    let acc = instance!(h, AccessKind::Write, f);
-                    // SAFETY: as above, for `f`.
-                    unsafe { acc.obj().slot_unchecked(f.slot as usize) }
-                        .store(v as u64, Ordering::Relaxed);
+                    write_field!(h, f, v as u64);
                 }
                 Op::LoadBinPutField(c, b, f) => {
                     let y = fp.get(c as usize) as i64;
@@ -1366,27 +1363,16 @@ impl<A: AppBinding> Thread<A> {
                     // The write at `putfield` (+2).
                     ip = ip.wrapping_add(2);
                     let h = handle!(pop!());
-                    let acc = instance!(h, AccessKind::Write, f);
-                    // SAFETY: the class check proved an instance of `f.class`, whose
-                    // layout has slot `f.slot`.
-                    unsafe { acc.obj().slot_unchecked(f.slot as usize) }
-                        .store(v as u64, Ordering::Relaxed);
+                    write_field!(h, f, v as u64);
                 }
                 Op::FieldBinLocal(o, s, b, c) => {
                     // The read at `getfield` (+2), the write at `putfield` (+5).
                     ip = ip.wrapping_add(2);
                     let h = handle!(fp.get(o as usize));
-                    let acc = instance!(h, AccessKind::Read, s);
-                    // SAFETY: the class check proved an instance of `s.class`, whose
-                    // layout has slot `s.slot`.
-                    let x = unsafe { acc.obj().slot_unchecked(s.slot as usize) }
-                        .load(Ordering::Relaxed) as i64;
+                    let x = read_field!(h, s) as i64;
                     let v = bin!(b, x, fp.get(c as usize) as i64, 2);
                     ip = ip.wrapping_add(3);
-                    let acc = instance!(h, AccessKind::Write, s);
-                    // SAFETY: as above.
-                    unsafe { acc.obj().slot_unchecked(s.slot as usize) }
-                        .store(v as u64, Ordering::Relaxed);
+                    write_field!(h, s, v as u64);
                 }
                 Op::LoadMulAddDivStore {
                     a,
@@ -1413,10 +1399,8 @@ impl<A: AppBinding> Thread<A> {
                 Op::LoadXadd(a, k, s, discard) => {
                     ip = ip.wrapping_add(2);
                     let h = handle!(fp.get(a as usize));
-                    let acc = instance!(h, AccessKind::Write, s);
-                    // SAFETY: the class check proved an instance with slot `s.slot`.
-                    let w = unsafe { acc.obj().slot_unchecked(s.slot as usize) };
-                    let old = w.fetch_add(k as i64 as u64, Ordering::SeqCst);
+                    let old = with_field!(h, AccessKind::Write, s, |w| w
+                        .fetch_add(k as i64 as u64, Ordering::SeqCst));
                     if discard {
                         ip = ip.wrapping_add(1);
                     } else {
