@@ -4,8 +4,9 @@
 //! (`pidfd_open`, `pidfd_getfd`) or, failing that, `/proc/PID/fd/N`. Also the inverse of
 //! hole punching for the files the runtime keeps on disk (the reclaim table, the swap
 //! file): allocating their blocks up front (`posix_fallocate`, [`reserve`]), and dropping
-//! and counting their pages in the page cache ([`drop_cache`], [`cached_pages`]), and
-//! starting reads of a range into it ahead of need ([`will_need`]).
+//! and counting their pages in the page cache ([`drop_cache`], [`cached_pages`]),
+//! starting reads of a range into it ahead of need ([`will_need`]), and telling a
+//! file system whose page cache is its storage ([`on_tmpfs`]).
 //!
 //! `madvise(MADV_DONTNEED)` only acts on the caller's own address space, and
 //! `process_madvise` does not accept it, so a reclaimer in another process cannot drop an
@@ -102,15 +103,7 @@ pub fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
 /// that the range does not wholly cover (Linux 6.18: a 256 KiB file kept every page when
 /// dropped from byte 4096); dirty pages stay until written back.
 pub fn drop_cache(file: &File, from: u64) -> io::Result<()> {
-    let from = libc::off_t::try_from(from)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
-    // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
-    // memory of ours.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, 0, libc::POSIX_FADV_DONTNEED) };
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    Ok(())
+    advise(file, from, 0, libc::POSIX_FADV_DONTNEED)
 }
 
 /// Starts reading `[from, from + len)` of `file` into the page cache without waiting
@@ -118,18 +111,39 @@ pub fn drop_cache(file: &File, from: u64) -> io::Result<()> {
 /// pages cached, or already on their way. The pages are charged to the caller's memory
 /// cgroup like any read's.
 pub fn will_need(file: &File, from: u64, len: u64) -> io::Result<()> {
-    let range = |v: u64| {
-        libc::off_t::try_from(v)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "range out of reach"))
+    advise(file, from, len, libc::POSIX_FADV_WILLNEED)
+}
+
+/// `posix_fadvise(advice)` over `[from, from + len)` of `file` (`len` 0: to the end).
+fn advise(file: &File, from: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
+    let (Ok(from), Ok(len)) = (libc::off_t::try_from(from), libc::off_t::try_from(len)) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "range out of reach",
+        ));
     };
-    let (from, len) = (range(from)?, range(len)?);
     // SAFETY: a plain advice call on a descriptor `file` owns for the call; it reads no
     // memory of ours.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, len, libc::POSIX_FADV_WILLNEED) };
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), from, len, advice) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
     Ok(())
+}
+
+/// Whether `dir` is on tmpfs, whose page cache is its storage: dropping cached pages
+/// there drops nothing, and a read never waits for a disk (`statfs`; false when it
+/// cannot be asked).
+pub fn on_tmpfs(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path, `st` room for one statfs the call fills in.
+    let rc = unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) };
+    // SAFETY: a successful statfs filled `st` in.
+    rc == 0 && unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
 }
 
 /// How many pages of `[from, to)` of `file` are in the page cache, by `mincore` over a

@@ -329,6 +329,13 @@ impl AppSwap {
         }
     }
 
+    /// The aligned read-ahead window of the file around `slot`'s checkpoint.
+    fn read_ahead_range(&self, slot: SlotId) -> std::ops::Range<u64> {
+        let window = self.read_ahead_window();
+        let from = slot.offset() / window * window;
+        from..from + window
+    }
+
     /// The most bytes of neighbours one fault of `own` bytes brings along: Marvin's
     /// [`READ_AHEAD_BYTES`]; the page-swap baseline's cluster less the faulting run, as
     /// the kernel reads `2^page-cluster` pages, the faulting one among them.
@@ -354,10 +361,9 @@ impl AppSwap {
             // page-swap baseline's collector faults like any access, cluster and all.)
             return Vec::new();
         }
-        let window = self.read_ahead_window();
-        let from = slot.offset() / window * window;
+        let window = self.read_ahead_range(slot);
         let slots = file
-            .live_slots_in(from, from + window)
+            .live_slots_in(window.start, window.end)
             .filter(|&(s, _)| s != slot)
             .filter_map(|(s, key)| Some((Handle::from_value(key)?, s)));
         space.get_many(slots)
@@ -482,8 +488,7 @@ impl StubHooks for AppSwap {
         }
         let mut results = file.read_many(&mut reads).into_iter();
         drop(reads);
-        let window = self.read_ahead_window();
-        self.prefetch_after(&file, (slot.offset() / window + 1) * window);
+        self.prefetch_after(&file, self.read_ahead_range(slot).end);
         drop(file);
         if let Some(Err(e)) = results.next() {
             self.record_error(&e);

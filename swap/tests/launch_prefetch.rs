@@ -8,7 +8,6 @@
 mod common;
 
 use std::fs::File;
-use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -64,16 +63,6 @@ fn cached(f: &Fixture, from: u64, to: u64) -> usize {
     marvin_runtime::memfd::cached_pages(&file, from, to).expect("mincore")
 }
 
-/// Whether `dir` is on tmpfs, whose page cache is its storage (nothing leaves it).
-fn on_tmpfs(dir: &Path) -> bool {
-    let c = std::ffi::CString::new(dir.to_str().expect("utf-8")).expect("no NUL");
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statfs for the call.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    rc == 0 && st.f_type == libc::TMPFS_MAGIC
-}
-
 const PAGE: u64 = 4096;
 
 #[test]
@@ -85,7 +74,7 @@ fn a_launch_reads_the_file_ahead_of_its_faults_within_its_budget() {
         end > 2 * READ_AHEAD_BYTES + budget,
         "the file must reach past the budget"
     );
-    let tmpfs = on_tmpfs(f.dir.path());
+    let tmpfs = marvin_runtime::memfd::on_tmpfs(f.dir.path());
     if tmpfs {
         eprintln!("skipping the page-cache checks: the swap directory is on tmpfs");
     } else {

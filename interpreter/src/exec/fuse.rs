@@ -49,8 +49,9 @@
 //! object), a write of the value under it combined with a local (`LoadBinPutField`) or
 //! with a field read from a local (`LoadGetFieldBinPutField`), and a receiver pushed
 //! with a field read (`LoadLoadGetField`, the start of `p.g = o.f ...`); their `OP` is
-//! one that cannot fail, so the only errors are the field accesses'. By-name field instructions (`--no-resolve`) have no
-//! slot to carry and stay one dispatch each, like the call of a reflective updater.
+//! one that cannot fail, so the only errors are the field accesses'. By-name field
+//! instructions (`--no-resolve`) have no slot to carry and stay one dispatch each, like
+//! the call of a reflective updater.
 //! `marvin run --no-fuse` runs the translated code without this pass (one dispatch per
 //! instruction), which the tests compare against.
 

@@ -296,11 +296,11 @@ impl Op {
             | Op::BinLocalStore(..)
             | Op::LoadLoadGetField(..)
             | Op::LoadBinPutField(..)
+            | Op::LoadLoadCall(..)
             | Op::DivConstStore { .. } => 3,
             Op::LoadXadd(.., discard) => 3 + discard as usize,
-            Op::LoadLoadCall(..) => 3,
-            Op::LoadAddConstCall(..) => 4,
             Op::IncLocal(..)
+            | Op::LoadAddConstCall(..)
             | Op::LoadGetFieldBinPutField(..)
             | Op::LoadBinConstStore(..)
             | Op::LoadBinLocalStore(..)

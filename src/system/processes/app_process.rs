@@ -170,8 +170,14 @@ fn looper_runqueue() -> Option<(u32, u64)> {
     let tid = crate::host::uithread::find_thread(pid, crate::host::uithread::LOOPER_THREAD)
         .ok()
         .flatten()?;
-    let t = procstat::thread_sched_times(pid, tid).ok()?;
-    Some((tid, t.runqueue_ns))
+    Some((tid, thread_runqueue_ns(tid)?))
+}
+
+/// Thread `tid` of this process's run-queue wait so far (schedstat).
+fn thread_runqueue_ns(tid: u32) -> Option<u64> {
+    procstat::thread_sched_times(std::process::id(), tid)
+        .ok()
+        .map(|t| t.runqueue_ns)
 }
 
 fn own_sched_times() -> SchedTimes {
@@ -205,11 +211,7 @@ fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>)
         // Read on the looper itself (the frame's hook runs there), so it is up to date.
         looper_runqueue_ns: since
             .and_then(|b| b.looper)
-            .and_then(|(tid, before)| {
-                procstat::thread_sched_times(std::process::id(), tid)
-                    .ok()
-                    .map(|t| t.runqueue_ns.saturating_sub(before))
-            })
+            .and_then(|(tid, before)| Some(thread_runqueue_ns(tid)?.saturating_sub(before)))
             .unwrap_or(0),
         // The hook runs on the looper thread, the one the frame was drawn on.
         ui_fifo: crate::host::sys::thread_policy(0).is_ok_and(|p| p == libc::SCHED_FIFO),

@@ -93,13 +93,6 @@ pub enum Report {
         /// was done and the foreground message posted (`CLOCK_BOOTTIME` ns), and the
         /// CPU time its threads ran (the process's CPU clock, exact for the thread
         /// reporting) and waited on a run queue (schedstat) since the command.
-        /// Bytes of its swap file it started reading ahead of its faults since.
-        #[serde(default)]
-        prefetch_bytes: u64,
-        /// The looper thread's own run-queue wait since the command (schedstat; the
-        /// frame is drawn there), where `runqueue_ns` sums every thread of the app.
-        #[serde(default)]
-        looper_runqueue_ns: u64,
         #[serde(default)]
         received_ns: u64,
         #[serde(default)]
@@ -108,6 +101,14 @@ pub enum Report {
         run_ns: u64,
         #[serde(default)]
         runqueue_ns: u64,
+        /// Of `runqueue_ns`, the looper thread's own wait (the frame is drawn there;
+        /// `runqueue_ns` sums every thread of the app).
+        #[serde(default)]
+        looper_runqueue_ns: u64,
+        /// Bytes of its swap file it started reading ahead of its faults since the
+        /// command.
+        #[serde(default)]
+        prefetch_bytes: u64,
         /// The frame was drawn on a real-time UI thread (`SCHED_FIFO`: the System
         /// raised the app in front).
         #[serde(default)]

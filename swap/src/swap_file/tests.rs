@@ -496,17 +496,6 @@ fn cached_pages(path: &Path, from: u64, to: u64) -> usize {
     marvin_runtime::memfd::cached_pages(&file, from, to).expect("mincore")
 }
 
-/// Whether `dir` is on a file system whose page cache is its storage (tmpfs), where
-/// dropping cached pages does nothing.
-fn on_tmpfs(dir: &Path) -> bool {
-    let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statfs for the call.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    rc == 0 && st.f_type == libc::TMPFS_MAGIC
-}
-
 #[test]
 fn the_file_is_never_mapped_and_leaves_the_page_cache_once_synced() {
     let (dir, mut f) = new_file();
@@ -534,7 +523,7 @@ fn the_file_is_never_mapped_and_leaves_the_page_cache_once_synced() {
     );
 
     f.sync_and_release().unwrap();
-    if on_tmpfs(dir.path()) {
+    if marvin_runtime::memfd::on_tmpfs(dir.path()) {
         eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
         return;
     }
@@ -666,7 +655,7 @@ fn a_sync_handle_syncs_and_releases_the_file_it_was_taken_from() {
         assert_eq!(read_back(&f, slot, key).unwrap(), object(key, 4076));
     }
     f.sync_handle().unwrap().sync_and_release().unwrap();
-    if on_tmpfs(dir.path()) {
+    if marvin_runtime::memfd::on_tmpfs(dir.path()) {
         eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
     } else {
         let end = FILE_HEADER_BYTES + f.used_bytes();
