@@ -24,6 +24,7 @@ pub mod interpose;
 pub mod inversion;
 pub mod queue;
 pub mod reclaim;
+pub mod rounds;
 pub mod sched;
 
 /// The benchmarks, one subcommand each.

@@ -1,7 +1,15 @@
 //! `marvin bench queue`: DeliQueue against the legacy single-lock queue (and, for plain
 //! FIFO posting, crossbeam-channel and std mpsc), side by side in one run.
 //!
-//! Scenarios (each timed `--reps` times after a warm-up; the median is reported):
+//! Every scenario runs its implementations in interleaved rounds ([`super::rounds`]):
+//! one untimed warm-up run of each, then `--reps` rounds, each running every
+//! implementation once, the order rotating (DeliQueue first, then legacy first, ...), so
+//! that a slow stretch of the host or what the scenario before left behind falls on both
+//! queues alike. Each sample is the median over its rounds, with `round_ratio`, the
+//! median over the rounds of its figure over legacy's in the same round (the figure that
+//! cancels drift), and the rounds' figures (`round_ns`, `round_ratios`).
+//!
+//! Scenarios:
 //! - `8x1000 immediate`: 8 poster threads post 1,000 due messages each; a looper thread
 //!   drains them. Time: first post to last delivery.
 //! - `8x1000 delays 0-5s`: the same with random due times 0-5 s ahead, on a virtual
@@ -27,8 +35,8 @@
 //!   is running. As in Android, the posters run at background priority (nice 10) and the
 //!   looper (the benchmark's thread) at normal priority, for both queues. The looper
 //!   records dispatch time minus due time for every one of the 20,000 messages (the
-//!   same work for both). Run `--reps` times: the median of the runs' median delays is
-//!   reported, with the 99th percentile and the worst over all runs as extra fields.
+//!   same work for both). The median of the rounds' median delays is reported, with the
+//!   99th percentile and the worst over every message of the timed rounds as extra fields.
 //! - `dispatch delay, FIFO UI looper`: the same, with the looper scheduled as Android
 //!   schedules the UI thread of the app in front where FIFO UI scheduling is on
 //!   (`SCHED_FIFO`, priority 1; see [`super::sched`]). It needs `CAP_SYS_NICE`; without
@@ -73,8 +81,9 @@ use marvin_deliqueue::{
 use rand::Rng;
 
 use super::delay_plot::DelaySeries;
+use super::rounds;
 use super::sched::{self, as_background_thread, Grouping, LooperPolicy, LooperSlice};
-use super::{finish, median, percentile, stream_rng, CommonArgs, Sample};
+use super::{finish, median, percentile, stream_rng, CommonArgs, Sample, ROUND_RATIO};
 
 #[derive(Debug, Args)]
 pub struct QueueArgs {
@@ -138,13 +147,23 @@ impl<C: Clock + Clone> Make<C> for Legacy {
     }
 }
 
-/// Times `run` after an untimed `setup`, `reps` times plus a warm-up; median in ns.
-fn timed<S>(reps: usize, mut setup: impl FnMut() -> S, mut run: impl FnMut(S) -> Duration) -> f64 {
-    run(setup());
-    let mut times: Vec<f64> = (0..reps.max(1))
-        .map(|_| run(setup()).as_nanos() as f64)
-        .collect();
-    median(&mut times)
+/// One sample per implementation of `scenario` from its per-round figures
+/// (`figures[i][r]`, ns, as [`rounds::interleaved`] returns them): the median over the
+/// rounds, [`ROUND_RATIO`] (the median of the per-round ratios to the implementation
+/// at `base`) and the rounds' figures and ratios (`round_ns`, `round_ratios`).
+fn round_samples(scenario: &str, names: &[&str], figures: &[Vec<f64>], base: usize) -> Vec<Sample> {
+    names
+        .iter()
+        .zip(figures)
+        .map(|(name, own)| {
+            let ratios = rounds::ratios(own, &figures[base]);
+            Sample::new(scenario, *name, median(&mut own.clone()))
+                .with(ROUND_RATIO, median(&mut ratios.clone()))
+                .with("round_ratios", ratios)
+                .with("round_ns", own.clone())
+                .with("reps", own.len())
+        })
+        .collect()
 }
 
 /// Starts a looper that polls `next` (delivering what is due), releases the `workers`
@@ -319,20 +338,28 @@ fn busy_insert<M: Make<VirtualClock>>(queue: Arc<M::Queue>, seed: u64) -> BusyTi
     BusyTimes { posting, take_in }
 }
 
-/// Busy-queue insertion, `reps` times after a warm-up: the median posting time, with
-/// the median take-in as an extra field.
-fn busy_sample<M: Make<VirtualClock>>(make: M, reps: usize, seed: u64) -> Sample {
-    busy_insert::<M>(busy_queue(make, BUSY_PENDING), seed);
-    let (mut posting, mut take_in): (Vec<f64>, Vec<f64>) = (0..reps.max(1))
-        .map(|_| {
-            let times = busy_insert::<M>(busy_queue(make, BUSY_PENDING), seed);
-            (
-                times.posting.as_nanos() as f64,
-                times.take_in.as_nanos() as f64,
-            )
+/// Busy-queue insertion into DeliQueue and the legacy queue, in interleaved rounds: the
+/// median posting time, with the median take-in as an extra field.
+fn busy_samples(reps: usize, seed: u64) -> Vec<Sample> {
+    let times = rounds::interleaved(2, reps, |i| -> Result<BusyTimes, ()> {
+        Ok(match i {
+            0 => busy_insert::<Deli>(busy_queue(Deli, BUSY_PENDING), seed),
+            _ => busy_insert::<Legacy>(busy_queue(Legacy, BUSY_PENDING), seed),
         })
-        .unzip();
-    Sample::new(BUSY, M::NAME, median(&mut posting)).with("take_in_ns", median(&mut take_in))
+    })
+    .unwrap_or_else(|()| unreachable!("busy-queue runs do not fail"));
+    let posting: Vec<Vec<f64>> = times
+        .iter()
+        .map(|own| own.iter().map(|t| t.posting.as_nanos() as f64).collect())
+        .collect();
+    round_samples(BUSY, &["deliqueue", "legacy"], &posting, 1)
+        .into_iter()
+        .zip(&times)
+        .map(|(sample, own)| {
+            let mut take_in: Vec<f64> = own.iter().map(|t| t.take_in.as_nanos() as f64).collect();
+            sample.with("take_in_ns", median(&mut take_in))
+        })
+        .collect()
 }
 
 /// Pending messages in the busy queue before the timed insertion.
@@ -341,6 +368,9 @@ const BUSY: &str = "busy queue insert (1e5 pending)";
 
 const FIFO_COUNT: u64 = 100_000;
 const FIFO: &str = "fifo 1x100000";
+/// The FIFO sample's extra figure: the median over the rounds of DeliQueue's time over
+/// crossbeam-channel's in the same round.
+const ROUND_RATIO_CROSSBEAM: &str = "round_ratio_crossbeam";
 
 /// One timed FIFO run of one implementation.
 type FifoRun = fn() -> Duration;
@@ -533,11 +563,10 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
     Ok(delays)
 }
 
-fn both<F: FnMut(bool) -> f64>(scenario: &str, samples: &mut Vec<Sample>, mut f: F) {
-    for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
-        samples.push(Sample::new(scenario, name, f(deli)));
-    }
-}
+/// The two queues, in the order of [`rounds::interleaved`]'s indices (0: DeliQueue).
+const QUEUES: [&str; 2] = ["deliqueue", "legacy"];
+/// Index of the legacy queue, the baseline of the round ratios.
+const LEGACY: usize = 1;
 
 /// What [`measure`] found.
 pub struct Measured {
@@ -575,17 +604,18 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>, looper_slice: LooperS
             false => single_thread_enqueue_remove(Legacy, seed),
         }),
     ];
+    let nanos = |d: Duration| d.as_nanos() as f64;
     for (scenario, run) in plain {
         if wanted(scenario) {
-            both(scenario, &mut samples, |deli| {
-                timed(reps, || (), |_| run(deli, seed))
-            });
+            let times = rounds::interleaved(2, reps, |i| -> Result<f64, ()> {
+                Ok(nanos(run(i == 0, seed)))
+            })
+            .unwrap_or_else(|()| unreachable!("timed runs do not fail"));
+            samples.extend(round_samples(scenario, &QUEUES, &times, LEGACY));
         }
     }
     if wanted(BUSY) {
-        let busy_reps = reps.min(5);
-        samples.push(busy_sample(Deli, busy_reps, seed));
-        samples.push(busy_sample(Legacy, busy_reps, seed));
+        samples.extend(busy_samples(reps.min(5), seed));
     }
     if wanted(FIFO) {
         let fifos: [(&str, FifoRun); 4] = [
@@ -594,9 +624,18 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>, looper_slice: LooperS
             ("crossbeam-channel", fifo_crossbeam),
             ("std-mpsc", fifo_mpsc),
         ];
-        for (name, run) in fifos {
-            samples.push(Sample::new(FIFO, name, timed(reps, || (), |_| run())));
-        }
+        let times = rounds::interleaved(fifos.len(), reps, |i| -> Result<f64, ()> {
+            Ok(nanos(fifos[i].1()))
+        })
+        .unwrap_or_else(|()| unreachable!("timed runs do not fail"));
+        let names: Vec<&str> = fifos.iter().map(|(name, _)| *name).collect();
+        let mut fifo = round_samples(FIFO, &names, &times, LEGACY);
+        // DeliQueue against crossbeam-channel, round by round: the FIFO goal's ratio.
+        let to_crossbeam = rounds::ratios(&times[0], &times[2]);
+        fifo[0] = fifo[0]
+            .clone()
+            .with(ROUND_RATIO_CROSSBEAM, median(&mut to_crossbeam.clone()));
+        samples.extend(fifo);
     }
     for (scenario, policy) in [
         (DISPATCH, LooperPolicy::Normal),
@@ -631,12 +670,12 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>, looper_slice: LooperS
         } else {
             None
         };
-        for (deli, name) in [(true, "deliqueue"), (false, "legacy")] {
-            match dispatch_sample(scenario, policy, name, reps, || match deli {
-                true => dispatch_delays(Deli, policy, grouping.as_ref(), seed),
-                false => dispatch_delays(Legacy, policy, grouping.as_ref(), seed),
-            }) {
-                Ok((sample, series)) => {
+        match dispatch_samples(scenario, policy, reps, |i| match i {
+            0 => dispatch_delays(Deli, policy, grouping.as_ref(), seed),
+            _ => dispatch_delays(Legacy, policy, grouping.as_ref(), seed),
+        }) {
+            Ok(pairs) => {
+                for (sample, series) in pairs {
                     // The grouped looper's slice (0: the kernel's default), for the record.
                     let sample = match policy {
                         LooperPolicy::Grouped => sample.with(
@@ -648,8 +687,8 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>, looper_slice: LooperS
                     samples.push(sample);
                     delays.push(series);
                 }
-                Err(why) => notes.push(format!("{scenario} {name}: not run: {why}")),
             }
+            Err(why) => notes.push(format!("{scenario}: not run: {why}")),
         }
     }
     Measured {
@@ -659,38 +698,49 @@ pub fn measure(reps: usize, seed: u64, only: Option<&str>, looper_slice: LooperS
     }
 }
 
-/// `reps` runs of a dispatch-delay scenario (short and scheduling-bound): the median of
-/// the runs' median delays; the 99th percentile and the worst over every message, whose
-/// delays come back too.
-fn dispatch_sample(
+/// A dispatch-delay scenario (short and scheduling-bound) for both queues, in
+/// interleaved rounds ([`rounds::interleaved`]; `run(0)` runs DeliQueue once, `run(1)`
+/// the legacy queue, each returning every message's delay): per queue, the median of the
+/// rounds' median delays, with [`ROUND_RATIO`] (the median over the rounds of DeliQueue's
+/// median delay over legacy's in the same round); the 99th percentile and the worst over
+/// every message of every timed round (the warm-up runs are not counted), whose delays
+/// come back too. A stop signal ends the rounds before the next run.
+fn dispatch_samples(
     scenario: &str,
     policy: LooperPolicy,
-    name: &str,
     reps: usize,
-    mut run: impl FnMut() -> Result<Vec<f64>, String>,
-) -> Result<(Sample, DelaySeries), String> {
-    let mut run_medians = Vec::new();
-    let mut all = Vec::new();
-    for _ in 0..reps.max(1) {
+    mut run: impl FnMut(usize) -> Result<Vec<f64>, String>,
+) -> Result<Vec<(Sample, DelaySeries)>, String> {
+    let per_round = rounds::interleaved(QUEUES.len(), reps, |i| {
         if let Some(sig) = crate::host::signals::stop_requested() {
             return Err(format!("stopped by signal {sig}"));
         }
-        let mut delays = run()?;
-        run_medians.push(median(&mut delays));
-        all.append(&mut delays);
-    }
-    let p99 = percentile(&mut all, 99.0);
-    let worst = percentile(&mut all, 100.0);
-    let sample = Sample::new(scenario, name, median(&mut run_medians))
-        .with("p99_ns", p99)
-        .with("max_ns", worst)
-        .with("messages", all.len());
-    let series = DelaySeries {
-        policy,
-        implementation: name.to_string(),
-        delays_ns: all,
-    };
-    Ok((sample, series))
+        run(i)
+    })?;
+    let round_medians: Vec<Vec<f64>> = per_round
+        .iter()
+        .map(|own| own.iter().map(|d| median(&mut d.clone())).collect())
+        .collect();
+    Ok(round_samples(scenario, &QUEUES, &round_medians, LEGACY)
+        .into_iter()
+        .zip(per_round)
+        .zip(QUEUES)
+        .map(|((sample, own), name)| {
+            let mut all: Vec<f64> = own.into_iter().flatten().collect();
+            let p99 = percentile(&mut all, 99.0);
+            let worst = percentile(&mut all, 100.0);
+            let sample = sample
+                .with("p99_ns", p99)
+                .with("max_ns", worst)
+                .with("messages", all.len());
+            let series = DelaySeries {
+                policy,
+                implementation: name.to_string(),
+                delays_ns: all,
+            };
+            (sample, series)
+        })
+        .collect())
 }
 
 /// How much above legacy's figure DeliQueue's may be and still count as a tie: the
@@ -766,8 +816,13 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
         format!("deliqueue slower than legacy in: {}", slower.join(", "))
     });
     if let (Some(d), Some(c)) = (get(FIFO, "deliqueue"), get(FIFO, "crossbeam-channel")) {
+        let rounds = samples
+            .iter()
+            .find(|s| s.scenario == FIFO && s.implementation == "deliqueue")
+            .and_then(|s| extra(s, ROUND_RATIO_CROSSBEAM))
+            .map_or(String::new(), |r| format!(", {r:.2}x in the median round"));
         notes.push(format!(
-            "FIFO: deliqueue at {:.2}x crossbeam-channel's time (goal: at most 3x)",
+            "FIFO: deliqueue at {:.2}x crossbeam-channel's time{rounds} (goal: at most 3x)",
             d / c
         ));
     }
@@ -775,8 +830,12 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
         .iter()
         .filter(|s| [DISPATCH, DISPATCH_FIFO_UI, DISPATCH_GROUPED].contains(&s.scenario.as_str()))
     {
+        let rounds = match (s.implementation.as_str(), extra(s, ROUND_RATIO)) {
+            ("deliqueue", Some(r)) => format!(" ({r:.3}x legacy's in the median round)"),
+            _ => String::new(),
+        };
         notes.push(format!(
-            "{} {}: median {}, p99 {}, worst {}",
+            "{} {}: median {}{rounds}, p99 {}, worst {}",
             s.scenario,
             s.implementation,
             super::human_ns(s.median_ns),
@@ -869,5 +928,66 @@ pub mod criterion_support {
         } else {
             busy_insert::<Legacy>(busy_queue(Legacy, pending), 0).posting
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fake dispatch runs: the queues alternate who goes first after one warm-up each;
+    /// the round ratio is each round's DeliQueue median over legacy's, so a host that
+    /// slows down by 10x between rounds does not move it; the tail figures cover every
+    /// message of the timed rounds and none of the warm-ups'.
+    #[test]
+    fn dispatch_rounds_interleave_and_their_ratio_cancels_drift() {
+        let mut order = Vec::new();
+        let samples = dispatch_samples(DISPATCH, LooperPolicy::Normal, 4, |i| {
+            order.push(i);
+            let round = order.len().saturating_sub(3) / 2;
+            // Warm-ups: a huge delay that must not reach the tail figures.
+            let drift = match order.len() {
+                1 | 2 => 1e9,
+                _ => [1.0, 10.0, 3.0, 7.0][round],
+            };
+            let base = if i == 0 { 30.0 } else { 40.0 };
+            Ok((1..=5).map(|k| drift * base * k as f64).collect())
+        })
+        .expect("fake runs do not fail");
+        assert_eq!(order, [0, 1, 0, 1, 1, 0, 0, 1, 1, 0]);
+        let [(deli, deli_series), (legacy, legacy_series)] = &samples[..] else {
+            panic!("two samples: {}", samples.len());
+        };
+        assert_eq!(
+            (deli.implementation.as_str(), legacy.implementation.as_str()),
+            QUEUES.into()
+        );
+        assert_eq!(deli.extra[ROUND_RATIO].as_f64(), Some(0.75));
+        assert_eq!(legacy.extra[ROUND_RATIO].as_f64(), Some(1.0));
+        assert_eq!(deli.extra["messages"].as_u64(), Some(20));
+        assert_eq!(legacy_series.delays_ns.len(), 20);
+        // The worst of the timed rounds: drift 10, the fifth message.
+        assert_eq!(deli.extra["max_ns"].as_f64(), Some(10.0 * 30.0 * 5.0));
+        assert_eq!(legacy.extra["max_ns"].as_f64(), Some(10.0 * 40.0 * 5.0));
+        assert!(deli_series.delays_ns.iter().all(|&d| d < 1e9));
+        // Per round, the median message is the third: median over rounds of 3 * base * drift.
+        assert_eq!(deli.median_ns, 30.0 * 3.0 * 5.0);
+    }
+
+    #[test]
+    fn a_failed_dispatch_run_fails_the_scenario_for_both() {
+        let mut runs = 0;
+        let out = dispatch_samples(DISPATCH_GROUPED, LooperPolicy::Grouped, 3, |i| {
+            runs += 1;
+            match (runs, i) {
+                (4, 1) => Err("the legacy run could not place a poster".to_string()),
+                _ => Ok(vec![1.0; 4]),
+            }
+        });
+        assert_eq!(
+            out.err().as_deref(),
+            Some("the legacy run could not place a poster")
+        );
+        assert_eq!(runs, 4);
     }
 }
