@@ -39,6 +39,9 @@ pub struct SwapCounters {
     /// ([`AppSwap::begin_launch_prefetch`]).
     pub prefetched_bytes: AtomicU64,
     pub compactions: AtomicU64,
+    /// Times a saver run wrote its checkpoints back to the disk and dropped them from the
+    /// page cache before going on ([`crate::swap_file::WRITE_BACK_EVERY`]).
+    pub write_backs: AtomicU64,
 }
 
 impl SwapCounters {

@@ -18,11 +18,7 @@ use marvin_runtime::heap::Heap;
 use marvin_runtime::reclaim_table::{EntryError, EntryFlags};
 
 use crate::app_swap::AppSwap;
-use crate::swap_file::{SlotId, SwapError, SwapFile};
-
-/// Bytes the saver writes between two releases of the swap file's pages from the page
-/// cache (written back without waiting, so a long run does not pile them up).
-const RELEASE_EVERY: usize = 1 << 20;
+use crate::swap_file::{SlotId, SwapError, SwapFile, SyncHandle, WRITE_BACK_EVERY};
 
 /// Objects whose index growth the saver charges at a time.
 const CHARGE_EVERY: usize = 256;
@@ -49,6 +45,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     };
     let mut buf = Vec::new();
     let mut written_since_release = 0usize;
+    // The descriptor the run writes its checkpoints back through, without the file's
+    // lock (taken at the first write-back).
+    let mut handle: Option<SyncHandle> = None;
     // In address order: neighbours in the heap get neighbouring slots in the file, so
     // the read of a fault brings back objects likely to be used next (read-ahead), and
     // an eager restore reads the file front to back.
@@ -69,6 +68,15 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             charged = Some(
                 heap.runtime_growth(next.len() * SwapFile::index_bytes_per_checkpoint() + buffer),
             );
+        }
+        if written_since_release >= WRITE_BACK_EVERY {
+            // Keep the run's checkpoints from sitting dirty in the page cache, which
+            // the kernel charges to the app's group and whose reclaim stalls every
+            // thread of the group that charges a page meanwhile (the looper drawing a
+            // frame among them): written back and dropped now, waiting for the disk
+            // here, with no lock of the app's held.
+            write_back(swap, &mut handle);
+            written_since_release = 0;
         }
         let entry = space.table.entry(stub.entry);
         // Checked against the stub: an entry the shared table no longer holds right is
@@ -101,12 +109,6 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         hdr.clear(HeaderBits::DIRTY);
         let written = swap.write_checkpoint(stub, &mut st, obj, &mut buf);
         written_since_release += buf.len();
-        if written_since_release >= RELEASE_EVERY {
-            // Keep the swap file's written pages from piling up in the page cache (which
-            // a kernel charges to the app) during a long run.
-            swap.file.lock().release_all();
-            written_since_release = 0;
-        }
         if let Err(e) = written {
             // The object stays resident and unsaved; the app carries on.
             hdr.set(HeaderBits::DIRTY);
@@ -151,7 +153,10 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     // copy of them. A failed sync leaves them cached (and the error recorded). The wait
     // for the disk holds no lock of the file: the looper's frees and faults take it.
     if r.saved_objects + r.raced > 0 {
-        let handle = swap.file.lock().sync_handle();
+        let handle = match handle {
+            Some(h) => Ok(h),
+            None => swap.file.lock().sync_handle(),
+        };
         if let Err(e) = handle.and_then(|h| h.sync_and_release()) {
             swap.record_error(&e);
         }
@@ -159,6 +164,25 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     drop(charged);
     r.elapsed = t0.elapsed();
     r
+}
+
+/// Writes the swap file's dirty pages back and drops them from the page cache, through
+/// `handle` (taken from the file first if it is `None`). An error is recorded: the
+/// pages stay cached until the run's final sync.
+fn write_back(swap: &AppSwap, handle: &mut Option<SyncHandle>) {
+    if handle.is_none() {
+        match swap.file.lock().sync_handle() {
+            Ok(h) => *handle = Some(h),
+            Err(e) => {
+                swap.record_error(&e);
+                return;
+            }
+        }
+    }
+    if let Some(Err(e)) = handle.as_ref().map(SyncHandle::write_back_and_release) {
+        swap.record_error(&e);
+    }
+    swap.counters.write_backs.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Compacts the swap file when its dead bytes pass the policy's threshold, moving every

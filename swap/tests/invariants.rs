@@ -463,6 +463,41 @@ fn the_saver_only_saves_cold_objects_unless_asked_for_all() {
 }
 
 #[test]
+fn a_saver_run_writes_its_checkpoints_back_every_batch_and_leaves_none_cached() {
+    let f = Fixture::new();
+    // Enough 8 KiB arrays for several write-back batches.
+    let n = 3 * marvin_swap::swap_file::WRITE_BACK_EVERY / (WORDS as usize * 8) + 8;
+    let objs: Vec<_> = (0..n as u64).map(|i| f.stubbed(i)).collect();
+    let r = f.save_all();
+    assert_eq!(r.saved_objects, n as u64);
+    let written = f.swap.counters.bytes_written.load(Relaxed) as usize;
+    let batches = f.swap.counters.write_backs.load(Relaxed) as usize;
+    // One write-back each time a batch's worth was written, before the next object.
+    assert!(
+        batches >= written / marvin_swap::swap_file::WRITE_BACK_EVERY - 1 && batches >= 3,
+        "{batches} write-backs for {written} bytes"
+    );
+    let file = f.swap.file.lock();
+    if marvin_runtime::memfd::on_tmpfs(f.dir.path()) {
+        eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
+    } else {
+        let fd = std::fs::File::open(file.path()).unwrap();
+        let end = file.file_bytes();
+        assert_eq!(
+            marvin_runtime::memfd::cached_pages(&fd, 0, end).unwrap(),
+            0,
+            "the saver left checkpoints in the page cache"
+        );
+    }
+    drop(file);
+    // Every checkpoint reads back.
+    assert_eq!(f.reclaim_all().objects, n as u64);
+    for (i, &(h, _)) in objs.iter().enumerate() {
+        assert_eq!(f.words(h), expected(i as u64));
+    }
+}
+
+#[test]
 fn a_restored_object_is_as_last_written_with_references_from_its_stub() {
     let f = Fixture::new();
     let inst = f.heap.alloc(ObjKind::Instance, 9, 400, 2).unwrap();

@@ -641,6 +641,36 @@ fn a_free_writes_nothing_to_the_file_and_its_slot_reads_as_no_checkpoint() {
 }
 
 #[test]
+fn a_write_back_leaves_no_page_of_the_file_cached_and_every_checkpoint_readable() {
+    let (dir, mut f) = new_file();
+    let mut slots = Vec::new();
+    for key in 0..64u64 {
+        slots.push((key, f.write(key, &object(key, 4076), None).unwrap()));
+    }
+    let end = FILE_HEADER_BYTES + f.used_bytes();
+    let tmpfs = marvin_runtime::memfd::on_tmpfs(dir.path());
+    if !tmpfs {
+        // Just written: dirty in the page cache, which a drop alone cannot take.
+        assert!(cached_pages(f.path(), 0, end) > 0, "the writes are cached");
+    }
+    f.sync_handle().unwrap().write_back_and_release().unwrap();
+    if tmpfs {
+        eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
+    } else {
+        assert_eq!(
+            cached_pages(f.path(), 0, end),
+            0,
+            "written back and dropped: no page of the file is left in the cache"
+        );
+    }
+    for &(key, slot) in &slots {
+        assert_eq!(read_back(&f, slot, key).unwrap(), object(key, 4076));
+    }
+    std::fs::remove_file(f.path()).unwrap();
+    assert!(matches!(f.sync_handle(), Err(SwapError::Deleted { .. })));
+}
+
+#[test]
 fn a_sync_handle_syncs_and_releases_the_file_it_was_taken_from() {
     let (dir, mut f) = new_file();
     let mut slots = Vec::new();
