@@ -35,7 +35,8 @@ pub struct SaveReport {
     pub elapsed: Duration,
 }
 
-/// Saves cold, unsaved-or-dirty stubbed objects of `heap`, for at most `budget`.
+/// Saves cold, unsaved-or-dirty stubbed objects of `heap`, for at most `budget` (time
+/// spent waiting for the disk not counted).
 /// `all` saves every stubbed object whatever its coldness (a lifecycle `save`).
 pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveReport {
     let t0 = Instant::now();
@@ -48,6 +49,10 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     // The descriptor the run writes its checkpoints back through, without the file's
     // lock (taken at the first write-back).
     let mut handle: Option<SyncHandle> = None;
+    // Time spent waiting for those write-backs: not the run's own work, so not counted
+    // against its budget (as the run's final wait for the disk is not), or a slow disk
+    // would cut how much a run saves.
+    let mut waited = Duration::ZERO;
     // In address order: neighbours in the heap get neighbouring slots in the file, so
     // the read of a fault brings back objects likely to be used next (read-ahead), and
     // an eager restore reads the file front to back.
@@ -55,7 +60,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
     stubs.sort_unstable_by_key(|s| s.addr);
     let mut charged = None;
     for (i, stub) in stubs.iter().enumerate() {
-        if t0.elapsed() > budget {
+        if t0.elapsed().saturating_sub(waited) > budget {
             r.left = (stubs.len() - i) as u64;
             break;
         }
@@ -75,7 +80,9 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             // thread of the group that charges a page meanwhile (the looper drawing a
             // frame among them): written back and dropped now, waiting for the disk
             // here, with no lock of the app's held.
+            let w0 = Instant::now();
             write_back(swap, &mut handle);
+            waited += w0.elapsed();
             written_since_release = 0;
         }
         let entry = space.table.entry(stub.entry);
