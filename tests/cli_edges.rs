@@ -610,6 +610,8 @@ fn a_stop_signal_during_the_process_mode_removes_its_group_swap_and_directories(
         "processes",
         "--policy",
         "kernel-swap",
+        "--settle",
+        "off",
         "--apps",
         "2",
         "--duration",

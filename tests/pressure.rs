@@ -284,6 +284,8 @@ fn crash_is_counted_and_named(mode: &str) {
             "--mode",
             mode,
             "--quiet",
+            "--settle",
+            "off",
             "--workload",
             "tests/pressure/crash.masm",
             "--policy",

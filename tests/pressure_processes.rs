@@ -150,11 +150,24 @@ fn every_policy_for_real_under_a_kernel_enforced_limit() {
         eprintln!("skipped: the process mode cannot run here: {why}");
         return;
     }
-    let (v, pid) = pressure("kill,kernel-swap,marvin", &[]);
+    // With the settle between policies (the tiny clock turns it off).
+    let (v, pid) = pressure("kill,kernel-swap,marvin", &["--settle", "wait"]);
     assert_eq!(v.len(), 3);
     let (kill, swap, marvin) = (&v[0], &v[1], &v[2]);
     for s in &v {
         common_checks(s);
+        // Each policy started after a settle, which says what it found.
+        let settle = &s["settle"];
+        assert!(settle["idle"].is_boolean(), "{s}");
+        for k in [
+            "waited_ms",
+            "dirty_bytes_at_start",
+            "written_bytes",
+            "discarded_bytes",
+        ] {
+            assert!(settle[k].is_u64(), "settle lacks {k}: {s}");
+        }
+        assert_eq!(settle["dropped_caches"], false, "{s}");
     }
     assert_eq!(kill["policy"], "kill");
     assert!(

@@ -20,7 +20,7 @@ use super::record::{self, ColumnRecord, Record, WorkloadRecord};
 use super::size::parse_size;
 use super::{EXIT_REJECTED, EXIT_USAGE};
 use crate::host::{cgroup, signals, swapdev};
-use crate::system::processes::{self, launcher, ProcessConfig};
+use crate::system::processes::{self, launcher, ProcessConfig, SettleMode};
 use crate::system::provenance::{self, Host};
 use crate::system::timeline::{self, AppEvent};
 use crate::system::workloads::Source;
@@ -50,6 +50,13 @@ pub struct PressureArgs {
     /// run's directory, or zram (whose memory the cgroup is not charged for).
     #[arg(long, value_enum, default_value = "file")]
     pub swap_device: SwapDeviceArg,
+    /// Process mode, before each policy starts: off (start right after the policy
+    /// before), wait (sync, then wait up to 30 s until the disks are at rest: nothing
+    /// in flight, under writeback, read, written or discarded for 1 s), or drop-caches
+    /// (wait, then drop the machine's clean page cache). See
+    /// docs/experiments.md#every-policy-starts-from-a-disk-at-rest.
+    #[arg(long, value_enum, default_value = "wait", overrides_with = "settle")]
+    pub settle: SettleArg,
     /// Size of that swap device.
     #[arg(long, value_parser = parse_size, default_value = "1g")]
     pub swap_size: usize,
@@ -247,6 +254,12 @@ fn to_args(a: &PressureArgs, resolved: Option<&Resolved>) -> Vec<String> {
     };
     flag("--swap-device", device.to_owned());
     flag("--swap-size", a.swap_size.to_string());
+    let settle = match a.settle {
+        SettleArg::Off => "off",
+        SettleArg::Wait => "wait",
+        SettleArg::DropCaches => "drop-caches",
+    };
+    flag("--settle", settle.to_owned());
     flag("--launch-every", duration_arg(a.launch_every));
     flag("--duration", duration_arg(a.duration));
     if let Some(d) = a.switch_every {
@@ -305,6 +318,14 @@ pub enum ModeArg {
 pub enum SwapDeviceArg {
     File,
     Zram,
+}
+
+/// `--settle`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SettleArg {
+    Off,
+    Wait,
+    DropCaches,
 }
 
 /// The default budget (both modes).
@@ -657,6 +678,12 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     signals::install().context("installing the stop-signal handlers")?;
     let bars = std::io::stderr().is_terminal() && !a.quiet;
     let lines = !std::io::stderr().is_terminal() && !a.quiet;
+    // The process mode holds the machine from the first policy to the last, so no other
+    // real-mode run comes in between two of them.
+    let _machine = match &mode {
+        Mode::Processes(_) => Some(crate::host::MachineLock::acquire()?),
+        Mode::InProcess(_) => None,
+    };
     let mut summaries: Vec<Summary> = Vec::new();
     let mut series: Vec<PolicySeries> = Vec::new();
     for (done, run) in runs.iter().enumerate() {
@@ -724,6 +751,11 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
                         SwapDeviceArg::Zram => swapdev::Kind::Zram,
                     },
                     swap_bytes: a.swap_size as u64,
+                    settle: match a.settle {
+                        SettleArg::Off => SettleMode::Off,
+                        SettleArg::Wait => SettleMode::Wait,
+                        SettleArg::DropCaches => SettleMode::DropCaches,
+                    },
                 };
                 processes::run(&pcfg, &[column.pressure], &progress)
             }

@@ -4,7 +4,7 @@
 //! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
 //! [`lmk_policy`], its pressure signals in [`pressure`]); per-process counters
 //! ([`procstat`]); cgroup counters ([`memstat`]); the real-time UI thread of the app in
-//! front ([`uithread`]). Apart from the experiment,
+//! front ([`uithread`]); the disks brought to rest before each policy ([`settle`]). Apart from the experiment,
 //! `marvin bench queue` places threads in cpu groups as Android places an app's threads
 //! in `top-app` and `background` ([`cpugroup`]).
 //!
@@ -30,6 +30,7 @@ pub mod memstat;
 pub mod owner;
 pub mod pressure;
 pub mod procstat;
+pub mod settle;
 pub mod signals;
 pub mod swap_header;
 pub mod swapdev;

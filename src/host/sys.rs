@@ -270,6 +270,14 @@ pub fn set_thread_nice(tid: u32, nice: i32) -> io::Result<()> {
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) } as libc::c_long).map(drop)
 }
 
+/// Writes every file system's dirty data out (`sync(2)`); returns when the kernel is
+/// done.
+pub fn sync_all() {
+    // SAFETY: sync(2) takes no arguments, touches none of this process's memory and
+    // cannot fail.
+    unsafe { libc::sync() }
+}
+
 /// Drops the clean pages of the file at `path` from `from` on from the page cache, for
 /// every process that has the file open ([`marvin_runtime::memfd::drop_cache`]: whole
 /// pages only, large folios the range does not wholly cover stay).

@@ -115,6 +115,11 @@ pub struct Summary {
     /// charged (`memory.max_usage_in_bytes` on v1, `memory.peak` on v2).
     pub limit_bytes: u64,
     pub peak_cgroup_bytes: u64,
+    /// Process mode: the settle before the policy started (the disks brought to rest,
+    /// `src/host/settle.rs`): how long it waited, what was pending, what moved meanwhile.
+    /// Absent in the model and with `--settle off`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settle: Option<crate::host::settle::Settled>,
     /// Process mode: apps the kernel's OOM killer killed (the goal is zero) and apps
     /// the low-memory killer killed.
     pub kernel_oom_kills: u64,
@@ -389,6 +394,15 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
                 "reclaimed from outside",
                 |s| s.external_reclaimed_bytes as f64,
                 MiB,
+            ),
+            (
+                "settle before (waited)",
+                |s| {
+                    s.settle
+                        .as_ref()
+                        .map_or(f64::NAN, |x| x.waited_ms as f64 * 1e6)
+                },
+                Ms,
             ),
         ]);
     }

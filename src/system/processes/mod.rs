@@ -13,7 +13,9 @@ pub mod launcher;
 pub mod protocol;
 pub mod run;
 
-pub use run::ProcessConfig;
+pub use run::{ProcessConfig, SettleMode};
+
+use anyhow::Context;
 
 use super::{PolicySeries, Pressure, Summary};
 
@@ -31,10 +33,33 @@ pub fn run(
             p.name()
         );
     }
+    // The machine is this run's from before the first settle to the last policy's end,
+    // so no other real-mode run comes in between.
+    let _machine = crate::host::MachineLock::acquire()?;
     let mut out = Vec::new();
     for &p in policies {
+        let settled = settle_before(cfg.settle, p)?;
         let cb = |t, alive, active, kills, bytes| progress(p, t, alive, active, kills, bytes);
-        out.push(run::run_policy(cfg, p, &cb)?);
+        let (mut summary, series) = run::run_policy(cfg, p, &cb)?;
+        summary.settle = settled;
+        out.push((summary, series));
     }
     Ok(out)
+}
+
+/// Brings the disks to rest before `p` starts, as `mode` asks, and says what it found.
+fn settle_before(
+    mode: SettleMode,
+    p: Pressure,
+) -> anyhow::Result<Option<crate::host::settle::Settled>> {
+    use crate::host::settle;
+    let drop_caches = match mode {
+        SettleMode::Off => return Ok(None),
+        SettleMode::Wait => false,
+        SettleMode::DropCaches => true,
+    };
+    let settled = settle::settle_machine(&settle::SettleConfig::default(), drop_caches)
+        .context("bringing the disks to rest before the policy")?;
+    crate::host::announce(&format!("before {}: {}", p.name(), settled.describe()));
+    Ok(Some(settled))
 }

@@ -79,6 +79,20 @@ pub struct ProcessConfig {
     pub swap_bytes: u64,
     /// The killer's headroom below the limit.
     pub headroom: u64,
+    /// What is done before each policy starts (`--settle`).
+    pub settle: SettleMode,
+}
+
+/// What the runner does between policies so that each starts from the same machine
+/// state (see [`crate::host::settle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettleMode {
+    /// Nothing: a policy starts right after the one before it.
+    Off,
+    /// `sync`, then wait (bounded) until the disks are at rest.
+    Wait,
+    /// As `Wait`, then drop the machine's clean page cache.
+    DropCaches,
 }
 
 impl ProcessConfig {
