@@ -233,9 +233,10 @@ fn a_full_device_under_a_program_is_not_success() {
 }
 
 /// Waits until `found(dir)`; a generous bound guards against a hang, not a timing
-/// expectation.
+/// expectation (a process-mode run first waits for the machine, which another real-mode
+/// run may hold for all its policies: up to about 5 minutes for the default experiment).
 fn wait_for(dir: &Path, child: &mut Child, what: &str, found: impl Fn(&Path) -> bool) {
-    let end = Instant::now() + Duration::from_secs(120);
+    let end = Instant::now() + Duration::from_secs(420);
     loop {
         if found(dir) {
             return;
