@@ -11,18 +11,23 @@
 //!
 //! The hold is shared within a process (a `flock` is per open file, so opening the file a
 //! second time in the same process would wait for the process itself).
+//!
+//! The lock's mechanism ([`Holds`]) takes its file as a parameter: production code uses
+//! the one machine-wide file through [`MachineLock::acquire`]; the unit tests use a file
+//! of their own, so that they do not depend on (nor hand the lock to) a real-mode run
+//! that another process starts on the machine meanwhile.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::error::{HostError, Result};
 
 /// The machine-wide lock file: in `/run` (a tmpfs that every root process sees), or in
 /// the temporary directory where there is no `/run`.
 pub fn lock_path() -> PathBuf {
-    let run = std::path::Path::new("/run");
+    let run = Path::new("/run");
     let dir = if run.is_dir() {
         run.to_path_buf()
     } else {
@@ -38,35 +43,51 @@ pub struct MachineLock {
     _file: File,
 }
 
-impl MachineLock {
-    /// Takes the machine for this process, waiting while another process holds it, or
-    /// shares this process's existing hold.
-    pub fn acquire() -> Result<Arc<MachineLock>> {
-        static HELD: Mutex<Weak<MachineLock>> = Mutex::new(Weak::new());
-        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+/// The holds of one process on one lock file: every [`Holds::acquire`] while a hold is
+/// alive shares it.
+#[derive(Debug)]
+pub struct Holds {
+    path: PathBuf,
+    held: Mutex<Weak<MachineLock>>,
+}
+
+impl Holds {
+    /// The holds on the lock file at `path` (created when first taken). Production code
+    /// has one, on [`lock_path`] ([`MachineLock::acquire`]); two `Holds` on one path
+    /// exclude each other as two processes would.
+    pub fn at(path: PathBuf) -> Holds {
+        Holds {
+            path,
+            held: Mutex::new(Weak::new()),
+        }
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Takes the lock, waiting while another holder (another process) has it, or shares
+    /// the existing hold of these `Holds`. While it waits, it says so on stderr, naming
+    /// the holder's pid as the file gives it.
+    pub fn acquire(&self) -> Result<Arc<MachineLock>> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(lock) = held.upgrade() {
             return Ok(lock);
         }
-        let path = lock_path();
-        let io = |what, e| HostError::io(what, &path, e);
+        let path = &self.path;
+        let io = |what, e| HostError::io(what, path, e);
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&path)
+            .open(path)
             .map_err(|e| io("opening the machine lock", e))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                super::announce(&format!(
-                    "waiting for the machine: another real-mode run (pid {}) holds {}",
-                    if holder.is_empty() { "unknown" } else { holder },
-                    path.display()
-                ));
+                super::announce(&waiting_message(&mut file, path));
                 file.lock().map_err(|e| io("locking the machine", e))?;
             }
             Err(TryLockError::Error(e)) => return Err(io("locking the machine", e)),
@@ -81,35 +102,135 @@ impl MachineLock {
     }
 }
 
+/// What a run says while it waits: the holder's pid (as the file names it) and the file.
+fn waiting_message(file: &mut File, path: &Path) -> String {
+    let mut holder = String::new();
+    let _ = file.read_to_string(&mut holder);
+    let holder = holder.trim();
+    format!(
+        "waiting for the machine: another real-mode run (pid {}) holds {}",
+        if holder.is_empty() { "unknown" } else { holder },
+        path.display()
+    )
+}
+
+impl MachineLock {
+    /// Takes the machine ([`lock_path`]) for this process, waiting while another process
+    /// holds it, or shares this process's existing hold.
+    pub fn acquire() -> Result<Arc<MachineLock>> {
+        static MACHINE: OnceLock<Holds> = OnceLock::new();
+        MACHINE.get_or_init(|| Holds::at(lock_path())).acquire()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
 
-    #[test]
-    fn a_process_shares_its_hold_and_others_wait_for_it() {
-        if !super::super::sys::is_root() && std::fs::metadata(lock_path()).is_err() {
-            // Creating the file in /run needs root; the lock itself does not.
-            println!("skipped: cannot create {}", lock_path().display());
-            return;
-        }
-        let Ok(first) = MachineLock::acquire() else {
-            println!("skipped: cannot open {}", lock_path().display());
-            return;
-        };
-        let second = MachineLock::acquire().unwrap();
-        assert!(Arc::ptr_eq(&first, &second), "one hold per process");
-        // Another open file of the lock (as another process would have) cannot take it.
-        let other = File::open(lock_path()).unwrap();
-        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
-        let pid: u32 = std::fs::read_to_string(lock_path())
+    fn pid_in(path: &Path) -> u32 {
+        std::fs::read_to_string(path)
             .unwrap()
             .trim()
             .parse()
-            .unwrap();
-        assert_eq!(pid, std::process::id(), "the file names the holder");
-        drop((first, second));
-        other
-            .try_lock()
-            .expect("free once the last holder dropped it");
+            .unwrap()
+    }
+
+    /// Whether another open file of the lock (as another process would have) could take it.
+    fn free_for_others(path: &Path) -> bool {
+        match File::open(path).unwrap().try_lock() {
+            Ok(()) => true,
+            Err(TryLockError::WouldBlock) => false,
+            Err(TryLockError::Error(e)) => panic!("try_lock: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_process_shares_its_hold_and_others_wait_for_it() {
+        // A lock file of the test's own: a real-mode run queued on the machine's lock
+        // cannot take it the moment the test lets go.
+        let dir = tempfile::tempdir().unwrap();
+        let holds = Holds::at(dir.path().join("machine.lock"));
+        let first = holds.acquire().unwrap();
+        let second = holds.acquire().unwrap();
+        assert!(Arc::ptr_eq(&first, &second), "one hold per process");
+        assert!(!free_for_others(holds.path()));
+        assert_eq!(
+            pid_in(holds.path()),
+            std::process::id(),
+            "the file names the holder"
+        );
+        drop(first);
+        assert!(
+            !free_for_others(holds.path()),
+            "held while one holder is left"
+        );
+        drop(second);
+        assert!(
+            free_for_others(holds.path()),
+            "free once the last holder dropped it"
+        );
+        let again = holds.acquire().unwrap();
+        assert!(!free_for_others(holds.path()), "taken again afresh");
+        drop(again);
+    }
+
+    #[test]
+    fn another_holder_waits_until_the_last_hold_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("machine.lock");
+        let mine = Holds::at(path.clone());
+        let theirs = Arc::new(Holds::at(path.clone()));
+        let held = mine.acquire().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let waiter = {
+            let theirs = Arc::clone(&theirs);
+            std::thread::spawn(move || {
+                let lock = theirs.acquire();
+                let ok = lock.is_ok();
+                tx.send(ok).unwrap();
+                // Keeps the hold until the test has looked at it.
+                lock
+            })
+        };
+        assert!(!free_for_others(&path), "still mine while the other waits");
+        drop(held);
+        // A bound against a hang, not a timing expectation.
+        let got = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the waiting holder gets the lock once it is free");
+        assert!(got, "the waiting holder's acquire succeeded");
+        assert!(!free_for_others(&path), "now the other's");
+        assert_eq!(pid_in(&path), std::process::id());
+        let theirs_lock = waiter.join().unwrap().unwrap();
+        drop(theirs_lock);
+        assert!(free_for_others(&path));
+    }
+
+    #[test]
+    fn the_waiting_message_names_the_holder_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("machine.lock");
+        std::fs::write(&path, "4242\n").unwrap();
+        let msg = waiting_message(&mut File::open(&path).unwrap(), &path);
+        assert_eq!(
+            msg,
+            format!(
+                "waiting for the machine: another real-mode run (pid 4242) holds {}",
+                path.display()
+            )
+        );
+        std::fs::write(&path, "").unwrap();
+        let msg = waiting_message(&mut File::open(&path).unwrap(), &path);
+        assert!(msg.contains("(pid unknown)"), "{msg}");
+    }
+
+    #[test]
+    fn a_lock_file_that_cannot_be_created_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no-such-dir").join("machine.lock");
+        let e = Holds::at(path.clone()).acquire().unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()), "{e}");
     }
 }
