@@ -436,6 +436,11 @@ forever:
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+        // Nothing here depends on timing: `marvin run` installs its signal handlers before
+        // it makes the temporary swap directory, and the only object of 100,000 bytes is
+        // the array the program allocates after its print; so a swap file that large means
+        // the handlers are in place and the line is in the buffer, however slowly the run
+        // got there.
         wait_for(tmp.path(), &mut child, "the saved array", |d| {
             swap_file_len(d) >= 100_000
         });
@@ -480,6 +485,7 @@ fn stop_signals_during_a_tiny_pressure_run_clean_up_and_exit_128_plus_the_signal
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+        // The handlers are installed before the first policy makes its apps' directories.
         wait_for(tmp.path(), &mut child, "an app's swap directory", |d| {
             std::fs::read_dir(d).is_ok_and(|es| {
                 es.flatten()
