@@ -114,6 +114,13 @@ pub fn will_need(file: &File, from: u64, len: u64) -> io::Result<()> {
     advise(file, from, len, libc::POSIX_FADV_WILLNEED)
 }
 
+/// Tells the kernel that `file` is read at random places (`posix_fadvise(POSIX_FADV_RANDOM)`
+/// on this descriptor): a read brings in the pages it asks for and no read-ahead around
+/// them. [`will_need`] still reads what it names.
+pub fn random_access(file: &File) -> io::Result<()> {
+    advise(file, 0, 0, libc::POSIX_FADV_RANDOM)
+}
+
 /// `posix_fadvise(advice)` over `[from, from + len)` of `file` (`len` 0: to the end).
 fn advise(file: &File, from: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
     let (Ok(from), Ok(len)) = (libc::off_t::try_from(from), libc::off_t::try_from(len)) else {

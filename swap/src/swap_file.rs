@@ -812,10 +812,25 @@ impl SwapFile {
         let mut chunk_at = FILE_HEADER_BYTES;
         // The chunk written before the last one, still to be waited for and dropped.
         let mut behind: Option<(u64, usize)> = None;
+        // What was last read of this (old) file: the live slots are copied in file order,
+        // so one read of about a chunk brings many of them (and the dead bytes between).
+        let mut source = SourceWindow::open(self)?;
         for &(old, new) in remap {
             let info = new_slots[&new.0];
             let live = info.live.expect("only live slots are remapped");
-            let header = self.header_at(live.key, old)?;
+            if old
+                .0
+                .checked_add(SLOT_HEADER_BYTES)
+                .is_none_or(|end| end > self.len)
+            {
+                let kind = CorruptKind::OutOfBounds {
+                    offset: old.0,
+                    file_len: self.len,
+                };
+                return Err(self.corrupt(live.key, old, kind));
+            }
+            let bytes = source.get(self, old.0, SLOT_HEADER_BYTES as usize)?;
+            let header = self.decode_header(live.key, old, bytes)?;
             if header.state != SlotState::Live || header.key != live.key || header.len != live.len {
                 let kind = CorruptKind::KeyMismatch { found: header.key };
                 return Err(self.corrupt(live.key, old, kind));
@@ -860,7 +875,7 @@ impl SwapFile {
                 return Err(self.corrupt(live.key, old, kind));
             }
             let payload = at + SLOT_HEADER_BYTES as usize;
-            self.read_exact_at(&mut chunk[payload..payload + len], from)?;
+            chunk[payload..payload + len].copy_from_slice(source.get(self, from, len)?);
         }
         if !chunk.is_empty() {
             file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
@@ -914,7 +929,12 @@ impl SwapFile {
     /// Reads `out.len()` bytes at `offset` of the file. A file that ends before them was
     /// truncated behind our back.
     fn read_exact_at(&self, out: &mut [u8], offset: u64) -> Result<(), SwapError> {
-        self.file.read_exact_at(out, offset).map_err(|source| {
+        self.read_exact_from(&self.file, out, offset)
+    }
+
+    /// [`SwapFile::read_exact_at`] through `file`, a descriptor of this file.
+    fn read_exact_from(&self, file: &File, out: &mut [u8], offset: u64) -> Result<(), SwapError> {
+        file.read_exact_at(out, offset).map_err(|source| {
             if source.kind() == std::io::ErrorKind::UnexpectedEof {
                 SwapError::Truncated {
                     path: self.path.clone(),
@@ -955,9 +975,17 @@ impl SwapFile {
         }
         let mut bytes = [0u8; SLOT_HEADER_BYTES as usize];
         self.read_exact_at(&mut bytes, offset)?;
-        let header = SlotHeader::decode(&bytes)
-            .map_err(|e| self.corrupt(key, slot, header_corruption(e)))?;
+        self.decode_header(key, slot, &bytes)
+    }
+
+    /// Decodes the header `bytes` read at `slot` (inside the file), checking that the slot
+    /// it describes lies inside the file.
+    fn decode_header(&self, key: u64, slot: SlotId, bytes: &[u8]) -> Result<SlotHeader, SwapError> {
+        let (offset, file_len) = (slot.0, self.len);
+        let header =
+            SlotHeader::decode(bytes).map_err(|e| self.corrupt(key, slot, header_corruption(e)))?;
         if offset + SLOT_HEADER_BYTES + header.capacity as u64 > file_len {
+            let out_of_bounds = CorruptKind::OutOfBounds { offset, file_len };
             return Err(self.corrupt(key, slot, out_of_bounds));
         }
         Ok(header)
@@ -1159,6 +1187,62 @@ fn header_corruption(e: HeaderError) -> CorruptKind {
             CorruptKind::BadHeaderChecksum { stored, computed }
         }
         HeaderError::BadState(_) => CorruptKind::NotLive,
+    }
+}
+
+/// The part of a swap file a compaction read last. Its copy reads the old file in runs of
+/// about [`COMPACT_CHUNK`] bytes (not a header and a payload per slot), through a
+/// descriptor of its own opened for random access (`POSIX_FADV_RANDOM`): the kernel reads
+/// no read-ahead past each run, which the copy's drop of the old file's cache after every
+/// chunk threw away unread (with a virtio disk's 8 MiB `read_ahead_kb`, most of what a
+/// compaction read), and the app's own descriptor keeps its read-ahead for faults.
+struct SourceWindow {
+    file: File,
+    /// Where `bytes` start in the file.
+    at: u64,
+    bytes: Vec<u8>,
+    /// Reads of the file so far.
+    reads: usize,
+}
+
+impl SourceWindow {
+    /// A window on `file`, through a new descriptor of the same file (not of its path,
+    /// which a rename may have replaced).
+    fn open(file: &SwapFile) -> Result<SourceWindow, SwapError> {
+        let fd = file.file.as_raw_fd();
+        let own = File::open(format!("/proc/self/fd/{fd}")).map_err(|source| SwapError::Io {
+            op: "open for the compaction's reads",
+            path: file.path.clone(),
+            source,
+        })?;
+        // Only advice: a kernel that refuses it reads ahead as before.
+        let _ = marvin_runtime::memfd::random_access(&own);
+        Ok(SourceWindow {
+            file: own,
+            at: 0,
+            bytes: Vec::new(),
+            reads: 0,
+        })
+    }
+
+    /// `len` bytes of `file` at `offset` (inside its used region, or the read fails as a
+    /// truncated file's would), read from the disk only when not already in the window.
+    fn get(&mut self, file: &SwapFile, offset: u64, len: usize) -> Result<&[u8], SwapError> {
+        let end = offset + len as u64;
+        if offset < self.at || end > self.at + self.bytes.len() as u64 {
+            let want = (len.max(COMPACT_CHUNK) as u64)
+                .min(file.end.max(end).saturating_sub(offset))
+                .max(len as u64) as usize;
+            self.bytes.resize(want, 0);
+            self.at = offset;
+            self.reads += 1;
+            if let Err(e) = file.read_exact_from(&self.file, &mut self.bytes, offset) {
+                self.bytes.clear();
+                return Err(e);
+            }
+        }
+        let from = (offset - self.at) as usize;
+        Ok(&self.bytes[from..from + len])
     }
 }
 

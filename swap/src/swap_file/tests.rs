@@ -698,3 +698,62 @@ fn a_sync_handle_syncs_and_releases_the_file_it_was_taken_from() {
     std::fs::remove_file(f.path()).unwrap();
     assert!(matches!(f.sync_handle(), Err(SwapError::Deleted { .. })));
 }
+
+#[test]
+fn a_compaction_reads_the_old_file_in_chunks_and_nothing_ahead_of_them() {
+    let (dir, mut f) = new_file();
+    // Small checkpoints, a page or so each: a read per slot would be a disk request each.
+    let len = 3000;
+    let slots: Vec<_> = (0..2000u64)
+        .map(|key| (key, f.write(key, &object(key, len), None).unwrap()))
+        .collect();
+    f.sync_and_release().unwrap();
+    let end = FILE_HEADER_BYTES + f.used_bytes();
+    let mut source = SourceWindow::open(&f).unwrap();
+    // The copy's pattern: each live slot's header, then its payload, in file order.
+    for &(key, slot) in &slots {
+        let header = f
+            .decode_header(
+                key,
+                slot,
+                source
+                    .get(&f, slot.offset(), SLOT_HEADER_BYTES as usize)
+                    .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(header.key, key);
+        let payload = source
+            .get(&f, slot.offset() + SLOT_HEADER_BYTES, len)
+            .unwrap();
+        assert_eq!(payload, &object(key, len)[..]);
+        if source.reads == 1 && !marvin_runtime::memfd::on_tmpfs(dir.path()) {
+            // Within the first chunk: what is cached is what was read, no read-ahead.
+            let read = (FILE_HEADER_BYTES as usize).max(COMPACT_CHUNK) as u64;
+            let cached = cached_pages(f.path(), 0, end);
+            assert!(
+                cached as u64 <= read.div_ceil(4096) + 1,
+                "{cached} pages cached after a read of {read} bytes: the kernel read ahead"
+            );
+        }
+    }
+    let chunks = (end - slots[0].1.offset()).div_ceil(COMPACT_CHUNK as u64) as usize;
+    assert!(
+        source.reads <= chunks + 1,
+        "{} reads for {chunks} chunks of the file",
+        source.reads
+    );
+    assert!(
+        source.reads >= chunks,
+        "{} reads for {chunks} chunks",
+        source.reads
+    );
+    // And a compaction that uses it carries every checkpoint over.
+    for &(_, slot) in slots.iter().step_by(2) {
+        f.free(slot).unwrap();
+    }
+    let report = f.compact_if_needed(0.25).unwrap().expect("half is dead");
+    for &(key, old) in slots.iter().skip(1).step_by(2) {
+        let slot = report.new_slot(old).unwrap();
+        assert_eq!(read_back(&f, slot, key).unwrap(), object(key, len));
+    }
+}
