@@ -1260,6 +1260,11 @@ fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapErr
             path: path.to_owned(),
             source,
         })?;
+    // Faults read what they need and their own read-ahead (`AppSwap`'s window and its
+    // prefetch, which `will_need` still reads): the kernel's read-ahead on top read up to
+    // `read_ahead_kb` (8 MiB on a virtio disk) past a fault's run, charged to the app's
+    // group and mostly dropped unread. Only advice: a kernel that refuses it reads ahead.
+    let _ = marvin_runtime::memfd::random_access(&file);
     reserve(&file, path, 0, size)?;
     let mut header = [0u8; FILE_HEADER_BYTES as usize];
     write_file_header(&mut header, owner);

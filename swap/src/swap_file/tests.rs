@@ -757,3 +757,50 @@ fn a_compaction_reads_the_old_file_in_chunks_and_nothing_ahead_of_them() {
         assert_eq!(read_back(&f, slot, key).unwrap(), object(key, len));
     }
 }
+
+#[test]
+fn a_fault_reads_its_checkpoint_and_nothing_ahead_of_it() {
+    let (dir, mut f) = new_file();
+    // About 15 pages each: the kernel's first read-ahead of a read that size is four
+    // times the read.
+    let len = 60_000;
+    let slots: Vec<_> = (0..200u64)
+        .map(|key| (key, f.write(key, &object(key, len), None).unwrap()))
+        .collect();
+    f.sync_and_release().unwrap();
+    let end = FILE_HEADER_BYTES + f.used_bytes();
+    if marvin_runtime::memfd::on_tmpfs(dir.path()) {
+        eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
+        return;
+    }
+    assert_eq!(cached_pages(f.path(), 0, end), 0, "synced and dropped");
+    // A fault's read through the file's own descriptor, as `AppSwap` makes it: the file
+    // header (checked before every read) and its checkpoint's pages (slot header and
+    // payload), and no more: at most a large folio's few pages of slack either side.
+    let (key, slot) = slots[10];
+    assert_eq!(read_back(&f, slot, key).unwrap(), object(key, len));
+    assert!(FILE_HEADER_BYTES <= slots[0].1.offset());
+    let cached = cached_pages(f.path(), slots[0].1.offset(), end);
+    let own = (len as u64 + SLOT_HEADER_BYTES).div_ceil(4096) as usize + 1;
+    assert!(
+        (own - 1..=own + 8).contains(&cached),
+        "{cached} pages cached after reading one {len}-byte checkpoint ({own} pages): the \
+         kernel read ahead"
+    );
+    // A prefetch still reads what it names.
+    let (from, to) = (slots[100].1.offset(), slots[150].1.offset());
+    assert!(f.prefetch(from, to) > 0);
+    let wanted = (to - from).div_ceil(4096) as usize;
+    let mut prefetched = 0;
+    for _ in 0..200 {
+        prefetched = cached_pages(f.path(), from, to);
+        if prefetched + 1 >= wanted {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        prefetched + 1 >= wanted,
+        "a prefetch of {wanted} pages left {prefetched} cached"
+    );
+}
