@@ -11,11 +11,10 @@
 //! How it works (the design Android 17's `MessageQueue` published, in Rust):
 //! - **Post** ([`stack`]): any thread pushes a node on a Treiber stack with one CAS, then
 //!   wakes the looper only if the message is due before the looper's published wake-up
-//!   time ([`wake`]). The first post to find that time past while the looper still
-//!   sleeps (in its timer slack) wakes it too. A post that finds that time past by more
-//!   than the timer slack (the looper's timer fired and it has not run since, waiting
-//!   for a CPU) yields the CPU once; posters never block on the queue, so otherwise the
-//!   looper waits for a running poster's slice to end.
+//!   time ([`wake`]). A post that finds that time past by more than the timer slack
+//!   (the looper's timer fired and it has not run since, waiting for a CPU) yields the
+//!   CPU once; posters never block on the queue, so otherwise the looper waits for a
+//!   running poster's slice to end.
 //! - **Sweep**: only the looper walks the stack from the head down to the last node it
 //!   already swept, building back-links (`link`) and inserting each new node into a
 //!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
@@ -852,10 +851,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             };
             // Going to sleep: hand the retired nodes over so they need not wait for more.
             st.reclaimer.flush();
-            // A timed sleep that may end late (the thread's timer slack) is cut short by
-            // the first post after the deadline; a real-time looper's is not (see `wake`).
-            let slack = deadline != u64::MAX && marvin_sync::thread::timer_slack_ns() != Some(0);
-            self.waker.publish_deadline(deadline, slack);
+            self.waker.publish_deadline(deadline);
             // The looper's half of the pairing with posters (deadline store, then head
             // check; a poster pushes, then reads the deadline): one sees the other.
             if self.stack.head_unchanged(st.swept_top) {

@@ -21,17 +21,6 @@
 //! block on this queue. [`Waker::notify_if_earlier`] says so, and the post then yields
 //! the CPU once (see `DeliQueue::publish_message`). The deadline is only a hint here:
 //! a wrong guess costs one `sched_yield`, never a wake-up or an order.
-//!
-//! **A looper in its timer slack.** Between its deadline and the end of its slack the
-//! looper sleeps on although a message is due: the kernel ends a timed sleep when the
-//! slack runs out (or earlier, with another timer), so on an idle machine nearly every
-//! timed sleep lasts the whole 50 us longer, and that was most of a message's dispatch
-//! delay. A poster that finds the deadline passed while the looper still sleeps wakes
-//! it ([`Waker::notify_if_earlier`]), once per sleep: the first post to see it swaps
-//! the published nudge time out. A looper with no slack (a real-time thread, or one
-//! that set its slack to 0) publishes no nudge time: its timer ends the sleep on time,
-//! and a post's futex wake would only race it. Like every wake this one is a hint: an
-//! early or a spurious one makes the looper re-check and sleep again.
 
 use std::time::Duration;
 
@@ -52,33 +41,24 @@ pub const OVERDUE_NS: u64 = 50_000;
 pub struct Waker {
     futex: CachePadded<Futex>,
     deadline: CachePadded<AtomicU64>,
-    /// When a post wakes the sleeping looper although its message is not earlier than
-    /// the deadline: the deadline itself, or [`NEVER`] (no slack to cut short, or a
-    /// post already did). Read only by posts at or past the deadline.
-    nudge_at: CachePadded<AtomicU64>,
     requested: AtomicBool,
 }
-
-/// No nudge: the looper's own timer ends its sleep.
-const NEVER: u64 = u64::MAX;
 
 impl Default for Waker {
     fn default() -> Self {
         Waker {
             futex: CachePadded::new(Futex::new(0)),
             deadline: CachePadded::new(AtomicU64::new(AWAKE)),
-            nudge_at: CachePadded::new(AtomicU64::new(NEVER)),
             requested: AtomicBool::new(false),
         }
     }
 }
 
 impl Waker {
-    /// Poster side, after its push: wakes the looper if it sleeps past `when`, or if
-    /// its deadline has passed and it is still asleep in its timer slack (the first
-    /// such post of a sleep only). Returns whether the looper is overdue: it went to
-    /// sleep until a deadline more than [`OVERDUE_NS`] before `now()` and has not run
-    /// since (`now` is read only when the looper sleeps until a deadline).
+    /// Poster side, after its push: wakes the looper if it sleeps past `when`. Returns
+    /// whether the looper is overdue: it went to sleep until a deadline more than
+    /// [`OVERDUE_NS`] before `now()` and has not run since (`now` is read only when
+    /// the looper sleeps until a deadline).
     #[inline]
     pub fn notify_if_earlier(&self, when: u64, now: impl FnOnce() -> u64) -> bool {
         let deadline = self.deadline.load(Ordering::SeqCst);
@@ -87,31 +67,14 @@ impl Waker {
         }
         // Awake (`AWAKE`), or asleep with nothing to wait for (`u64::MAX`): not overdue,
         // and the clock is not read (the busy looper of FIFO traffic).
-        deadline != AWAKE && deadline != u64::MAX && self.past_deadline(deadline, now())
+        deadline != AWAKE && deadline != u64::MAX && Self::overdue(deadline, now())
     }
 
-    /// A post found the looper asleep until `deadline`, at `now`: nudges it awake when
-    /// the deadline has passed (once per sleep), and says whether it is overdue. Out of
-    /// line, so that the post path stays as short as it was.
+    /// Whether a looper asleep until `deadline` is overdue at `now`. Out of line, so
+    /// that the post path stays as short as it was.
     #[inline(never)]
-    fn past_deadline(&self, deadline: u64, now: u64) -> bool {
-        if now < deadline {
-            return false;
-        }
-        // Relaxed: the looper stores `nudge_at` before its SeqCst deadline store, which
-        // the caller's load read from (or from a later sleep's, which also comes after
-        // its own `nudge_at`). A stale pairing only costs a spurious or a missed nudge,
-        // never a wake-up the protocol needs: those are `kick`s for earlier messages.
-        let nudge_at = self.nudge_at.load(Ordering::Relaxed);
-        if now >= nudge_at
-            && self
-                .nudge_at
-                .compare_exchange(nudge_at, NEVER, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            self.kick();
-        }
-        now - deadline >= OVERDUE_NS
+    fn overdue(deadline: u64, now: u64) -> bool {
+        now.saturating_sub(deadline) >= OVERDUE_NS
     }
 
     /// Wakes the looper so it re-checks, now or at its next `wait`.
@@ -140,17 +103,8 @@ impl Waker {
         self.requested.swap(false, Ordering::SeqCst)
     }
 
-    /// Looper: announces it will sleep until `deadline` (then re-check the stack);
-    /// with `slack` (its timed sleep may end late), the first post at or past the
-    /// deadline wakes it.
-    pub fn publish_deadline(&self, deadline: u64, slack: bool) {
-        let nudge_at = if slack && deadline != u64::MAX {
-            deadline
-        } else {
-            NEVER
-        };
-        // Relaxed: published by the SeqCst deadline store after it.
-        self.nudge_at.store(nudge_at, Ordering::Relaxed);
+    /// Looper: announces it will sleep until `deadline` (then re-check the stack).
+    pub fn publish_deadline(&self, deadline: u64) {
         self.deadline
             .store(deadline.max(AWAKE + 1), Ordering::SeqCst);
     }
@@ -175,7 +129,7 @@ mod tests {
         let waker = Waker::default();
         // Awake: never overdue, and the clock is not even read.
         assert!(!waker.notify_if_earlier(5, || unreachable!("the clock is read")));
-        waker.publish_deadline(1_000, false);
+        waker.publish_deadline(1_000);
         assert!(!waker.notify_if_earlier(2_000, || 1_000));
         assert!(!waker.notify_if_earlier(2_000, || 1_000 + OVERDUE_NS - 1));
         assert!(waker.notify_if_earlier(2_000, || 1_000 + OVERDUE_NS));
@@ -191,14 +145,14 @@ mod tests {
         waker.clear_deadline();
         assert!(!waker.notify_if_earlier(2_000, || u64::MAX));
         // Asleep with nothing to wait for: not overdue either.
-        waker.publish_deadline(u64::MAX, true);
+        waker.publish_deadline(u64::MAX);
         assert!(!waker.notify_if_earlier(2_000, || u64::MAX));
     }
 
     #[test]
     fn later_messages_do_not_wake() {
         let waker = Waker::default();
-        waker.publish_deadline(1_000, true);
+        waker.publish_deadline(1_000);
         let before = waker.snapshot();
         assert!(!waker.notify_if_earlier(1_000, || 10));
         assert!(!waker.notify_if_earlier(3_000, || 10));
@@ -209,41 +163,5 @@ mod tests {
         );
         assert!(!waker.notify_if_earlier(999, || 10));
         assert_ne!(waker.snapshot(), before);
-    }
-
-    #[test]
-    fn a_passed_deadline_nudges_a_slack_sleeper_once() {
-        let waker = Waker::default();
-        waker.publish_deadline(1_000, true);
-        let before = waker.snapshot();
-        assert!(!waker.notify_if_earlier(5_000, || 999));
-        assert_eq!(waker.snapshot(), before, "no nudge before the deadline");
-        assert!(!waker.notify_if_earlier(5_000, || 1_000));
-        let nudged = waker.snapshot();
-        assert_ne!(
-            nudged, before,
-            "the first post at the deadline wakes the looper"
-        );
-        assert!(!waker.notify_if_earlier(5_000, || 1_010));
-        assert_eq!(waker.snapshot(), nudged, "one nudge per sleep");
-        // The next sleep can be nudged again.
-        waker.clear_deadline();
-        waker.publish_deadline(2_000, true);
-        assert!(!waker.notify_if_earlier(5_000, || 2_000));
-        assert_ne!(waker.snapshot(), nudged, "a new sleep is nudged again");
-    }
-
-    #[test]
-    fn no_nudge_without_slack() {
-        let waker = Waker::default();
-        waker.publish_deadline(1_000, false);
-        let before = waker.snapshot();
-        assert!(!waker.notify_if_earlier(5_000, || 1_000));
-        assert!(waker.notify_if_earlier(5_000, || 1_000 + OVERDUE_NS));
-        assert_eq!(
-            waker.snapshot(),
-            before,
-            "a looper without slack is woken by its own timer"
-        );
     }
 }

@@ -6,9 +6,8 @@
 //! - post vs quit (a post lands below the sentinel and is dropped, or fails),
 //! - sleep vs wake-up (a post or `wake` racing the looper going to sleep is never lost;
 //!   a lost wake-up shows as a loom deadlock),
-//! - an overdue looper (a post that finds the looper asleep past its deadline nudges
-//!   it awake, and past the timer slack also yields; nothing is lost or dispatched
-//!   early).
+//! - an overdue looper (a post that finds the looper asleep past its deadline and the
+//!   timer slack yields; nothing is lost or dispatched early).
 //!
 //! Under loom, retired nodes are kept until the queue drops instead of going through
 //! crossbeam-epoch (see `marvin_deliqueue::reclaim`), and a timed futex wait returns at once.
@@ -195,9 +194,8 @@ fn overdue_post_vs_timed_sleep() {
         let late = 200 + marvin_deliqueue::wake::OVERDUE_NS;
         let poster = {
             let (q, clock) = (q.clone(), clock.clone());
-            // Finds the looper asleep past its deadline and the slack (it nudges the
-            // looper awake and, overdue, yields), or awake, or not yet asleep; the
-            // message is never lost.
+            // Finds the looper asleep past its deadline and the slack (overdue: it
+            // yields), or awake, or not yet asleep; the message is never lost.
             thread::spawn(move || {
                 clock.set(late);
                 q.post_at(late, Message::new(0, 0, 2)).unwrap();

@@ -9,7 +9,7 @@
 //! - [`cell::UnsafeCell`]: an `UnsafeCell` with loom's closure API (`with`, `with_mut`),
 //!   so loom can track every access to shared non-atomic data.
 //! - [`Arc`], [`Mutex`], [`Condvar`]: `std` (or loom) versions.
-//! - [`thread`]: `spawn`, `yield_now`, `current`, and the thread's timer slack.
+//! - [`thread`]: `spawn`, `yield_now`, `current`.
 //! - [`futex::Futex`]: a 32-bit wait word (Linux `futex(2)`; a mutex/condvar emulation
 //!   under loom and on other systems), the one blocking primitive of the message loop.
 //!
@@ -43,21 +43,6 @@ pub mod thread {
 
     #[cfg(loom)]
     pub use loom::thread::{current, spawn, yield_now, JoinHandle, Thread};
-
-    /// The calling thread's timer slack in nanoseconds: how much later than asked the
-    /// kernel may end its timed sleeps (50 us by default for a normal thread, 0 for a
-    /// real-time one). `None` where it cannot be read: off Linux, under loom and Miri.
-    pub fn timer_slack_ns() -> Option<u64> {
-        #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-        {
-            // SAFETY: PR_GET_TIMERSLACK takes no pointer and only reads the calling
-            // thread's slack; the unused arguments are zero as the man page asks.
-            let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
-            u64::try_from(slack).ok()
-        }
-        #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
-        None
-    }
 }
 
 /// Spin-loop hint (a plain yield under loom, so models make progress).
@@ -248,22 +233,5 @@ pub mod futex {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.cond.notify_all();
         }
-    }
-}
-
-#[cfg(all(test, target_os = "linux", not(loom), not(miri)))]
-mod tests {
-    #[test]
-    fn timer_slack_is_the_threads_own() {
-        let slack = std::thread::spawn(|| {
-            // SAFETY: PR_SET_TIMERSLACK only sets this (spawned, then dropped) thread's
-            // slack; it takes no pointer.
-            let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 12_345, 0, 0, 0) };
-            assert_eq!(rc, 0, "PR_SET_TIMERSLACK failed");
-            super::thread::timer_slack_ns()
-        })
-        .join()
-        .expect("the slack thread");
-        assert_eq!(slack, Some(12_345));
     }
 }
