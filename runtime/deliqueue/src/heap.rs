@@ -49,15 +49,18 @@ impl<T> Default for Heap<T> {
 }
 
 impl<T> Heap<T> {
+    #[inline]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// The first entry.
+    #[inline]
     pub fn peek(&self) -> Option<&Entry<T>> {
         self.entries.first()
     }

@@ -253,6 +253,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Runs `f` with exclusive access to the looper state.
+    #[inline(always)]
     fn with_looper<R>(&self, f: impl FnOnce(&mut LooperState<T>) -> R) -> R {
         // Acquire: pairs with the Release store below by the previous looper call, so the
         // looper state it left is visible here, even on another thread.
@@ -328,6 +329,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     // ---- looper side ----
 
     /// Sweeps new nodes from the stack into the heaps, building back-links.
+    #[inline(always)]
     fn sweep(&self, st: &mut LooperState<T>) {
         // Acquire: pairs with the posters' push CAS; through the release sequence on the
         // head, every node pushed below `top` is visible too.
@@ -335,6 +337,36 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         if top == st.swept_top {
             return;
         }
+        // SAFETY: reachable from the head and not yet unlinked (only the looper unlinks,
+        // and it unlinks only swept nodes), so alive.
+        let first = unsafe { node_ref(top) };
+        // Relaxed: written by the poster before its push, which we acquired.
+        let below = first.next.load(Ordering::Relaxed);
+        if below == st.swept_top {
+            // One new node (the usual case while the looper keeps up): no notes needed.
+            if !below.is_null() {
+                // SAFETY: the last swept node: linked, so alive.
+                unsafe { node_ref(below) }
+                    .link
+                    .store(top, Ordering::Relaxed);
+            }
+            let walked = Walked {
+                node: NonNull::new(top).expect("the head is non-null here"),
+                when: first.when,
+                side: side_of(first),
+                pending: first.state.load(Ordering::Relaxed) == PENDING,
+            };
+            self.take_in(st, walked);
+            st.swept_top = top;
+            return;
+        }
+        self.sweep_many(st, top);
+    }
+
+    /// The sweep of more than one new node, from `top` down (out of line: the one-node
+    /// sweep is the hot path).
+    #[inline(never)]
+    fn sweep_many(&self, st: &mut LooperState<T>, top: *mut Node<T>) {
         // Down: from the head to the last swept node, linking each node to the newer one
         // and noting what the heaps need, so that the way back up reads the notes, not
         // the nodes again (a long sweep's first nodes are out of the cache by its end).
@@ -364,30 +396,38 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         }
         // Up: from the oldest new node to the head, so sequence numbers follow pushes.
         for walked in walked.drain(..).rev() {
-            if walked.node.as_ptr() == self.sentinel {
-                st.quit = self.quit.read();
-            } else if walked.pending {
-                st.seq += 1;
-                let seq = if walked.when == FRONT_OF_QUEUE {
-                    -st.seq
-                } else {
-                    st.seq
-                };
-                let entry = Entry {
-                    when: walked.when,
-                    seq,
-                    // The raw pointer (not a shared borrow): the node is freed through
-                    // it later.
-                    node: walked.node,
-                };
-                Self::heap(st, walked.side).push(entry);
-            }
+            self.take_in(st, walked);
         }
         st.walked = walked;
         st.swept_top = top;
     }
 
+    /// Takes a newly swept node into its heap (or notes the quit, for the sentinel), in
+    /// push order: sequence numbers follow pushes.
+    #[inline(always)]
+    fn take_in(&self, st: &mut LooperState<T>, walked: Walked<T>) {
+        if walked.node.as_ptr() == self.sentinel {
+            st.quit = self.quit.read();
+        } else if walked.pending {
+            st.seq += 1;
+            let seq = if walked.when == FRONT_OF_QUEUE {
+                -st.seq
+            } else {
+                st.seq
+            };
+            let entry = Entry {
+                when: walked.when,
+                seq,
+                // The raw pointer (not a shared borrow): the node is freed through it
+                // later.
+                node: walked.node,
+            };
+            Self::heap(st, walked.side).push(entry);
+        }
+    }
+
     /// Unlinks a swept node from the stack in O(1).
+    #[inline(always)]
     fn unlink(&self, st: &mut LooperState<T>, target: *mut Node<T>) {
         // SAFETY: the caller hands a linked (so alive) swept node.
         let node = unsafe { node_ref(target) };
@@ -427,7 +467,19 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// Takes the freelist, sweeps, and reclaims the tombstoned nodes taken. The freelist
     /// is taken first: a node on it was pushed on the stack before, so the sweep that
     /// follows has met it.
+    #[inline(always)]
     fn sweep_and_reclaim(&self, st: &mut LooperState<T>) {
+        if self.freelist.is_empty() {
+            // Nothing removed (the usual case): as `take_all` finding the list empty.
+            self.sweep(st);
+            return;
+        }
+        self.sweep_and_reclaim_removed(st);
+    }
+
+    /// [`sweep_and_reclaim`](Self::sweep_and_reclaim) when removals wait on the freelist.
+    #[inline(never)]
+    fn sweep_and_reclaim_removed(&self, st: &mut LooperState<T>) {
         let mut removed = self.freelist.take_all();
         self.sweep(st);
         while !removed.is_null() {
@@ -463,6 +515,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Pops tombstoned nodes off the top of a heap (the freelist reclaims them).
+    #[inline(always)]
     fn clean_top(heap: &mut Timeline<T>) {
         while let Some(top) = heap.peek() {
             // SAFETY: nodes in a heap are alive.
@@ -475,7 +528,19 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
 
     /// The first deliverable node: the earlier heap top, or only the asynchronous one
     /// when a sync barrier is at the front.
+    #[inline(always)]
     fn candidate(st: &mut LooperState<T>) -> Option<(Side, Entry<T>)> {
+        if st.async_heap.is_empty() {
+            // No asynchronous message (the usual case): the synchronous front, unless it
+            // is a barrier, which holds back every synchronous message.
+            Self::clean_top(&mut st.sync_heap);
+            let sync = *st.sync_heap.peek()?;
+            // SAFETY: nodes in a heap are alive.
+            if unsafe { sync.node.as_ref() }.kind == Kind::Barrier {
+                return None;
+            }
+            return Some((Side::Sync, sync));
+        }
         Self::clean_top(&mut st.sync_heap);
         Self::clean_top(&mut st.async_heap);
         let sync = st.sync_heap.peek().copied();
@@ -492,6 +557,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Claims and hands out the first message due now, if any.
+    #[inline(always)]
     fn take_due(&self, st: &mut LooperState<T>) -> Option<Next<T>> {
         loop {
             let (side, entry) = Self::candidate(st)?;
@@ -633,7 +699,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// Posts a message due `delay_ns` after the clock reading taken just before the push:
     /// the node is made first, so a poster preempted while allocating does not post a
     /// message that is already late when the looper first sees it.
-    #[inline]
+    #[inline(always)]
     fn post_after(&self, delay_ns: u64, message: Message<T>) -> Result<(), PostError<T>> {
         let node = self.new_node(Node::message(0, message));
         let when = self.clock.now().saturating_add(delay_ns);
@@ -645,7 +711,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// Pushes an unpublished message node and wakes the looper if it is due earlier than
     /// the looper's sleep (yielding once if the looper is overdue); after quit the
     /// message comes back in the error.
-    #[inline]
+    #[inline(always)]
     fn publish_message(&self, node: *mut Node<T>) -> Result<(), PostError<T>> {
         // Read before the push: once published, the node may be delivered and freed.
         // SAFETY: not published yet, so alive and ours.

@@ -70,6 +70,7 @@ impl<T> Reclaimer<T> {
     /// `node` came from `node::into_raw` or `node::init_carved`, is unlinked from the stack, off the freelist
     /// (taken) and out of every heap, its payload was moved out or dropped, and it is
     /// retired once.
+    #[inline]
     pub unsafe fn retire(&mut self, node: *mut Node<T>) {
         // SAFETY: by the contract the node is alive and only the looper touches it now
         // (walkers may still read it, but never `link`).

@@ -131,6 +131,35 @@ fn barrier_holds_back_sync_messages_only() {
 }
 
 #[test]
+fn posts_swept_one_at_a_time_keep_due_order_and_a_lone_barrier_holds_back_sync() {
+    // Each `next` here sweeps at most one new node (the looper's one-node sweep), and no
+    // asynchronous message is queued until the end (its candidate's short path).
+    let (q, clock) = queue();
+    let now = q.now();
+    q.post(msg(0, 1)).unwrap();
+    assert_eq!(drain(&q), vec![1]);
+    q.post_at(now + 5_000, msg(0, 2)).unwrap();
+    assert!(matches!(q.next(), Next::Idle), "not due yet");
+    q.post(msg(0, 3)).unwrap();
+    assert_eq!(drain(&q), vec![3], "due before the one swept earlier");
+    q.post(msg(0, 4)).unwrap();
+    q.post_at_front(msg(0, 5)).unwrap();
+    assert_eq!(drain(&q), vec![5, 4]);
+    let barrier = q.post_sync_barrier(q.now()).unwrap();
+    q.post(msg(0, 6)).unwrap();
+    clock.set(now + 5_000);
+    assert!(
+        matches!(q.next(), Next::Idle),
+        "the barrier holds back 6 and 2"
+    );
+    q.post(msg(0, 7).asynchronous()).unwrap();
+    assert_eq!(drain(&q), vec![7]);
+    assert!(q.remove_sync_barrier(barrier));
+    assert_eq!(drain(&q), vec![6, 2]);
+    assert_eq!(q.pending(), 0);
+}
+
+#[test]
 fn quit_fails_later_posts_and_drops_pending() {
     let drops = Arc::new(AtomicUsize::new(0));
     let q: DeliQueue<Counted> = DeliQueue::new();

@@ -38,11 +38,13 @@ impl<T> Timeline<T> {
         self.heap.len() + self.run.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty() && self.run.is_empty()
     }
 
     /// Inserts a node: appended to the run when it sorts after the run's last entry.
+    #[inline]
     pub fn push(&mut self, entry: Entry<T>) {
         if self
             .run
@@ -67,7 +69,12 @@ impl<T> Timeline<T> {
     }
 
     /// The first entry.
+    #[inline]
     pub fn peek(&self) -> Option<&Entry<T>> {
+        // Messages posted in order never reach the heap: its emptiness is the usual case.
+        if self.heap.is_empty() {
+            return self.run.front();
+        }
         match self.run_first()? {
             true => self.run.front(),
             false => self.heap.peek(),
@@ -75,7 +82,11 @@ impl<T> Timeline<T> {
     }
 
     /// Removes the first entry and marks its node as out.
+    #[inline]
     pub fn pop(&mut self) -> Option<Entry<T>> {
+        if self.heap.is_empty() {
+            return self.run.pop_front();
+        }
         match self.run_first()? {
             true => self.run.pop_front(),
             false => self.heap.pop(),
