@@ -814,21 +814,11 @@ impl SwapFile {
         let mut behind: Option<(u64, usize)> = None;
         // What was last read of this (old) file: the live slots are copied in file order,
         // so one read of about a chunk brings many of them (and the dead bytes between).
-        let mut source = SourceWindow::open(self)?;
+        let mut source = SourceWindow::default();
         for &(old, new) in remap {
             let info = new_slots[&new.0];
             let live = info.live.expect("only live slots are remapped");
-            if old
-                .0
-                .checked_add(SLOT_HEADER_BYTES)
-                .is_none_or(|end| end > self.len)
-            {
-                let kind = CorruptKind::OutOfBounds {
-                    offset: old.0,
-                    file_len: self.len,
-                };
-                return Err(self.corrupt(live.key, old, kind));
-            }
+            self.check_header_bounds(live.key, old)?;
             let bytes = source.get(self, old.0, SLOT_HEADER_BYTES as usize)?;
             let header = self.decode_header(live.key, old, bytes)?;
             if header.state != SlotState::Live || header.key != live.key || header.len != live.len {
@@ -929,12 +919,7 @@ impl SwapFile {
     /// Reads `out.len()` bytes at `offset` of the file. A file that ends before them was
     /// truncated behind our back.
     fn read_exact_at(&self, out: &mut [u8], offset: u64) -> Result<(), SwapError> {
-        self.read_exact_from(&self.file, out, offset)
-    }
-
-    /// [`SwapFile::read_exact_at`] through `file`, a descriptor of this file.
-    fn read_exact_from(&self, file: &File, out: &mut [u8], offset: u64) -> Result<(), SwapError> {
-        file.read_exact_at(out, offset).map_err(|source| {
+        self.file.read_exact_at(out, offset).map_err(|source| {
             if source.kind() == std::io::ErrorKind::UnexpectedEof {
                 SwapError::Truncated {
                     path: self.path.clone(),
@@ -965,17 +950,23 @@ impl SwapFile {
     /// Reads and decodes the header of `slot` (object `key`'s, as far as the caller
     /// knows), bounds-checked against the file.
     fn header_at(&self, key: u64, slot: SlotId) -> Result<SlotHeader, SwapError> {
+        self.check_header_bounds(key, slot)?;
+        let mut bytes = [0u8; SLOT_HEADER_BYTES as usize];
+        self.read_exact_at(&mut bytes, slot.0)?;
+        self.decode_header(key, slot, &bytes)
+    }
+
+    /// Checks that `slot`'s header (object `key`'s) lies inside the file.
+    fn check_header_bounds(&self, key: u64, slot: SlotId) -> Result<(), SwapError> {
         let (offset, file_len) = (slot.0, self.len);
-        let out_of_bounds = CorruptKind::OutOfBounds { offset, file_len };
         if offset
             .checked_add(SLOT_HEADER_BYTES)
             .is_none_or(|end| end > file_len)
         {
+            let out_of_bounds = CorruptKind::OutOfBounds { offset, file_len };
             return Err(self.corrupt(key, slot, out_of_bounds));
         }
-        let mut bytes = [0u8; SLOT_HEADER_BYTES as usize];
-        self.read_exact_at(&mut bytes, offset)?;
-        self.decode_header(key, slot, &bytes)
+        Ok(())
     }
 
     /// Decodes the header `bytes` read at `slot` (inside the file), checking that the slot
@@ -1191,13 +1182,13 @@ fn header_corruption(e: HeaderError) -> CorruptKind {
 }
 
 /// The part of a swap file a compaction read last. Its copy reads the old file in runs of
-/// about [`COMPACT_CHUNK`] bytes (not a header and a payload per slot), through a
-/// descriptor of its own opened for random access (`POSIX_FADV_RANDOM`): the kernel reads
-/// no read-ahead past each run, which the copy's drop of the old file's cache after every
+/// about [`COMPACT_CHUNK`] bytes (not a header and a payload per slot), through the file's
+/// own descriptor, which reads no read-ahead ([`new_file`] advises it `POSIX_FADV_RANDOM`):
+/// read-ahead past each run was what the copy's drop of the old file's cache after every
 /// chunk threw away unread (with a virtio disk's 8 MiB `read_ahead_kb`, most of what a
-/// compaction read), and the app's own descriptor keeps its read-ahead for faults.
+/// compaction read).
+#[derive(Default)]
 struct SourceWindow {
-    file: File,
     /// Where `bytes` start in the file.
     at: u64,
     bytes: Vec<u8>,
@@ -1206,25 +1197,6 @@ struct SourceWindow {
 }
 
 impl SourceWindow {
-    /// A window on `file`, through a new descriptor of the same file (not of its path,
-    /// which a rename may have replaced).
-    fn open(file: &SwapFile) -> Result<SourceWindow, SwapError> {
-        let fd = file.file.as_raw_fd();
-        let own = File::open(format!("/proc/self/fd/{fd}")).map_err(|source| SwapError::Io {
-            op: "open for the compaction's reads",
-            path: file.path.clone(),
-            source,
-        })?;
-        // Only advice: a kernel that refuses it reads ahead as before.
-        let _ = marvin_runtime::memfd::random_access(&own);
-        Ok(SourceWindow {
-            file: own,
-            at: 0,
-            bytes: Vec::new(),
-            reads: 0,
-        })
-    }
-
     /// `len` bytes of `file` at `offset` (inside its used region, or the read fails as a
     /// truncated file's would), read from the disk only when not already in the window.
     fn get(&mut self, file: &SwapFile, offset: u64, len: usize) -> Result<&[u8], SwapError> {
@@ -1236,7 +1208,7 @@ impl SourceWindow {
             self.bytes.resize(want, 0);
             self.at = offset;
             self.reads += 1;
-            if let Err(e) = file.read_exact_from(&self.file, &mut self.bytes, offset) {
+            if let Err(e) = file.read_exact_at(&mut self.bytes, offset) {
                 self.bytes.clear();
                 return Err(e);
             }

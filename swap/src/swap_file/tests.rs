@@ -699,17 +699,24 @@ fn a_sync_handle_syncs_and_releases_the_file_it_was_taken_from() {
     assert!(matches!(f.sync_handle(), Err(SwapError::Deleted { .. })));
 }
 
-#[test]
-fn a_compaction_reads_the_old_file_in_chunks_and_nothing_ahead_of_them() {
+/// A file holding the checkpoints of objects `0..count`, `len` bytes each, synced and
+/// dropped from the page cache: its slots by key, and the end of its used bytes.
+fn synced_file(count: u64, len: usize) -> (tempfile::TempDir, SwapFile, Vec<(u64, SlotId)>, u64) {
     let (dir, mut f) = new_file();
-    // Small checkpoints, a page or so each: a read per slot would be a disk request each.
-    let len = 3000;
-    let slots: Vec<_> = (0..2000u64)
+    let slots = (0..count)
         .map(|key| (key, f.write(key, &object(key, len), None).unwrap()))
         .collect();
     f.sync_and_release().unwrap();
     let end = FILE_HEADER_BYTES + f.used_bytes();
-    let mut source = SourceWindow::open(&f).unwrap();
+    (dir, f, slots, end)
+}
+
+#[test]
+fn a_compaction_reads_the_old_file_in_chunks_and_nothing_ahead_of_them() {
+    // Small checkpoints, a page or so each: a read per slot would be a disk request each.
+    let len = 3000;
+    let (dir, mut f, slots, end) = synced_file(2000, len);
+    let mut source = SourceWindow::default();
     // The copy's pattern: each live slot's header, then its payload, in file order.
     for &(key, slot) in &slots {
         let header = f
@@ -760,15 +767,10 @@ fn a_compaction_reads_the_old_file_in_chunks_and_nothing_ahead_of_them() {
 
 #[test]
 fn a_fault_reads_its_checkpoint_and_nothing_ahead_of_it() {
-    let (dir, mut f) = new_file();
     // About 15 pages each: the kernel's first read-ahead of a read that size is four
     // times the read.
     let len = 60_000;
-    let slots: Vec<_> = (0..200u64)
-        .map(|key| (key, f.write(key, &object(key, len), None).unwrap()))
-        .collect();
-    f.sync_and_release().unwrap();
-    let end = FILE_HEADER_BYTES + f.used_bytes();
+    let (dir, f, slots, end) = synced_file(200, len);
     if marvin_runtime::memfd::on_tmpfs(dir.path()) {
         eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
         return;
