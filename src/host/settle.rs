@@ -246,26 +246,31 @@ pub fn parse_diskstats(
 
 /// `Dirty` and `Writeback` of `/proc/meminfo` text, in bytes.
 pub fn parse_meminfo(text: &str) -> std::result::Result<(u64, u64), String> {
-    let get = |key: &str| -> std::result::Result<u64, String> {
-        let line = text
-            .lines()
-            .find(|l| l.split(':').next() == Some(key))
-            .ok_or_else(|| format!("no {key} line"))?;
-        let v = line
-            .split(':')
-            .nth(1)
-            .unwrap_or("")
-            .split_whitespace()
-            .collect::<Vec<_>>();
-        match v.as_slice() {
-            [n, "kB"] => n
-                .parse::<u64>()
-                .map(|k| k * 1024)
-                .map_err(|_| format!("{key}: not a number: {n:?}")),
-            _ => Err(format!("{key}: expected \"N kB\", found {:?}", v.join(" "))),
-        }
-    };
-    Ok((get("Dirty")?, get("Writeback")?))
+    Ok((
+        meminfo_field(text, "Dirty")?,
+        meminfo_field(text, "Writeback")?,
+    ))
+}
+
+/// The field `key` of `/proc/meminfo` text (a line `key:   N kB`), in bytes.
+pub fn meminfo_field(text: &str, key: &str) -> std::result::Result<u64, String> {
+    let line = text
+        .lines()
+        .find(|l| l.split(':').next() == Some(key))
+        .ok_or_else(|| format!("no {key} line"))?;
+    let v = line
+        .split(':')
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    match v.as_slice() {
+        [n, "kB"] => n
+            .parse::<u64>()
+            .map(|k| k * 1024)
+            .map_err(|_| format!("{key}: not a number: {n:?}")),
+        _ => Err(format!("{key}: expected \"N kB\", found {:?}", v.join(" "))),
+    }
 }
 
 /// Whether a block device of `/sys/block` is a disk whose rest matters: not a loop,

@@ -48,14 +48,7 @@ impl Host {
 
 /// A `/proc/meminfo` field (`NAME:   123 kB`) in bytes, 0 when missing.
 fn meminfo_bytes(meminfo: &str, name: &str) -> u64 {
-    meminfo
-        .lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix(name)?.strip_prefix(':')?;
-            let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some(kib * 1024)
-        })
-        .unwrap_or(0)
+    crate::host::settle::meminfo_field(meminfo, name).unwrap_or(0)
 }
 
 /// The 64-bit FNV-1a hash of `bytes` as 16 hex digits: a content identity for the
