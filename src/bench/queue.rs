@@ -68,7 +68,7 @@
 //! about one such operation per side. See `docs/benchmarks.md` for what was measured and
 //! tried.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -492,11 +492,18 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
     // The posters start together once the looper is about to loop: otherwise the first
     // messages wait for the benchmark thread to finish starting threads, which measures
     // thread start-up, not dispatch. They wait by yielding, not sleeping, so that the
-    // looper starts running rather than being woken among eight woken posters.
+    // looper starts running rather than being woken among eight woken posters. And the
+    // looper starts them only once every one has placed itself (nice 10, or the
+    // background group): a new thread first runs at the priority it inherited (the
+    // benchmark's, often raised), and the slice it was picked with there runs to the
+    // next tick with the woken looper waiting behind it, one new poster after another,
+    // which measures thread start-up again (see docs/benchmarks.md).
     let go = Arc::new(AtomicBool::new(false));
+    let placed_count = Arc::new(AtomicUsize::new(0));
     let posters: Vec<_> = (0..8u64)
         .map(|p| {
             let (queue, go, grouping) = (queue.clone(), go.clone(), grouping.cloned());
+            let placed_count = placed_count.clone();
             thread::spawn(move || -> Result<(), String> {
                 let placed = match &grouping {
                     Some(grouping) => grouping.join_background(),
@@ -505,6 +512,8 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
                         Ok(())
                     }
                 };
+                // Release: pairs with the looper's Acquire load (a count, nothing more).
+                placed_count.fetch_add(1, Ordering::Release);
                 // Acquire: pairs with the looper's Release store.
                 while !go.load(Ordering::Acquire) {
                     thread::yield_now();
@@ -537,6 +546,7 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
     let mut delays = vec![0.0; total];
     delays.clear();
     let applied = policy.apply(grouping.map(|g| &**g));
+    wait_until_placed(&placed_count, &posters);
     // Release: the posters start.
     go.store(true, Ordering::Release);
     let applied = match applied {
@@ -561,6 +571,16 @@ fn dispatch_delays<M: Make<MonotonicClock>>(
     join_posters(posters)?;
     queue.quit();
     Ok(delays)
+}
+
+/// Yields until every one of `posters` has counted itself in `placed` (or one has
+/// ended, which leaves it uncounted for good).
+fn wait_until_placed<R>(placed: &AtomicUsize, posters: &[thread::JoinHandle<R>]) {
+    // Acquire: pairs with the posters' Release increments.
+    while placed.load(Ordering::Acquire) < posters.len() && !posters.iter().any(|p| p.is_finished())
+    {
+        thread::yield_now();
+    }
 }
 
 /// The two queues, in the order of [`rounds::interleaved`]'s indices (0: DeliQueue).
@@ -934,6 +954,40 @@ pub mod criterion_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The looper waits for every poster's placement, and a poster that ends without
+    /// counting itself does not keep it waiting.
+    #[test]
+    fn posters_start_once_all_are_placed_or_one_is_gone() {
+        let placed = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(AtomicBool::new(false));
+        let posters: Vec<_> = (0..4)
+            .map(|_| {
+                let (placed, release) = (placed.clone(), release.clone());
+                thread::spawn(move || {
+                    placed.fetch_add(1, Ordering::Release);
+                    while !release.load(Ordering::Acquire) {
+                        thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        wait_until_placed(&placed, &posters);
+        assert_eq!(
+            placed.load(Ordering::Acquire),
+            4,
+            "returned before every placement"
+        );
+        release.store(true, Ordering::Release);
+        posters.into_iter().for_each(|p| p.join().expect("poster"));
+
+        // One poster never counts itself and ends: the wait returns all the same.
+        let placed = AtomicUsize::new(0);
+        let gone = vec![thread::spawn(|| ())];
+        wait_until_placed(&placed, &gone);
+        assert!(gone[0].is_finished());
+        assert_eq!(placed.load(Ordering::Acquire), 0);
+    }
 
     /// Fake dispatch runs: the queues alternate who goes first after one warm-up each;
     /// the round ratio is each round's DeliQueue median over legacy's, so a host that
