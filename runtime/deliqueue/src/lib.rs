@@ -161,16 +161,6 @@ struct LooperState<T> {
     quit_applied: bool,
     torn_down: bool,
     reclaimer: Reclaimer<T>,
-    /// The sweep's notes on the nodes it walks (kept to reuse the allocation).
-    walked: Vec<Walked<T>>,
-}
-
-/// What the sweep notes of a new node on its way down the stack.
-struct Walked<T> {
-    node: NonNull<Node<T>>,
-    when: u64,
-    side: Side,
-    pending: bool,
 }
 
 impl<T: Send + 'static> DeliQueue<T, MonotonicClock> {
@@ -241,7 +231,6 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 quit_applied: false,
                 torn_down: false,
                 reclaimer: Reclaimer::new(pool),
-                walked: Vec::new(),
             })),
             clock,
         }
@@ -343,20 +332,14 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
         // Relaxed: written by the poster before its push, which we acquired.
         let below = first.next.load(Ordering::Relaxed);
         if below == st.swept_top {
-            // One new node (the usual case while the looper keeps up): no notes needed.
+            // One new node (the usual case while the looper keeps up).
             if !below.is_null() {
                 // SAFETY: the last swept node: linked, so alive.
                 unsafe { node_ref(below) }
                     .link
                     .store(top, Ordering::Relaxed);
             }
-            let walked = Walked {
-                node: NonNull::new(top).expect("the head is non-null here"),
-                when: first.when,
-                side: side_of(first),
-                pending: first.state.load(Ordering::Relaxed) == PENDING,
-            };
-            self.take_in(st, walked);
+            self.take_in(st, top, first);
             st.swept_top = top;
             return;
         }
@@ -367,11 +350,9 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     /// sweep is the hot path).
     #[inline(never)]
     fn sweep_many(&self, st: &mut LooperState<T>, top: *mut Node<T>) {
-        // Down: from the head to the last swept node, linking each node to the newer one
-        // and noting what the heaps need, so that the way back up reads the notes, not
-        // the nodes again (a long sweep's first nodes are out of the cache by its end).
-        let mut walked = std::mem::take(&mut st.walked);
+        // Down: from the head to the last swept node, linking each node to the newer one.
         let mut cursor = top;
+        let mut oldest = top;
         while cursor != st.swept_top {
             // SAFETY: reachable from the head and not yet unlinked (only the looper
             // unlinks, and it unlinks only swept nodes), so alive.
@@ -384,45 +365,52 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                     .link
                     .store(cursor, Ordering::Relaxed);
             }
-            walked.push(Walked {
-                node: NonNull::new(cursor).expect("walked nodes are non-null"),
-                when: node.when,
-                side: side_of(node),
-                // A node tombstoned after this reading is still taken in; the freelist
-                // then takes it out again, as for any removal.
-                pending: node.state.load(Ordering::Relaxed) == PENDING,
-            });
+            oldest = cursor;
             cursor = next;
         }
-        // Up: from the oldest new node to the head, so sequence numbers follow pushes.
-        for walked in walked.drain(..).rev() {
-            self.take_in(st, walked);
+        // Up: from the oldest new node to the head through the back-links just written,
+        // so sequence numbers follow pushes. A sweep is short while the looper keeps up
+        // (its nodes are still in the cache); a long one reads its nodes a second time,
+        // which costs less than keeping notes on the way down for every sweep.
+        let mut cursor = oldest;
+        loop {
+            // SAFETY: a node of this sweep: linked, so alive.
+            let node = unsafe { node_ref(cursor) };
+            // Read before `take_in`: only the looper writes `link`, and not there.
+            let newer = node.link.load(Ordering::Relaxed);
+            self.take_in(st, cursor, node);
+            if cursor == top {
+                break;
+            }
+            cursor = newer;
         }
-        st.walked = walked;
         st.swept_top = top;
     }
 
     /// Takes a newly swept node into its heap (or notes the quit, for the sentinel), in
-    /// push order: sequence numbers follow pushes.
+    /// push order: sequence numbers follow pushes. A node tombstoned after its state is
+    /// read here is still taken in; the freelist then takes it out again, as for any
+    /// removal.
     #[inline(always)]
-    fn take_in(&self, st: &mut LooperState<T>, walked: Walked<T>) {
-        if walked.node.as_ptr() == self.sentinel {
+    fn take_in(&self, st: &mut LooperState<T>, ptr: *mut Node<T>, node: &Node<T>) {
+        if ptr == self.sentinel {
             st.quit = self.quit.read();
-        } else if walked.pending {
+        } else if node.state.load(Ordering::Relaxed) == PENDING {
             st.seq += 1;
-            let seq = if walked.when == FRONT_OF_QUEUE {
+            let when = node.when;
+            let seq = if when == FRONT_OF_QUEUE {
                 -st.seq
             } else {
                 st.seq
             };
             let entry = Entry {
-                when: walked.when,
+                when,
                 seq,
                 // The raw pointer (not a shared borrow): the node is freed through it
                 // later.
-                node: walked.node,
+                node: NonNull::new(ptr).expect("swept nodes are non-null"),
             };
-            Self::heap(st, walked.side).push(entry);
+            Self::heap(st, side_of(node)).push(entry);
         }
     }
 
