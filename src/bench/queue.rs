@@ -61,12 +61,14 @@
 //! What bounds DeliQueue's FIFO time (`perf record` on the scenario): a message is a node
 //! (64 bytes with a word-sized payload: one cache line) that the poster writes and the
 //! looper then reads from another core, reached through a chain of dependent loads (the
-//! stack is walked from its head), and the head itself is one cache line that every push
-//! CASes and every sweep reads. Per message, four locked read-modify-writes remain: the
-//! pool's taker flag and the push CAS on the post, the looper's guard and the claim CAS on
-//! delivery. crossbeam-channel packs four messages a line in blocks read in order, with
-//! about one such operation per side. See `docs/benchmarks.md` for what was measured and
-//! tried.
+//! stack is walked from its head). The head is one cache line that every push CASes; the
+//! looper reads it once a batch, not once a message (DeliQueue's delivery bound). Per
+//! message, four locked read-modify-writes remain: the pool's taker flag and the push CAS
+//! on the post, the looper's guard and the claim CAS on delivery. crossbeam-channel packs
+//! four messages a line in blocks read in order, with about one such operation per side.
+//! The poster thread starts while the looper waits: a looper that yielded there, rather
+//! than sleep, could leave both threads on one CPU for a whole slice. See
+//! `docs/benchmarks.md` for what was measured and tried.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};

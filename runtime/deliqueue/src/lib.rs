@@ -24,6 +24,17 @@
 //!   beside it ([`timeline`]), and the looper takes the earlier of the two fronts.
 //!   Asynchronous messages live in a second heap, so a sync barrier at the front of
 //!   the synchronous heap holds back only synchronous messages.
+//! - **Delivery bound** ([`wake`]): the head is one cache line that every post writes, so
+//!   `next` reads it only when it must. After a sweep that leaves more than one message
+//!   due, the looper publishes its latest clock reading as a bound and re-checks the head
+//!   with a read-modify-write (sweeping what landed meanwhile) until that holds. Until
+//!   its next sweep it then delivers swept messages due at or before the bound without
+//!   reading the head: a post due at or before the bound (a front-of-queue post, one for
+//!   a time already past, a barrier) flags news after its push, which sends the next
+//!   `next` to sweep first; any other post is due later and comes after those messages
+//!   anyway. Posters read the bound on the line they already read for the looper's
+//!   wake-up time. While the poster runs ahead, the looper so takes messages in batches
+//!   and the head's line stays with the poster.
 //! - **Unlink**: with back-links, the looper unlinks any node in O(1): by rewriting the
 //!   newer node's `next`, or, for the topmost node, by a CAS on the head (on failure it
 //!   sweeps the newly pushed nodes first, which gives the node a back-link).
@@ -155,6 +166,8 @@ struct LooperState<T> {
     /// The latest clock reading (the clock never goes back, so a node due by then is
     /// due now: the looper reads the clock only when the first node is not).
     now: u64,
+    /// The delivery bound last published (see [`DeliQueue::deliver_swept`]).
+    bound: u64,
     /// Set when the sweep meets the quit sentinel.
     quit: Option<QuitMode>,
     /// Quit-safely already dropped the messages due after the quit time.
@@ -227,6 +240,7 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 async_heap: Timeline::default(),
                 seq: 0,
                 now: 0,
+                bound: 0,
                 quit: None,
                 quit_applied: false,
                 torn_down: false,
@@ -556,25 +570,90 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                     return None;
                 }
             }
-            Self::heap(st, side).pop();
-            // SAFETY: just taken from the heap; linked, so alive.
-            let node = unsafe { node_ref(entry.node.as_ptr()) };
-            if !node.try_transition(DELIVERED) {
-                continue; // a remover won: the freelist reclaims it
+            if let Some(next) = self.claim(st, side, entry) {
+                return Some(next);
             }
-            // SAFETY: we won the claim; the payload is in place and ours alone.
-            let payload = unsafe { node.take_payload() };
-            let message = Message {
-                key: node.key(),
-                asynchronous: node.kind == Kind::Async,
-                payload,
-            };
-            let when = node.when;
-            self.unlink(st, entry.node.as_ptr());
-            // SAFETY: unlinked, out of the heaps, payload moved out, retired once.
-            unsafe { st.reclaimer.retire(entry.node.as_ptr()) };
-            return Some(Next::Message { when, message });
         }
+    }
+
+    /// The fast path of `next`: hands out the first swept message without looking for
+    /// newer posts, when none can come before it. That holds when it is due by the
+    /// looper's latest clock reading and at or before the delivery bound, and no post
+    /// flagged news: a post due at or before the bound flags news (see
+    /// [`wake::Waker::flag_if_bounded`]), and one due after it comes after this message
+    /// in (due time, sequence) order. The quit sentinel flags news too.
+    #[inline(always)]
+    fn deliver_swept(&self, st: &mut LooperState<T>) -> Option<Next<T>> {
+        if st.quit.is_some() || self.waker.news() {
+            return None;
+        }
+        loop {
+            let (side, entry) = Self::candidate(st)?;
+            if entry.when > st.bound || entry.when > st.now {
+                return None;
+            }
+            if let Some(next) = self.claim(st, side, entry) {
+                return Some(next);
+            }
+        }
+    }
+
+    /// After a sweep: publishes the latest clock reading as the delivery bound when the
+    /// first swept message is due but beyond the current bound, so that the next calls
+    /// of `next` deliver what is swept and due without sweeping ([`Self::deliver_swept`]).
+    /// Then re-checks the head with a read-modify-write, sweeping what landed meanwhile,
+    /// until it holds: from there on every post reads this bound (see
+    /// [`wake::Waker::publish_bound`]).
+    ///
+    /// Only worth it with a second swept node: the first is delivered now anyway, and
+    /// a looper that keeps up with its posters would pay a clock read, a store to a line
+    /// posters read and a read-modify-write on the head for every message.
+    #[inline(always)]
+    fn extend_bound(&self, st: &mut LooperState<T>) {
+        if st.sync_heap.len() + st.async_heap.len() < 2 {
+            return;
+        }
+        let Some((_, entry)) = Self::candidate(st) else {
+            return;
+        };
+        if entry.when <= st.bound {
+            return;
+        }
+        if entry.when > st.now {
+            st.now = self.clock.now();
+            if entry.when > st.now {
+                return;
+            }
+        }
+        st.bound = st.now;
+        self.waker.publish_bound(st.bound);
+        while !self.stack.head_unchanged(st.swept_top) {
+            self.sweep(st);
+        }
+    }
+
+    /// Pops `entry` (the candidate of `side`) and claims it; the message, unless a
+    /// remover won the node first (the freelist then reclaims it).
+    #[inline(always)]
+    fn claim(&self, st: &mut LooperState<T>, side: Side, entry: Entry<T>) -> Option<Next<T>> {
+        Self::heap(st, side).pop();
+        // SAFETY: just taken from the heap; linked, so alive.
+        let node = unsafe { node_ref(entry.node.as_ptr()) };
+        if !node.try_transition(DELIVERED) {
+            return None;
+        }
+        // SAFETY: we won the claim; the payload is in place and ours alone.
+        let payload = unsafe { node.take_payload() };
+        let message = Message {
+            key: node.key(),
+            asynchronous: node.kind == Kind::Async,
+            payload,
+        };
+        let when = node.when;
+        self.unlink(st, entry.node.as_ptr());
+        // SAFETY: unlinked, out of the heaps, payload moved out, retired once.
+        unsafe { st.reclaimer.retire(entry.node.as_ptr()) };
+        Some(Next::Message { when, message })
     }
 
     /// Quit-safely: drops every node due after `at`.
@@ -639,6 +718,8 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
             // so the "sentinel on top" check cannot refuse it.
             let pushed = unsafe { self.stack.push(self.sentinel, self.sentinel) };
             debug_assert!(pushed.is_ok());
+            // The looper sweeps (and meets the sentinel) before it delivers again.
+            self.waker.flag_news();
             // Nothing lands below the sentinel any more: tombstone what quit drops now,
             // so `pending`, `has` and `remove` see the quit at once (the looper drops
             // the payloads, racing fairly with it through the same CAS).
@@ -657,13 +738,15 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     }
 
     /// Spins with backoff while nothing new arrives; true when something did (a post,
-    /// a removal or a wake request). With `may_yield`, the last steps yield the CPU
-    /// instead of spinning (worth it only when the looper has nothing to wait for: with
-    /// a deadline, a yield on a busy machine can cost it whole time slices). Not under
-    /// loom, where it would only add states.
-    fn spin_for_news(&self, swept_top: *mut Node<T>, may_yield: bool) -> bool {
+    /// a removal or a wake request). It never yields the CPU: a looper that yields stays
+    /// runnable on its CPU, so a poster that started on the same CPU gets it for a whole
+    /// slice while the other CPU idles, and the looper then meets tens of thousands of
+    /// messages at once (measured: see `docs/benchmarks.md`, "The delivery bound"). A
+    /// looper that sleeps instead is woken by the first post, and the wake-up puts it on
+    /// an idle CPU. Not under loom, where it would only add states.
+    fn spin_for_news(&self, swept_top: *mut Node<T>) -> bool {
         #[cfg(not(loom))]
-        for step in 0..10u32 {
+        for step in 0..=6u32 {
             let news = self.stack.head(Ordering::Relaxed) != swept_top
                 || !self.freelist.is_empty()
                 || self.waker.has_request();
@@ -674,13 +757,9 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
                 for _ in 0..1u32 << step {
                     std::hint::spin_loop();
                 }
-            } else if may_yield {
-                std::thread::yield_now();
-            } else {
-                break;
             }
         }
-        let _ = (swept_top, may_yield);
+        let _ = swept_top;
         false
     }
 
@@ -766,6 +845,8 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
         };
         let node = self.new_node(Node::marker(when, Kind::Barrier, key));
         if self.push_node(node) {
+            // A barrier due at or before the delivery bound holds back swept messages.
+            self.waker.flag_if_bounded(when);
             Ok(BarrierToken(token))
         } else {
             // SAFETY: never published, still ours, no payload.
@@ -853,6 +934,10 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
             if st.torn_down {
                 return Next::Quit;
             }
+            if let Some(next) = self.deliver_swept(st) {
+                return next;
+            }
+            self.waker.take_news();
             self.sweep_and_reclaim(st);
             match st.quit {
                 Some(QuitMode::Now) => {
@@ -864,6 +949,9 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
                     self.drop_future(st, at);
                 }
                 _ => {}
+            }
+            if st.quit.is_none() {
+                self.extend_bound(st);
             }
             if let Some(next) = self.take_due(st) {
                 return next;
@@ -898,7 +986,7 @@ impl<T: Send + 'static, C: Clock> MessageQueue<T> for DeliQueue<T, C> {
                 // microseconds then costs no futex sleep and wake-up. Once only: news
                 // that leave nothing due (say, later timers) do not keep the looper
                 // polling; it sleeps, and posters wake it for anything due earlier.
-                if spun || !self.spin_for_news(st.swept_top, deadline == u64::MAX) {
+                if spun || !self.spin_for_news(st.swept_top) {
                     break (snapshot, deadline);
                 }
                 spun = true;

@@ -348,3 +348,49 @@ fn posts_to_an_overdue_looper_keep_order_and_due_times() {
     q.wake();
     assert_eq!(looper.join().unwrap(), vec![1, 2, 3]);
 }
+
+fn payload(next: Next<u32>) -> Option<u32> {
+    match next {
+        Next::Message { message, .. } => Some(message.payload),
+        _ => None,
+    }
+}
+
+#[test]
+fn posts_between_deliveries_that_come_first_are_seen() {
+    // Two due messages swept by the first `next`, which publishes the delivery bound;
+    // what lands after it but belongs before the second must come first.
+    let (q, clock) = queue();
+    q.post(msg(0, 1)).unwrap();
+    q.post(msg(0, 2)).unwrap();
+    q.post(msg(0, 3)).unwrap();
+    assert_eq!(payload(q.next()), Some(1));
+    q.post_at_front(msg(0, 4)).unwrap();
+    assert_eq!(payload(q.next()), Some(4), "a front post goes first");
+    q.post_at(999, msg(0, 5)).unwrap();
+    assert_eq!(payload(q.next()), Some(5), "a post due earlier goes first");
+    q.post(msg(0, 6)).unwrap();
+    assert_eq!(
+        payload(q.next()),
+        Some(2),
+        "a post due at the same time goes after"
+    );
+    let token = q.post_sync_barrier(990).unwrap();
+    assert!(
+        matches!(q.next(), Next::Idle),
+        "a barrier due earlier holds back the rest"
+    );
+    assert!(q.remove_sync_barrier(token));
+    clock.advance(1);
+    assert_eq!(drain(&q), vec![3, 6]);
+}
+
+#[test]
+fn quit_after_a_delivery_drops_the_swept_messages() {
+    let (q, _clock) = queue();
+    q.post(msg(0, 1)).unwrap();
+    q.post(msg(0, 2)).unwrap();
+    assert_eq!(payload(q.next()), Some(1));
+    q.quit();
+    assert!(matches!(q.next(), Next::Quit));
+}

@@ -13,6 +13,17 @@
 //! [`Waker::wake`] (any thread) also sets a flag, so a wake that lands while the looper
 //! is busy is kept for its next `wait`.
 //!
+//! **Delivering without a sweep.** The looper also publishes a delivery bound, on the
+//! deadline's cache line: it delivers swept messages due at or before the bound without
+//! reading the stack head (see `DeliQueue::deliver_swept`). A post, after its push, reads
+//! the bound and, when its message is due at or before it, sets the `news` flag
+//! ([`Waker::flag_if_bounded`]); the looper checks the flag before each such delivery and
+//! sweeps when it is set. The same pairing as for the deadline makes the bound safe: the
+//! looper stores the bound, then re-checks the head with a read-modify-write until it
+//! finds nothing new (sweeping what landed). A push that comes after that RMW acquires
+//! it and reads the new bound; a push that comes before it is swept. The loom model
+//! `post_vs_delivery_bound` checks it.
+//!
 //! **An overdue looper.** The published deadline also tells a poster when the looper's
 //! timer has fired but the looper has not run since: a normal thread's timed sleep ends
 //! up to its timer slack (50 us by default) after the deadline, so a deadline more than
@@ -37,19 +48,37 @@ const AWAKE: u64 = 0;
 /// makes a few posts near the end of its window yield in vain.)
 pub const OVERDUE_NS: u64 = 50_000;
 
-/// The looper's sleep state.
+/// The looper's sleep state, and its delivery bound (see "Delivering without a sweep").
 pub struct Waker {
     futex: CachePadded<Futex>,
-    deadline: CachePadded<AtomicU64>,
+    /// What the looper writes and every post reads, on one cache line.
+    published: CachePadded<Published>,
     requested: AtomicBool,
+    /// Set by a post due at or before the published bound (rare: a post for now lands
+    /// after it); the looper then sweeps before it delivers again.
+    news: CachePadded<AtomicBool>,
+}
+
+/// The looper's announcements to posters.
+#[repr(C)]
+struct Published {
+    /// The due time the looper sleeps until, or [`AWAKE`].
+    deadline: AtomicU64,
+    /// The delivery bound: the looper delivers a swept message due at or before it
+    /// without looking for newer posts first; a post due at or before it sets `news`.
+    bound: AtomicU64,
 }
 
 impl Default for Waker {
     fn default() -> Self {
         Waker {
             futex: CachePadded::new(Futex::new(0)),
-            deadline: CachePadded::new(AtomicU64::new(AWAKE)),
+            published: CachePadded::new(Published {
+                deadline: AtomicU64::new(AWAKE),
+                bound: AtomicU64::new(0),
+            }),
             requested: AtomicBool::new(false),
+            news: CachePadded::new(AtomicBool::new(false)),
         }
     }
 }
@@ -59,9 +88,13 @@ impl Waker {
     /// whether the looper is overdue: it went to sleep until a deadline more than
     /// [`OVERDUE_NS`] before `now()` and has not run since (`now` is read only when
     /// the looper sleeps until a deadline).
+    ///
+    /// Also sets the news flag when `when` is at or before the delivery bound, so that
+    /// the looper sweeps before it delivers again (see "Delivering without a sweep").
     #[inline]
     pub fn notify_if_earlier(&self, when: u64, now: impl FnOnce() -> u64) -> bool {
-        let deadline = self.deadline.load(Ordering::SeqCst);
+        let deadline = self.published.deadline.load(Ordering::SeqCst);
+        self.flag_if_bounded(when);
         if when < deadline {
             self.kick();
         }
@@ -75,6 +108,57 @@ impl Waker {
     #[inline(never)]
     fn overdue(deadline: u64, now: u64) -> bool {
         now.saturating_sub(deadline) >= OVERDUE_NS
+    }
+
+    /// Poster side, after its push of a node due at `when`: flags news when `when` is at
+    /// or before the delivery bound.
+    #[inline]
+    pub fn flag_if_bounded(&self, when: u64) {
+        // Relaxed: the push just before acquired the looper's head read-modify-write
+        // that followed the bound's store, or the looper's sweep meets the push (see
+        // `Waker::publish_bound`).
+        if when <= self.published.bound.load(Ordering::Relaxed) {
+            self.flag_news();
+        }
+    }
+
+    /// Makes the looper sweep before it delivers again (a post due at or before the
+    /// delivery bound, or the quit sentinel). Out of line: off the usual post path.
+    #[cold]
+    #[inline(never)]
+    pub fn flag_news(&self) {
+        // Release: pairs with the looper's Acquire in `news`/`take_news`, so the push
+        // before this store is visible to the sweep that follows them.
+        self.news.store(true, Ordering::Release);
+    }
+
+    /// Looper: whether a post flagged news since the last [`Waker::take_news`].
+    #[inline]
+    pub fn news(&self) -> bool {
+        // Acquire: pairs with `flag_news`.
+        self.news.load(Ordering::Acquire)
+    }
+
+    /// Looper, before a sweep: consumes the news flag.
+    #[inline]
+    pub fn take_news(&self) {
+        if self.news() {
+            // Acquire: pairs with `flag_news` (a flag set again after this is kept for
+            // the next `next`).
+            self.news.swap(false, Ordering::Acquire);
+        }
+    }
+
+    /// Looper: stores a new delivery bound. The caller then re-checks the stack head with
+    /// a read-modify-write ([`super::stack::Stack::head_unchanged`]) and sweeps again
+    /// until it succeeds; only then may it deliver up to `bound` without a sweep. A post
+    /// pushes (an RMW on the head), then reads the bound: if its push comes after the
+    /// looper's RMW, it acquires it and reads this bound (or a later one); if before, the
+    /// looper's RMW fails or its sweep met the push.
+    #[inline]
+    pub fn publish_bound(&self, bound: u64) {
+        // Relaxed: released by the head read-modify-write that follows.
+        self.published.bound.store(bound, Ordering::Relaxed);
     }
 
     /// Wakes the looper so it re-checks, now or at its next `wait`.
@@ -105,7 +189,8 @@ impl Waker {
 
     /// Looper: announces it will sleep until `deadline` (then re-check the stack).
     pub fn publish_deadline(&self, deadline: u64) {
-        self.deadline
+        self.published
+            .deadline
             .store(deadline.max(AWAKE + 1), Ordering::SeqCst);
     }
 
@@ -116,7 +201,7 @@ impl Waker {
 
     /// Looper: back to work.
     pub fn clear_deadline(&self) {
-        self.deadline.store(AWAKE, Ordering::SeqCst);
+        self.published.deadline.store(AWAKE, Ordering::SeqCst);
     }
 }
 

@@ -6,6 +6,8 @@
 //! - post vs quit (a post lands below the sentinel and is dropped, or fails),
 //! - sleep vs wake-up (a post or `wake` racing the looper going to sleep is never lost;
 //!   a lost wake-up shows as a loom deadlock),
+//! - post vs delivery bound (a post due before swept messages, racing the looper
+//!   publishing the bound it delivers up to without sweeping, is never overtaken),
 //! - an overdue looper (a post that finds the looper asleep past its deadline and the
 //!   timer slack yields; nothing is lost or dispatched early).
 //!
@@ -213,5 +215,30 @@ fn overdue_post_vs_timed_sleep() {
         poster.join().unwrap();
         take(&q);
         assert_eq!(got, vec![1, 2]);
+    });
+}
+
+#[test]
+fn post_vs_delivery_bound() {
+    model(|| {
+        let (q, _clock) = new_queue::<u32>();
+        q.post_at(10, Message::new(0, 0, 1)).unwrap();
+        q.post_at(10, Message::new(0, 0, 2)).unwrap();
+        // The looper's first `next` sweeps both and publishes the delivery bound while
+        // a message due before them lands.
+        let looper = {
+            let q = q.clone();
+            thread::spawn(move || payload_of(q.next()))
+        };
+        q.post_at(5, Message::new(0, 0, 3)).unwrap();
+        let mut got: Vec<u32> = looper.join().unwrap().into_iter().collect();
+        // The post is done: every later `next` must see it before message 2.
+        while let Some(p) = payload_of(q.next()) {
+            got.push(p);
+        }
+        assert!(
+            got == [3, 1, 2] || got == [1, 3, 2],
+            "message 3 overtaken: {got:?}"
+        );
     });
 }
