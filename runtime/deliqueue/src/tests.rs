@@ -349,13 +349,6 @@ fn posts_to_an_overdue_looper_keep_order_and_due_times() {
     assert_eq!(looper.join().unwrap(), vec![1, 2, 3]);
 }
 
-fn payload(next: Next<u32>) -> Option<u32> {
-    match next {
-        Next::Message { message, .. } => Some(message.payload),
-        _ => None,
-    }
-}
-
 #[test]
 fn posts_between_deliveries_that_come_first_are_seen() {
     // Two due messages swept by the first `next`, which publishes the delivery bound;
@@ -364,14 +357,22 @@ fn posts_between_deliveries_that_come_first_are_seen() {
     q.post(msg(0, 1)).unwrap();
     q.post(msg(0, 2)).unwrap();
     q.post(msg(0, 3)).unwrap();
-    assert_eq!(payload(q.next()), Some(1));
+    assert_eq!(q.next().message_payload(), Some(1));
     q.post_at_front(msg(0, 4)).unwrap();
-    assert_eq!(payload(q.next()), Some(4), "a front post goes first");
+    assert_eq!(
+        q.next().message_payload(),
+        Some(4),
+        "a front post goes first"
+    );
     q.post_at(999, msg(0, 5)).unwrap();
-    assert_eq!(payload(q.next()), Some(5), "a post due earlier goes first");
+    assert_eq!(
+        q.next().message_payload(),
+        Some(5),
+        "a post due earlier goes first"
+    );
     q.post(msg(0, 6)).unwrap();
     assert_eq!(
-        payload(q.next()),
+        q.next().message_payload(),
         Some(2),
         "a post due at the same time goes after"
     );
@@ -390,7 +391,7 @@ fn quit_after_a_delivery_drops_the_swept_messages() {
     let (q, _clock) = queue();
     q.post(msg(0, 1)).unwrap();
     q.post(msg(0, 2)).unwrap();
-    assert_eq!(payload(q.next()), Some(1));
+    assert_eq!(q.next().message_payload(), Some(1));
     q.quit();
     assert!(matches!(q.next(), Next::Quit));
 }
