@@ -412,10 +412,10 @@ fn a_budget_never_reached_is_warned_about() {
     let o = ok(o, "marvin pressure");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("WARNING: the budget (1024.0 MiB) was never reached"),
+        err.contains("warning: the budget (1024.0 MiB) was never reached"),
         "{err}"
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("WARNING"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("warning:"));
 }
 
 #[test]

@@ -43,6 +43,15 @@ pub fn thread_major_faults() -> std::io::Result<u64> {
     })
 }
 
+/// Major page faults of the calling process so far, every thread's, those of threads
+/// that ended included: field 12 of `/proc/self/stat`.
+pub fn process_major_faults() -> std::io::Result<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    parse_stat_major_faults(&stat).ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed /proc/self/stat")
+    })
+}
+
 /// Field 12 (major faults) of a `stat` line; the command name (field 2) may hold
 /// spaces and parentheses, so fields are counted after its last `)`.
 pub fn parse_stat_major_faults(stat: &str) -> Option<u64> {
@@ -106,6 +115,7 @@ mod tests {
         assert_eq!(parse_stat_major_faults(line), Some(7));
         assert_eq!(parse_stat_major_faults("42 (x) S 1"), None);
         assert!(thread_major_faults().is_ok());
+        assert!(process_major_faults().unwrap() >= thread_major_faults().unwrap());
     }
 
     #[test]

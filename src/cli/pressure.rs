@@ -704,13 +704,20 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
                 .progress_chars("=> "),
         );
         bar.set_prefix(label.clone());
+        // The process mode counts every death (the killer's, the kernel's OOM killer's,
+        // a signal's, a crash); the model's apps die only by its killer.
+        let deaths = if matches!(mode, Mode::Processes(_)) {
+            "deaths"
+        } else {
+            "kills"
+        };
         let progress =
             |_: Pressure, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
                 bar.set_position(t.as_millis() as u64);
                 bar.set_message(format!(
-                    "alive {alive:>3}  active {active:>3}  kills {kills:>3}  resident {:>6.1} MiB",
-                    bytes as f64 / (1u64 << 20) as f64
-                ));
+                "alive {alive:>3}  active {active:>3}  {deaths} {kills:>3}  resident {:>6.1} MiB",
+                bytes as f64 / (1u64 << 20) as f64
+            ));
             };
         let started = Instant::now();
         let (loaded, defs) = match build(run.seed) {
@@ -778,13 +785,13 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         ser.rep = run.rep;
         if lines {
             errln!(
-                "finished {}/{}: {label}: active {} peak / {} final, alive {} final, {} kills, {:.1} s",
+                "finished {}/{}: {label}: active {} peak / {} final, alive {} final, {}, {:.1} s",
                 done + 1,
                 runs.len(),
                 s.peak_active,
                 s.final_active,
                 s.final_alive,
-                s.kills,
+                deaths_text(&s),
                 started.elapsed().as_secs_f64()
             );
         }
@@ -798,7 +805,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     }
     let warnings = guards(&summaries, budget as u64);
     for w in &warnings {
-        errln!("WARNING: {w}");
+        errln!("warning: {w}");
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
@@ -806,7 +813,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         outln!("{}", mode.title(budget))?;
         out!("{}", summary::table(&summaries))?;
         for w in &warnings {
-            outln!("WARNING: {w}")?;
+            outln!("warning: {w}")?;
         }
     }
     if let Some(dir) = &a.out {
@@ -1016,7 +1023,37 @@ pub fn guards(runs: &[Summary], budget: u64) -> Vec<String> {
                 .to_owned(),
         );
     }
+    for s in runs.iter().filter(|s| s.kernel_oom_kills > 0) {
+        let label = if s.label.is_empty() {
+            &s.policy
+        } else {
+            &s.label
+        };
+        let rep = if runs.iter().any(|r| r.rep > 0) {
+            format!(" #{}", s.rep)
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "{label}{rep}: {} kernel OOM kill{}: the System did not keep the group off the \
+             kernel's OOM killer",
+            s.kernel_oom_kills,
+            if s.kernel_oom_kills == 1 { "" } else { "s" }
+        ));
+    }
     out
+}
+
+/// A run's deaths for its progress line: the model's kills, or the process mode's
+/// deaths with their parts.
+fn deaths_text(s: &Summary) -> String {
+    if s.mode != "processes" {
+        return format!("{} kills", s.kills);
+    }
+    format!(
+        "{} deaths ({} by the killer, {} kernel OOM, {} signalled, {} crashed)",
+        s.deaths, s.lmk_kills, s.oom_killed_apps, s.signalled_apps, s.crashed_apps
+    )
 }
 
 /// The mode a run takes, with why.

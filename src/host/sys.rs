@@ -2,8 +2,9 @@
 //! signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`, `process_mrelease`),
 //! eventfd and poll, `swapon`/`swapoff`, joining a cgroup between fork and exec, and the
 //! control thread's real-time scheduling ([`RealtimeThread`]) and another thread's
-//! ([`set_thread_fifo`], the UI thread of the app in front), and dropping a file's clean
-//! pages from the page cache ([`drop_file_cache`], room ahead of a launch).
+//! ([`set_thread_fifo`], the UI thread of the app in front), dropping a file's clean
+//! pages from the page cache ([`drop_file_cache`], room ahead of a launch), and locking
+//! the System's memory ([`lock_memory`]).
 //! Nothing else under `host/` uses `unsafe`.
 
 use std::ffi::CString;
@@ -283,6 +284,32 @@ pub fn sync_all() {
 /// pages only, large folios the range does not wholly cover stay).
 pub fn drop_file_cache(path: &Path, from: u64) -> io::Result<()> {
     marvin_runtime::memfd::drop_cache(&File::open(path)?, from)
+}
+
+/// Locks the calling process's memory, as lmkd does, until the guard is dropped: every
+/// page mapped now is faulted in and kept, and every page mapped later is kept once
+/// touched (`MCL_ONFAULT`, so thread stacks are not filled in). The System then never
+/// waits on a page fault for its own code, which it shares with the apps and which the
+/// kernel may otherwise reclaim under their group's pressure, nor for a page of an app's
+/// reclaim table. Needs `CAP_IPC_LOCK` (root) or a large enough `RLIMIT_MEMLOCK`.
+pub fn lock_memory() -> io::Result<MemoryLock> {
+    // SAFETY: mlockall has no memory preconditions; it only pins pages.
+    cvt(unsafe { libc::mlockall(libc::MCL_CURRENT) } as libc::c_long)?;
+    let future = libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT;
+    // SAFETY: as above.
+    cvt(unsafe { libc::mlockall(future) } as libc::c_long)?;
+    Ok(MemoryLock(()))
+}
+
+/// The process's memory stays locked while this lives ([`lock_memory`]).
+#[derive(Debug)]
+pub struct MemoryLock(());
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        // SAFETY: munlockall has no memory preconditions.
+        unsafe { libc::munlockall() };
+    }
 }
 
 /// Thread `tid`'s scheduling policy (`SCHED_RESET_ON_FORK` masked off).

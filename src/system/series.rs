@@ -25,7 +25,7 @@ pub struct SeriesPoint {
     pub alive: u32,
     /// Apps active (rounds less than 7 s apart, scaled).
     pub active: u32,
-    /// Apps killed so far.
+    /// Apps killed so far (the process mode: every death, whatever killed the app).
     pub kills: u64,
     /// Apps restarted so far.
     pub restarts: u64,

@@ -26,7 +26,9 @@ pub struct Crash {
 pub struct AppRecord {
     pub app: usize,
     pub pid: u32,
-    /// `killed`, `crashed`, `ended` (by itself) or `alive at the end`.
+    /// `killed` (by the run's low-memory killer), `oom-killed` (by the kernel's OOM
+    /// killer), `signalled` (by a signal from elsewhere), `crashed`, `ended` (by
+    /// itself) or `alive at the end`.
     pub end: String,
     /// When it ended (or the run stopped it), in seconds since the run began.
     pub t_s: f64,
@@ -124,6 +126,16 @@ pub struct Summary {
     /// the low-memory killer killed.
     pub kernel_oom_kills: u64,
     pub lmk_kills: u64,
+    /// Process mode: every app process that died, whatever killed it: the low-memory
+    /// killer's kills, the apps the kernel's OOM killer killed, those a signal from
+    /// elsewhere ended, and crashed apps.
+    pub deaths: u64,
+    pub oom_killed_apps: u64,
+    pub signalled_apps: u64,
+    /// Process mode: the longest time between two turns of the System's control loop
+    /// (the killer, the sampler, launches; a turn waits a tick of 20 ms), and so how
+    /// late it could have acted at worst.
+    pub control_gap_max_ns: u64,
     /// Process mode: the low-memory killer's kills by why it killed (`headroom`: usage
     /// within the headroom of the limit; `complete-stall`; `swap-low`; for marvin,
     /// `nothing-reclaimable`: the reclaimer had nothing left to take, and
@@ -270,8 +282,12 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
         ("apps active (peak)", |s| f64::from(s.peak_active), Count),
         ("apps active (final)", |s| f64::from(s.final_active), Count),
         ("kills", |s| s.kills as f64, Count),
-        ("restarts", |s| s.restarts as f64, Count),
+        ("deaths", |s| s.deaths as f64, Count),
+        ("  lmk kills", |s| s.lmk_kills as f64, Count),
+        ("  kernel OOM kills", |s| s.kernel_oom_kills as f64, Count),
+        ("  signalled", |s| s.signalled_apps as f64, Count),
         ("crashed apps", |s| s.crashed_apps as f64, Count),
+        ("restarts", |s| s.restarts as f64, Count),
         ("arrays verified", |s| s.verified_arrays as f64, Count),
         (
             "failed verifications",
@@ -380,12 +396,19 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
             Count,
         ),
     ];
+    // Rows that mean something in one mode only: the model's own accounting, or what
+    // the kernel and the System's control loop report in the process mode.
+    let other_mode_only = if processes { MODEL_ROWS } else { PROCESS_ROWS };
+    rows.retain(|(name, _, _)| !other_mode_only.contains(name));
     if processes {
         rows.extend_from_slice(&[
-            ("cgroup limit", (|s| s.limit_bytes as f64) as Cell, MiB),
+            (
+                "control loop gap (max)",
+                (|s| s.control_gap_max_ns as f64) as Cell,
+                Ms,
+            ),
+            ("cgroup limit", |s| s.limit_bytes as f64, MiB),
             ("peak cgroup usage", |s| s.peak_cgroup_bytes as f64, MiB),
-            ("lmk kills", |s| s.lmk_kills as f64, Count),
-            ("kernel OOM kills", |s| s.kernel_oom_kills as f64, Count),
             ("major faults", |s| s.major_faults as f64, Count),
             ("major faults in GC", |s| s.gc_major_faults as f64, Count),
             ("kernel swap out", |s| s.swap_out_bytes as f64, MiB),
@@ -408,6 +431,22 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
     }
     rows
 }
+
+/// Rows of the common list that only the in-process model fills.
+const MODEL_ROWS: &[&str] = &[
+    "kills",
+    "swap written",
+    "swap read",
+    "reclaimed",
+    "peak accounted memory",
+    "runtime held (peak)",
+    "runtime charged (peak)",
+    "over-budget allocations",
+    "over budget by (max)",
+];
+
+/// Rows of the common list that only the process mode fills.
+const PROCESS_ROWS: &[&str] = &["deaths", "  lmk kills", "  kernel OOM kills", "  signalled"];
 
 /// A launch latency as a table cell: none (shown as `-`) when there were no launches,
 /// rather than a latency of zero.

@@ -140,7 +140,15 @@ fn park_until_finished(running: &Running, d: Duration) {
 fn report_marks(app: &App, out: &Mutex<impl Write>) {
     let marks = app.mark_counts();
     let mut counters = std::collections::BTreeMap::new();
-    counters.insert("gc_major_faults".into(), app.gc_totals().major_faults);
+    let gc_major_faults = app.gc_totals().major_faults;
+    counters.insert("gc_major_faults".into(), gc_major_faults);
+    if gc_major_faults > 0 {
+        // Read after the collections' count, so the process's count (which holds every
+        // collection's faults) is never behind it in one report.
+        if let Ok(all) = marvin_runtime::procfs::process_major_faults() {
+            counters.insert("major_faults".into(), all);
+        }
+    }
     if let Some(space) = app.heap().stub_space() {
         let c = &space.counters;
         counters.insert("object_faults".into(), c.faults.load(Ordering::Relaxed));

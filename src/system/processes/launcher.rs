@@ -150,6 +150,17 @@ impl AppProcess {
         self.seen.lock().clone()
     }
 
+    /// The run id the app gave once ready (its swap file's and reclaim table's owner).
+    pub fn run_id(&self) -> Option<[u8; 16]> {
+        self.seen.lock().run
+    }
+
+    /// The signal that ended the process, once it has ended by one.
+    pub fn signal(&mut self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.try_status()?.signal()
+    }
+
     /// The last mark count of `name`.
     pub fn mark(&self, name: &str) -> u64 {
         self.seen.lock().mark(name)
@@ -199,6 +210,13 @@ impl AppProcess {
         let s = self.child.wait()?;
         self.status = Some(s);
         Ok(s)
+    }
+
+    /// Whether the reader threads have read everything the ended process wrote (a
+    /// [`AppProcess::drain`] then waits for nothing). They run at normal priority, so a
+    /// real-time caller that waited for them could wait behind every busy app.
+    pub fn reports_done(&self) -> bool {
+        self.readers.iter().all(|r| r.is_finished())
     }
 
     /// Waits for the reader threads (after the process ended) so every report is in.

@@ -8,10 +8,13 @@
 //! swap, the killer's mechanism, per-process counters) are in [`crate::host`].
 
 pub mod app_process;
+pub mod death;
 pub mod kill_hold;
 pub mod launcher;
 pub mod protocol;
+pub mod reclaimer;
 pub mod run;
+pub mod spawner;
 
 pub use run::{ProcessConfig, SettleMode};
 
@@ -36,6 +39,17 @@ pub fn run(
     // The machine is this run's from before the first settle to the last policy's end,
     // so no other real-mode run comes in between.
     let _machine = crate::host::MachineLock::acquire()?;
+    // The System's pages stay in memory, as lmkd's do: a fault on its code or on an app's
+    // reclaim table would wait for the disk the apps keep busy (seconds, measured).
+    let _locked = match crate::host::sys::lock_memory() {
+        Ok(l) => Some(l),
+        Err(e) => {
+            crate::errln!(
+                "marvin: the System's memory is not locked ({e}); it may stall on page faults"
+            );
+            None
+        }
+    };
     let mut out = Vec::new();
     for &p in policies {
         let settled = settle_before(cfg.settle, p)?;

@@ -28,15 +28,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use marvin_swap::external::ExternalApp;
 use marvin_swap::policy::PolicyConfig;
 
+use super::death::{self, Death};
 use super::kill_hold::{HoldInput, KillHold};
 use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
+use super::reclaimer::{self, LiveApp, Request};
+use super::spawner::Spawner;
 use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
-use crate::host::{cgroup, lmk, procstat, signals, swapdev, sys, uithread};
+use crate::host::{cgroup, lmk, procstat, signals, swapdev, uithread};
 use crate::system::activity::{Activity, Thresholds};
 use crate::system::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::system::series::{PolicySeries, SeriesPoint};
@@ -50,14 +52,22 @@ use marvin_runtime::cpuclock::boottime_ns;
 const REPORT_EVERY: Duration = Duration::from_millis(20);
 /// The System's loop tick: launches, the killer, the reclaimer, activity.
 const TICK: Duration = Duration::from_millis(20);
-/// The control loop's `SCHED_FIFO` priority: lmkd's (1), the lowest real-time one.
-const CONTROL_PRIORITY: i32 = 1;
+/// The control loop's `SCHED_FIFO` priority: one above the UI thread of the app in
+/// front ([`uithread::UI_PRIORITY`], Android's FIFO UI), so no app keeps the killer and
+/// the sampler waiting (at equal priority a woken FIFO thread waits for the one
+/// running, measured: turns of 40-70 ms). Marvin's reclaimer thread runs at the UI
+/// thread's.
+const CONTROL_PRIORITY: i32 = uithread::UI_PRIORITY + 1;
 
 /// Marvin: the room the System makes below its reclaim threshold before it tells an
 /// app to come to the foreground (see [`Run::make_room_ahead`]): what a warm launch of
 /// the shipped workloads faults back (a bucket of arrays with their read-ahead, 1-4 MiB)
 /// with a margin for what it allocates.
 const LAUNCH_ROOM: u64 = 8 << 20;
+
+/// Marvin: the longest the control loop waits for that room before it tells the app
+/// anyway (the reclaimer goes on making it).
+const ROOM_WAIT: Duration = Duration::from_millis(40);
 
 /// The name of an app's swap file and reclaim table in its directory.
 const SWAP_NAME: &str = "swap";
@@ -111,14 +121,18 @@ struct Slot {
     activity: Activity,
     /// When it last left the foreground (LRU order of cached apps).
     left_foreground: Instant,
-    /// Marvin: the System's view of its reclaim table and memory, once it is ready.
-    external: Option<ExternalApp>,
+    /// The killer chose it: no longer live for the reclaimer, though not reaped yet.
+    killed: bool,
     /// Major faults seen so far (the last sample before it ended).
     major_faults: u64,
     /// Its memory at the last sample.
     last_mem: procstat::ProcMem,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
+    /// Its process is being started (no process yet).
+    starting: bool,
+    /// The reclaimer was told its run id (it is ready).
+    told_ready: bool,
     /// Its main looper and control threads, once both are seen (raised while it is in
     /// front).
     ui_tids: Vec<u32>,
@@ -130,6 +144,9 @@ struct Slot {
 #[derive(Default)]
 struct Ended {
     crashed: Vec<Crash>,
+    /// Apps the kernel's OOM killer killed, and those killed by a signal from elsewhere.
+    oom_killed: u64,
+    signalled: u64,
     failed_verifications: u64,
     verified_arrays: u64,
     major_faults: u64,
@@ -207,44 +224,74 @@ pub fn run_policy(
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
     let start = Instant::now();
-    let mut run = Run {
-        cfg,
-        pressure,
-        group,
-        machine: &machine,
-        killer,
-        slots: Vec::new(),
-        ended: Ended::default(),
-        start,
-        timeline: Timeline::new(start),
-        run_dir: run_dir.path().to_path_buf(),
-        policy_file,
-        restarts: 0,
-        reclaim_ns: Vec::new(),
-        reclaimed_bytes: 0,
-        reclaim_short: false,
-        room_ns: 0,
-        working_set: 0,
-        kill_reasons: Default::default(),
-        hold: KillHold::default(),
-        fg: None,
-        // FIFO UI needs what the real-time control loop needs (CAP_SYS_NICE).
-        fifo_ui: realtime.is_some(),
-        // The apps inherit the System's nice.
-        base_nice: procstat::stat(std::process::id()).map_or(0, |s| s.nice),
-    };
-    let result = run.drive(progress);
-    run.stop_all();
-    let ended = std::mem::take(&mut run.ended);
-    let mut app_events = run.timeline.finish();
+    let (result, ended, mut app_events, reclaimed) = std::thread::scope(|scope| {
+        // Marvin's reclaimer acts on its own thread, so the killer and the sampler never
+        // wait behind a pass.
+        let (link, reclaimer) = match pressure {
+            Pressure::Marvin => {
+                let settings = reclaimer::Settings {
+                    limit: sys.budget as u64,
+                    headroom: cfg.headroom,
+                    tick: TICK,
+                    realtime: realtime.is_some().then_some(uithread::UI_PRIORITY),
+                };
+                let (link, handle) = reclaimer::spawn(scope, group, SWAP_NAME, settings);
+                (Some(link), Some(handle))
+            }
+            _ => (None, None),
+        };
+        let spawner = Spawner::spawn(scope, group, cfg.exe.clone());
+        let mut run = Run {
+            cfg,
+            pressure,
+            group,
+            machine: &machine,
+            killer,
+            slots: Vec::new(),
+            ended: Ended::default(),
+            start,
+            timeline: Timeline::new(start),
+            run_dir: run_dir.path().to_path_buf(),
+            policy_file,
+            restarts: 0,
+            reclaimer: link,
+            spawner,
+            room_ns: 0,
+            working_set: 0,
+            kill_reasons: Default::default(),
+            hold: KillHold::default(),
+            fg: None,
+            // FIFO UI needs what the real-time control loop needs (CAP_SYS_NICE).
+            fifo_ui: realtime.is_some(),
+            // The apps inherit the System's nice.
+            base_nice: procstat::stat(std::process::id()).map_or(0, |s| s.nice),
+            control_gap_max: Duration::ZERO,
+            passes_at_kill: 0,
+            oom_booked: group.oom_kills().unwrap_or(0),
+        };
+        let result = run.drive(progress);
+        run.stop_all();
+        let ended = std::mem::take(&mut run.ended);
+        let app_events = run.timeline.finish();
+        // Its link goes with the run: the reclaimer ends.
+        drop(run);
+        let reclaimed = reclaimer.map(|h| h.join());
+        (result, ended, app_events, reclaimed)
+    });
     let oom_kills = group.oom_kills().unwrap_or(0);
     let peak = group.peak().unwrap_or(0);
-    drop(run);
     // Normal again before the swap goes off (swapoff reads every page back).
     drop(realtime);
     // Taken down here rather than on drop, so a failure to remove is reported.
     machine.tear_down()?;
     let (mut summary, series) = result?;
+    if let Some(reclaimed) = reclaimed {
+        let mut outcome =
+            reclaimed.map_err(|_| anyhow::anyhow!("the reclaimer thread panicked"))?;
+        summary.reclaim_requests = outcome.pass_ns.len() as u64;
+        summary.set_latencies(&mut outcome.pass_ns);
+        summary.external_reclaimed_bytes = outcome.reclaimed_bytes;
+    }
     summary.kernel_oom_kills = oom_kills;
     summary.peak_cgroup_bytes = peak;
     summary.failed_verifications = ended.failed_verifications;
@@ -259,6 +306,9 @@ pub fn run_policy(
     summary.apps = ended.apps;
     summary.crashed_apps = ended.crashed.len() as u64;
     summary.crashes = ended.crashed;
+    summary.oom_killed_apps = ended.oom_killed;
+    summary.signalled_apps = ended.signalled;
+    summary.deaths = summary.lmk_kills + ended.oom_killed + ended.signalled + summary.crashed_apps;
     if let Some(sig) = signals::stop_requested() {
         anyhow::bail!("stopped by signal {sig}; the cgroup and swap were removed");
     }
@@ -279,12 +329,11 @@ struct Run<'a> {
     run_dir: PathBuf,
     policy_file: PathBuf,
     restarts: u64,
-    reclaim_ns: Vec<u64>,
-    reclaimed_bytes: u64,
-    /// Marvin: the last reclaim pass took less than it asked for (nothing more was
-    /// reclaimable); until then the killer waits.
-    reclaim_short: bool,
-    /// The group's working set as the last reclaim check read it.
+    /// Marvin: the reclaimer's thread.
+    reclaimer: Option<reclaimer::Link>,
+    /// Starts app processes off the control loop.
+    spawner: Spawner,
+    /// The group's working set as the control loop last read it (marvin).
     working_set: u64,
     /// How long the System took making room ahead of the last launch (marvin).
     room_ns: u64,
@@ -299,6 +348,12 @@ struct Run<'a> {
     /// The apps' nice value in the background (the front app's other threads run
     /// [`uithread::front_nice`] of it).
     base_nice: i32,
+    /// Marvin: the reclaimer's complete passes when the killer last killed.
+    passes_at_kill: u64,
+    /// The longest time between two turns of the control loop.
+    control_gap_max: Duration,
+    /// The group's kernel OOM kills already booked against an app that died.
+    oom_booked: u64,
 }
 
 impl Run<'_> {
@@ -325,10 +380,17 @@ impl Run<'_> {
         let mut phase: LaunchPhase<(u64, u64)> =
             LaunchPhase::new(sys.launch, sys.launch_every * sys.apps as u32);
         let phase_on = sys.switch_every.is_none() && sys.launch.launches > 0;
+        let mut last_turn: Option<Instant> = None;
         loop {
             if signals::stop_requested().is_some() {
                 break;
             }
+            let turn = Instant::now();
+            if let Some(last) = last_turn {
+                self.control_gap_max = self.control_gap_max.max(turn - last);
+            }
+            last_turn = Some(turn);
+            self.take_started()?;
             let now = self.start.elapsed();
             // The run lasts its duration, and longer if its launch phase is still going.
             let all_launched = self.slots.len() == sys.apps;
@@ -351,33 +413,39 @@ impl Run<'_> {
             if let Some(fg) = self.fg {
                 self.raise_ui(fg);
             }
+            self.tell_ready_apps();
             let kill = if self.pressure == Pressure::Marvin {
-                // The killer decides on the state the reclaimer's pass just left: the
-                // pass runs after the wait, right before the decision, so a kill for
-                // "nothing reclaimable" is never made on a pass from before the wait
-                // (objects saved or cooled meanwhile are taken first).
-                let critical = self.killer.wait(tick)?;
-                self.reclaim_if_needed();
+                // The reclaimer works on its own thread; the killer decides on the
+                // working set now and on what the reclaimer's last pass found.
+                let critical = self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
+                if let Ok(ws) = self.group.working_set() {
+                    self.working_set = ws;
+                }
                 if self.may_kill() && !self.hold_kill(critical) {
                     self.killer.step(critical)?
                 } else {
                     None
                 }
             } else {
-                self.killer.watch(tick)?
+                self.killer.watch(tick.saturating_sub(turn.elapsed()))?
             };
             if let Some(kill) = kill {
+                let short = self.reclaimer.as_ref().is_some_and(|r| r.shared().short());
                 let why = match self.pressure {
-                    Pressure::Marvin if self.reclaim_short => "nothing-reclaimable",
+                    Pressure::Marvin if short => "nothing-reclaimable",
                     Pressure::Marvin => "reclaim-behind",
                     _ => kill.reason.name(),
                 };
                 *self.kill_reasons.entry(why.to_string()).or_default() += 1;
                 // A memory file stays charged to the group while any descriptor of it
-                // is open: let go of the victim's at once, or its pages would still
-                // count at the next tick and cost a second app its life.
+                // is open: the reclaimer lets go of the victim's at once, or its pages
+                // would still count at the next tick and cost a second app its life.
                 if let Some(s) = self.slots.iter_mut().find(|s| s.pid == kill.pid) {
-                    s.external = None;
+                    s.killed = true;
+                }
+                self.tell_reclaimer();
+                if let Some(r) = &self.reclaimer {
+                    self.passes_at_kill = r.shared().complete_passes();
                 }
             }
             self.reap();
@@ -401,9 +469,7 @@ impl Run<'_> {
         summary.lmk_held_ticks = self.hold.held_ticks();
         summary.lmk_holds_expired = self.hold.expired();
         summary.restarts = self.restarts;
-        summary.reclaim_requests = self.reclaim_ns.len() as u64;
-        summary.set_latencies(&mut self.reclaim_ns.clone());
-        summary.external_reclaimed_bytes = self.reclaimed_bytes;
+        summary.control_gap_max_ns = self.control_gap_max.as_nanos() as u64;
         // A launch still under way when the run ends never finished.
         phase.give_up(self.start.elapsed());
         summary.set_launches(std::mem::take(&mut phase.records), phase.unfinished);
@@ -444,30 +510,47 @@ impl Run<'_> {
         a
     }
 
-    /// Starts app `id` in the foreground (a launch or a cold restart).
+    /// Starts app `id` in the foreground (a launch or a cold restart): its process is
+    /// asked of the spawner and joins the slot once it runs ([`Run::take_started`]).
     fn start_app(&mut self, id: usize) -> anyhow::Result<Slot> {
         let dir = self.run_dir.join(format!("app{id}"));
         std::fs::create_dir_all(&dir)?;
-        let group = self.group;
-        let proc = AppProcess::spawn_with(&self.cfg.exe, &self.app_args(&dir), |cmd| {
-            group.spawn_inside(cmd).map_err(std::io::Error::other)
-        })?;
-        let pid = proc.pid();
-        self.killer.track(pid, AppState::Foreground)?;
+        self.spawner.start(id, self.app_args(&dir));
         Ok(Slot {
             id,
-            proc: Some(proc),
-            pid,
+            proc: None,
+            starting: true,
+            pid: 0,
             dir,
             activity: Activity::launched(Instant::now()),
             left_foreground: Instant::now(),
-            external: None,
+            killed: false,
+            told_ready: false,
             major_faults: 0,
             last_mem: procstat::ProcMem::default(),
             ended: false,
             ui_tids: Vec::new(),
             ui_raised: false,
         })
+    }
+
+    /// Gives each app process that has started its slot, and the killer its pid.
+    fn take_started(&mut self) -> anyhow::Result<()> {
+        let started = self.spawner.started();
+        if started.is_empty() {
+            return Ok(());
+        }
+        for s in started {
+            let proc = s.result.with_context(|| format!("starting app {}", s.id))?;
+            let pid = proc.pid();
+            self.killer.track(pid, AppState::Foreground)?;
+            let slot = &mut self.slots[s.id];
+            slot.proc = Some(proc);
+            slot.pid = pid;
+            slot.starting = false;
+        }
+        self.update_states();
+        Ok(())
     }
 
     fn launch_new(&mut self) -> anyhow::Result<()> {
@@ -498,7 +581,14 @@ impl Run<'_> {
     fn drive_launches(&mut self, phase: &mut LaunchPhase<(u64, u64)>) -> anyhow::Result<()> {
         let now = self.start.elapsed();
         if let Some(p) = &phase.pending {
-            match self.slots[p.app].proc.as_ref() {
+            let slot = &self.slots[p.app];
+            match slot.proc.as_ref() {
+                // A cold start's process is still being made.
+                None if slot.starting => {
+                    if phase.timed_out(boottime_ns()) {
+                        phase.give_up(now)
+                    }
+                }
                 None => phase.give_up(now),
                 Some(proc) => match proc.frames() {
                     (n, Some(f)) if n > p.frames_before && f.at_ns >= p.told_ns => {
@@ -584,9 +674,11 @@ impl Run<'_> {
             }
             None => {
                 let told_ns = boottime_ns();
-                self.slots[next] = self.start_app(next)?;
-                self.restarts += 1;
-                self.timeline.point(next, "restart");
+                if !self.slots[next].starting {
+                    self.slots[next] = self.start_app(next)?;
+                    self.restarts += 1;
+                    self.timeline.point(next, "restart");
+                }
                 Pending {
                     app: next,
                     cold: true,
@@ -646,6 +738,56 @@ impl Run<'_> {
             // An app that just died is no longer tracked: nothing to update.
             let _ = self.killer.set_state(self.slots[*id].pid, state);
         }
+        self.tell_reclaimer();
+    }
+
+    /// Marvin: tells the reclaimer which apps run, in LRU order, and which is in front.
+    fn tell_reclaimer(&self) {
+        let Some(r) = &self.reclaimer else {
+            return;
+        };
+        let live = self
+            .slots
+            .iter()
+            .filter(|s| !s.killed)
+            .filter_map(|s| {
+                let p = s.proc.as_ref()?;
+                Some(LiveApp {
+                    id: s.id,
+                    pid: s.pid,
+                    dir: s.dir.clone(),
+                    run: p.run_id(),
+                })
+            })
+            .collect();
+        let lru = self
+            .background_lru()
+            .into_iter()
+            .filter(|&id| !self.slots[id].killed)
+            .collect();
+        r.send(Request::Apps {
+            live,
+            lru,
+            front: self.fg,
+        });
+    }
+
+    /// Marvin: once an app is ready (it gave its run id), the reclaimer is told, so it
+    /// may open its table and memory.
+    fn tell_ready_apps(&mut self) {
+        if self.reclaimer.is_none() {
+            return;
+        }
+        let mut any = false;
+        for s in self.slots.iter_mut() {
+            if !s.told_ready && s.proc.as_ref().is_some_and(|p| p.run_id().is_some()) {
+                s.told_ready = true;
+                any = true;
+            }
+        }
+        if any {
+            self.tell_reclaimer();
+        }
     }
 
     /// Raises app `id`'s UI thread (its main looper) to `SCHED_FIFO`, as Android's
@@ -704,35 +846,49 @@ impl Run<'_> {
         s.ui_raised = false;
     }
 
-    /// Marvin, before an app is told to come to the foreground: reclaims from the other
-    /// background apps until usage is [`LAUNCH_ROOM`] below the reclaimer's threshold,
-    /// so that the launch's faults find room instead of waiting for the System's next
-    /// tick or the kernel's reclaim at the limit. (The killer makes no room ahead: it
-    /// acts when the group runs out; kernel swap reclaims at the limit.)
+    /// Marvin, before an app is told to come to the foreground: has the reclaimer take
+    /// from the other background apps until usage is [`LAUNCH_ROOM`] below its
+    /// threshold, so that the launch's faults find room instead of waiting for its next
+    /// pass or the kernel's reclaim at the limit, and waits for that up to
+    /// [`ROOM_WAIT`] (the control loop's turn stays short). (The killer makes no room
+    /// ahead: it acts when the group runs out; kernel swap reclaims at the limit.)
     ///
-    /// First it drops the page cache of the other apps' swap files (the pages their
-    /// faults read and their savers wrote, clean, charged to the group until the kernel
-    /// reclaims them at the limit): the reclaimer's threshold counts usage less inactive
-    /// page cache, so without this the group sits at its limit with that cache, and every
-    /// page the launch faults in is charged through the kernel's direct reclaim (hundreds
-    /// to thousands of limit hits per launch, measured). The app coming back keeps its
-    /// own cache: it is what its faults read.
+    /// The reclaimer first has the page cache of the other apps' swap files dropped
+    /// (the pages their faults read and their savers wrote, clean, charged to the group
+    /// until the kernel reclaims them at the limit): the reclaim threshold counts usage
+    /// less inactive page cache, so without this the group sits at its limit with that
+    /// cache, and every page the launch faults in is charged through the kernel's direct
+    /// reclaim (hundreds to thousands of limit hits per launch, measured). The app coming
+    /// back keeps its own cache: it is what its faults read.
     fn make_room_ahead(&mut self, next: usize) {
-        if self.pressure == Pressure::Marvin {
-            let t0 = Instant::now();
-            self.drop_swap_caches(Some(next));
-            self.reclaim_below(LAUNCH_ROOM, Some(next));
-            self.room_ns = t0.elapsed().as_nanos() as u64;
-        }
+        let Some(r) = &self.reclaimer else {
+            return;
+        };
+        let t0 = Instant::now();
+        let (done, wait) = crossbeam_channel::bounded(1);
+        r.send(Request::Room {
+            room: LAUNCH_ROOM,
+            except: next,
+            done,
+        });
+        let _ = wait.recv_timeout(ROOM_WAIT);
+        self.room_ns = t0.elapsed().as_nanos() as u64;
     }
 
     /// Marvin: whether the killer may act now. It waits while the reclaimer still
-    /// finds bytes to take (the last pass got all it asked for), unless usage has come
-    /// within a quarter of the headroom of the limit, where the kernel's OOM killer
-    /// would be next.
+    /// finds bytes to take (its last complete pass got all it asked for, or it is still
+    /// taking), and after a kill until a pass made since has found nothing either,
+    /// unless usage has come within a quarter of the headroom of the limit, where the
+    /// kernel's OOM killer would be next.
     fn may_kill(&self) -> bool {
         let limit = self.cfg.system.budget as u64;
-        self.reclaim_short || self.working_set > limit.saturating_sub(self.cfg.headroom / 4)
+        if self.working_set > limit.saturating_sub(self.cfg.headroom / 4) {
+            return true;
+        }
+        self.reclaimer.as_ref().is_some_and(|r| {
+            let s = r.shared();
+            s.short() && s.complete_passes() >= self.passes_at_kill + 2
+        })
     }
 
     /// Marvin, on a tick the killer may act: whether it holds back instead because a
@@ -752,11 +908,7 @@ impl Run<'_> {
         if critical {
             return false;
         }
-        let saving = self.slots.iter().any(|s| {
-            s.proc.is_some()
-                && Some(s.id) != self.fg
-                && s.external.as_ref().is_some_and(|x| x.table().is_saving())
-        });
+        let saving = self.reclaimer.as_ref().is_some_and(|r| r.shared().saving());
         self.hold.hold(
             Instant::now(),
             HoldInput {
@@ -768,90 +920,6 @@ impl Run<'_> {
         )
     }
 
-    /// Marvin: when usage comes within twice the headroom of the limit, reclaims from
-    /// background apps, least recently used first, until it is below again.
-    fn reclaim_if_needed(&mut self) {
-        self.keep_cache_room();
-        if let Some(short) = self.reclaim_below(0, None) {
-            self.reclaim_short = short;
-        }
-    }
-
-    /// Marvin, every tick: when the group's usage, page cache included, comes within the
-    /// headroom of its limit, drops the swap-file page cache of every app but the one in
-    /// front (whose launch may be reading ahead into it), as the room ahead of a launch
-    /// does. The reclaimer's threshold leaves that cache out (working set), so without
-    /// this the group sat at its limit between launches and a launch's faults that came
-    /// while another app's faults or saves had refilled it ran into the limit.
-    fn keep_cache_room(&mut self) {
-        let limit = self.cfg.system.budget as u64;
-        if self
-            .group
-            .usage()
-            .is_ok_and(|u| u > limit.saturating_sub(self.cfg.headroom))
-        {
-            self.drop_swap_caches(self.fg);
-        }
-    }
-
-    /// Drops the clean page cache of every running app's swap file but `except`'s.
-    fn drop_swap_caches(&self, except: Option<usize>) {
-        for s in &self.slots {
-            if s.proc.is_some() && Some(s.id) != except {
-                // A file not there yet (an app still starting) has no cache. The whole
-                // file: a range past the header page would keep the large folio that
-                // holds it, often much of the file's cache (that app's next fault reads
-                // its header page back, in the background).
-                let _ = sys::drop_file_cache(&s.dir.join(SWAP_NAME), 0);
-            }
-        }
-    }
-
-    /// Reclaims from background apps (never `except`), least recently used first, when
-    /// usage is above twice the headroom plus `room` below the limit, until it is below
-    /// again. Returns whether a pass got less than it asked for (`None`: no pass).
-    fn reclaim_below(&mut self, room: u64, except: Option<usize>) -> Option<bool> {
-        // The same measure the killer watches: usage less inactive page cache.
-        let usage = self.group.working_set().ok()?;
-        self.working_set = usage;
-        let limit = self.cfg.system.budget as u64;
-        let threshold = limit.saturating_sub(2 * self.cfg.headroom + room);
-        if usage <= threshold {
-            return Some(false);
-        }
-        let asked = usage - threshold + self.cfg.headroom;
-        let mut want = asked;
-        let t0 = Instant::now();
-        let mut got = 0;
-        for id in self.background_lru() {
-            if want == 0 {
-                break;
-            }
-            if Some(id) == except {
-                continue;
-            }
-            let slot = &mut self.slots[id];
-            if slot.external.is_none() {
-                // Only a table of the run the app named when it was ready.
-                let Some(run) = slot.proc.as_ref().and_then(|p| p.seen().run) else {
-                    continue;
-                };
-                match ExternalApp::open_run(slot.pid, &run, &slot.dir, SWAP_NAME) {
-                    Ok(x) => slot.external = Some(x),
-                    Err(_) => continue,
-                }
-            }
-            if let Some(x) = slot.external.as_mut() {
-                let r = x.reclaim(want);
-                got += r.bytes;
-                want = want.saturating_sub(r.bytes);
-            }
-        }
-        self.reclaim_ns.push(t0.elapsed().as_nanos() as u64);
-        self.reclaimed_bytes += got;
-        Some(got < asked)
-    }
-
     /// Notices apps that ended (killed, crashed, or done) and books them.
     fn reap(&mut self) {
         let mut changed = false;
@@ -859,34 +927,54 @@ impl Run<'_> {
             let Some(p) = self.slots[i].proc.as_mut() else {
                 continue;
             };
-            if p.is_running() {
+            // Booked once its reports are all read (on a later turn if need be: the
+            // control loop never waits for the reader threads).
+            if p.is_running() || !p.reports_done() {
                 continue;
             }
             p.drain();
-            let crash = p.crash();
+            let mut crash = p.crash();
+            let signal = p.signal();
             let seen = p.seen();
             let pid = self.slots[i].pid;
             let t_s = self.start.elapsed().as_secs_f64();
-            let killed = self.killer.kills().iter().any(|k| k.pid == pid);
-            let how = match (&crash, killed) {
-                (Some(_), _) => "crashed",
-                (None, true) => "killed",
-                (None, false) => "ended",
-            };
-            // Its intervals end before the kill (or the error) is booked.
+            let by_killer = self.killer.kills().iter().any(|k| k.pid == pid);
+            // A SIGKILL the killer did not send is the kernel's OOM killer's when the
+            // group counts an OOM kill not yet booked against another app.
+            let oom_now = self.group.oom_kills().unwrap_or(self.oom_booked);
+            let death = Death::classify(
+                by_killer,
+                crash.is_some(),
+                signal,
+                oom_now > self.oom_booked,
+            );
+            match death {
+                Death::OomKilled => {
+                    self.oom_booked += 1;
+                    self.ended.oom_killed += 1;
+                }
+                Death::Signalled => self.ended.signalled += 1,
+                Death::Crashed if crash.is_none() => {
+                    crash = signal.map(|s| format!("killed by {}", death::signal_name(s)));
+                }
+                _ => {}
+            }
+            // Its intervals end before the death (or the error) is booked.
             let id = self.slots[i].id;
             self.timeline.end(id, "foreground");
             self.timeline.end(id, "active");
-            match &crash {
-                Some(error) => self.timeline.value(id, "error", error),
-                None if killed => self.timeline.point(id, "kill"),
-                None => {}
+            match (&crash, death) {
+                (Some(error), _) => self.timeline.value(id, "error", error),
+                (None, Death::Ended) => {}
+                (None, d) => self.timeline.point(id, kill_event(d)),
             }
-            self.ended.book(&self.slots[i], &seen, crash, t_s, how);
+            self.ended
+                .book(&self.slots[i], &seen, crash, t_s, death.name());
             self.killer.forget(pid);
             self.slots[i].proc = None;
-            self.slots[i].external = None;
-            self.slots[i].ended = !killed;
+            // Only an app that finished by itself stays down; any death starts cold
+            // when it is launched again.
+            self.slots[i].ended = !death.restarts();
             if self.fg == Some(i) {
                 self.fg = None;
             }
@@ -943,7 +1031,11 @@ impl Run<'_> {
             t_s: self.start.elapsed().as_secs_f64(),
             alive,
             active,
-            kills: self.killer.kills().len() as u64,
+            // Every death so far: the killer's kills and the apps that died otherwise.
+            kills: self.killer.kills().len() as u64
+                + self.ended.oom_killed
+                + self.ended.signalled
+                + self.ended.crashed.len() as u64,
             restarts: self.restarts,
             // What the kernel charges the group: the figure the limit applies to.
             accounted_bytes: usage,
@@ -969,8 +1061,17 @@ impl Run<'_> {
             .map_or((0, 0), |t| (t.swap_in_bytes, t.swap_out_bytes))
     }
 
-    /// Stops every app that still runs (told first, so all wind down together).
+    /// Stops every app that still runs (told first, so all wind down together), those
+    /// still starting once they have.
     fn stop_all(&mut self) {
+        for s in self.spawner.finish() {
+            if let Ok(proc) = s.result {
+                let slot = &mut self.slots[s.id];
+                slot.pid = proc.pid();
+                slot.proc = Some(proc);
+                slot.starting = false;
+            }
+        }
         for s in self.slots.iter_mut() {
             if let Some(p) = s.proc.as_mut() {
                 p.tell(&Command::Stop);
@@ -993,9 +1094,23 @@ impl Run<'_> {
     }
 }
 
+/// The timeline's point for a death (`kill` for the killer's, as before).
+fn kill_event(d: Death) -> &'static str {
+    match d {
+        Death::Killed => "kill",
+        Death::OomKilled => "oom-kill",
+        Death::Signalled => "signal",
+        Death::Crashed => "crash",
+        Death::Ended => "end",
+    }
+}
+
 impl Ended {
     /// Books an app that ended: its verifications, faults and any crash.
     fn book(&mut self, slot: &Slot, seen: &Seen, crash: Option<String>, t_s: f64, how: &str) {
+        // The System's last sample may be older than the app's last report, whose count
+        // of all its major faults is read after its collections' (so never below it).
+        let major_faults = slot.major_faults.max(seen.counter("major_faults"));
         self.apps.push(AppRecord {
             app: slot.id,
             pid: slot.pid,
@@ -1007,13 +1122,13 @@ impl Ended {
             rss_file_bytes: slot.last_mem.file,
             rss_shmem_bytes: slot.last_mem.shmem,
             swap_bytes: slot.last_mem.swap,
-            major_faults: slot.major_faults,
+            major_faults,
             gc_major_faults: seen.counter("gc_major_faults"),
             object_faults: seen.counter("object_faults"),
         });
         self.failed_verifications += seen.mark("verify_failed");
         self.verified_arrays += seen.mark("verified");
-        self.major_faults += slot.major_faults;
+        self.major_faults += major_faults;
         self.gc_major_faults += seen.counter("gc_major_faults");
         self.object_faults += seen.counter("object_faults");
         self.gc_faults += seen.counter("gc_faults");
