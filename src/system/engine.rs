@@ -184,7 +184,7 @@ pub fn run_policy(
         let p = run.sample(th);
         summary.observe(&p);
         progress(now, p.alive, p.active, p.kills, p.accounted_bytes);
-        series.points.push(p);
+        series.push_sample(p, cfg.sample_every);
         // Rounds are watched more often than the series is sampled, so that the gap
         // between two rounds is known to within a tick, not a sampling period.
         let next_sample = Instant::now() + cfg.sample_every;
@@ -210,7 +210,7 @@ pub fn run_policy(
     summary.observe(&final_point);
     summary.final_alive = final_point.alive;
     summary.final_active = final_point.active;
-    series.points.push(final_point);
+    series.push_sample(final_point, cfg.sample_every);
     run.shutdown();
     run.finish(&mut summary);
     summary.set_launches(std::mem::take(&mut phase.records), phase.unfinished);
@@ -671,6 +671,8 @@ impl Run {
             rss_shmem_bytes: rss.shmem,
             swap_written: written + r.swap_written,
             swap_read: read + r.swap_read,
+            // Set when it joins the series.
+            after_gap: false,
         }
     }
 

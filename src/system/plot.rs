@@ -287,7 +287,9 @@ fn by_label(series: &[PolicySeries]) -> Vec<(&str, Vec<&PolicySeries>)> {
 
 /// One value over the repetitions of a column: at each sample index all repetitions
 /// share, the median time and value (the line) and the lowest and highest value (the
-/// band; none for one repetition). Samples whose time is not finite are left out.
+/// band; none for one repetition). Samples whose time is not finite are left out. Before
+/// a sample that came after a gap (in any repetition) the line gets a break: a point
+/// whose value is NaN, where the figure lifts its pen ([`line_runs`]).
 fn median_line(
     reps: &[&PolicySeries],
     value: &impl Fn(&SeriesPoint) -> f64,
@@ -297,7 +299,14 @@ fn median_line(
         .map(|s| s.points.iter().filter(|p| p.t_s.is_finite()).collect())
         .collect();
     if let [only] = &finite[..] {
-        return (only.iter().map(|p| (p.t_s, value(p))).collect(), Vec::new());
+        let mut line = Vec::with_capacity(only.len());
+        for p in only {
+            if p.after_gap {
+                line.push((p.t_s, f64::NAN));
+            }
+            line.push((p.t_s, value(p)));
+        }
+        return (line, Vec::new());
     }
     let len = finite.iter().map(Vec::len).min().unwrap_or(0);
     let mut line = Vec::with_capacity(len);
@@ -306,6 +315,9 @@ fn median_line(
         let t = super::spread::Spread::of(finite.iter().map(|r| r[i].t_s));
         let v = super::spread::Spread::of(finite.iter().map(|r| value(r[i])));
         if let (Some(t), Some(v)) = (t, v) {
+            if finite.iter().any(|r| r[i].after_gap) {
+                line.push((t.median, f64::NAN));
+            }
             line.push((t.median, v.median));
             band.push((t.median, v.min, v.max));
         }
@@ -369,6 +381,12 @@ fn policy_lines(
     }
     lines.sort_by_key(|l| l.stroke == Stroke::Dashed);
     (bands, lines, legend)
+}
+
+/// The runs of a line between its breaks (points whose value is NaN: missing samples),
+/// each drawn on its own so no straight line crosses a gap.
+fn line_runs(points: &[(f64, f64)]) -> impl Iterator<Item = &[(f64, f64)]> {
+    points.split(|p| p.1.is_nan()).filter(|run| !run.is_empty())
 }
 
 /// A darker shade of `c`, for the dashed line drawn over a solid one of colour `c`
@@ -559,17 +577,14 @@ fn draw_figure<DB: DrawingBackend>(
     }
     for line in &figure.lines {
         let style = line.colour.stroke_width(line.width);
-        match line.stroke {
-            Stroke::Solid => {
-                chart.draw_series(LineSeries::new(line.points.iter().copied(), style))?;
-            }
-            Stroke::Dashed => {
-                chart.draw_series(DashedLineSeries::new(
-                    line.points.iter().copied(),
-                    8,
-                    5,
-                    style,
-                ))?;
+        for run in line_runs(&line.points) {
+            match line.stroke {
+                Stroke::Solid => {
+                    chart.draw_series(LineSeries::new(run.iter().copied(), style))?;
+                }
+                Stroke::Dashed => {
+                    chart.draw_series(DashedLineSeries::new(run.iter().copied(), 8, 5, style))?;
+                }
             }
         }
         // A lone sample makes no line: a dot shows it (besides any marker).
@@ -586,7 +601,8 @@ fn draw_figure<DB: DrawingBackend>(
             let plotting = chart.plotting_area();
             let base = plotting.get_base_pixel();
             let area = plotting.strip_coord_spec();
-            for point in line.points.iter().skip(step / 2).step_by(step) {
+            let drawn = line.points.iter().filter(|p| p.1.is_finite());
+            for point in drawn.skip(step / 2).step_by(step) {
                 let at = plotting.map_coordinate(point);
                 draw_marker(&area, marker, (at.0 - base.0, at.1 - base.1), line.colour)?;
             }
@@ -873,6 +889,22 @@ mod tests {
             labels,
             ["kill", "page-swap", "marvin", "active apps", "alive apps"]
         );
+    }
+
+    #[test]
+    fn a_gap_in_the_samples_breaks_the_line() {
+        let mut series = three_policies();
+        series.truncate(1);
+        series[0].points[30].after_gap = true;
+        let figure = active_apps_figure(&series);
+        let solid = &figure.lines[0];
+        let runs: Vec<usize> = line_runs(&solid.points).map(<[_]>::len).collect();
+        assert_eq!(runs, [30, 30], "two runs, split before the late sample");
+        let (x, y) = figure.ranges();
+        assert!(x.end.is_finite() && y.end.is_finite());
+        // Still draws.
+        let dir = tempfile::tempdir().unwrap();
+        write_plots(dir.path(), &series, 0).unwrap();
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// Columns of the CSV written by [`write_csv`], in order.
 pub const CSV_HEADER: &str = "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,\
-rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,swap_written,swap_read,rep";
+rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,swap_written,swap_read,rep,after_gap";
 
 /// One sample of a policy's run.
 #[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
@@ -44,6 +44,10 @@ pub struct SeriesPoint {
     pub swap_written: u64,
     /// Bytes read back from swap files so far.
     pub swap_read: u64,
+    /// No sample was taken for more than twice the sampling period before this one (the
+    /// sampler was held up): the figures break their lines here rather than draw a
+    /// straight one across the missing samples.
+    pub after_gap: bool,
 }
 
 /// The samples of one policy's run, in time order.
@@ -55,6 +59,17 @@ pub struct PolicySeries {
     pub rep: u32,
     /// Samples in time order.
     pub points: Vec<SeriesPoint>,
+}
+
+impl PolicySeries {
+    /// Appends sample `p`, marking it [`SeriesPoint::after_gap`] when it came more than
+    /// twice `period` after the one before.
+    pub fn push_sample(&mut self, mut p: SeriesPoint, period: std::time::Duration) {
+        if let Some(last) = self.points.last() {
+            p.after_gap = p.t_s - last.t_s > 2.0 * period.as_secs_f64();
+        }
+        self.points.push(p);
+    }
 }
 
 /// Writes every policy's samples to one CSV file at `path` (created or truncated):
@@ -74,7 +89,7 @@ fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Resul
         for p in &policy_series.points {
             writeln!(
                 out,
-                "{policy},{},{},{},{},{},{},{},{},{},{},{},{},{rep}",
+                "{policy},{},{},{},{},{},{},{},{},{},{},{},{},{rep},{}",
                 p.t_s,
                 p.alive,
                 p.active,
@@ -86,7 +101,8 @@ fn write_csv_to(out: &mut impl Write, series: &[PolicySeries]) -> std::io::Resul
                 p.rss_file_bytes,
                 p.rss_shmem_bytes,
                 p.swap_written,
-                p.swap_read
+                p.swap_read,
+                u8::from(p.after_gap)
             )?;
         }
     }
@@ -109,6 +125,7 @@ fn parse_csv(text: &str) -> Result<Vec<PolicySeries>, String> {
     let need = |name: &str| col(name).ok_or_else(|| format!("no column {name}"));
     let policy = need("policy")?;
     let rep = col("rep");
+    let after_gap = col("after_gap");
     let cols = [
         need("t_s")?,
         need("alive")?,
@@ -159,6 +176,10 @@ fn parse_csv(text: &str) -> Result<Vec<PolicySeries>, String> {
             rss_shmem_bytes: int(cols[9])?,
             swap_written: int(cols[10])?,
             swap_read: int(cols[11])?,
+            after_gap: match after_gap {
+                Some(c) => int(c)? != 0,
+                None => false,
+            },
         };
         let label = get(policy)?.to_owned();
         let r = match rep {
@@ -224,6 +245,7 @@ mod tests {
             rss_shmem_bytes: 4096 * u64::from(i),
             swap_written: 4096 * u64::from(i),
             swap_read: 512 * u64::from(i),
+            after_gap: i % 2 == 1,
         }
     }
 
@@ -245,6 +267,7 @@ mod tests {
             rss_shmem_bytes: fields[10].parse().unwrap(),
             swap_written: fields[11].parse().unwrap(),
             swap_read: fields[12].parse().unwrap(),
+            after_gap: fields[14] == "1",
         }
     }
 
@@ -289,11 +312,12 @@ mod tests {
                 "rss_shmem_bytes",
                 "swap_written",
                 "swap_read",
-                "rep"
+                "rep",
+                "after_gap"
             ]
         );
         let rows: Vec<Vec<String>> = lines.map(parse_line).collect();
-        assert!(rows.iter().all(|row| row.len() == 14));
+        assert!(rows.iter().all(|row| row.len() == 15));
         assert!(rows
             .iter()
             .all(|row| row[13] == if row[0] == "marvin" { "1" } else { "0" }));
@@ -316,6 +340,31 @@ mod tests {
     }
 
     #[test]
+    fn a_late_sample_is_marked_and_kept_through_the_csv() {
+        let period = std::time::Duration::from_millis(250);
+        let mut s = PolicySeries::default();
+        for t in [0.0, 0.25, 0.5, 3.0, 3.25] {
+            s.push_sample(
+                SeriesPoint {
+                    t_s: t,
+                    ..SeriesPoint::default()
+                },
+                period,
+            );
+        }
+        let gaps: Vec<bool> = s.points.iter().map(|p| p.after_gap).collect();
+        assert_eq!(gaps, [false, false, false, true, false]);
+        let mut text = Vec::new();
+        write_csv_to(&mut text, &[s.clone()]).unwrap();
+        let again = parse_csv(&String::from_utf8(text).unwrap()).unwrap();
+        assert_eq!(again[0].points, s.points);
+        // A file written before the column reads as without gaps.
+        let old = "policy,t_s,alive,active,kills,restarts,accounted_bytes,rss_bytes,\
+rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,swap_written,swap_read,rep\nkill,1,0,0,0,0,0,0,0,0,0,0,0,0\n";
+        assert!(!parse_csv(old).unwrap()[0].points[0].after_gap);
+    }
+
+    #[test]
     fn read_csv_rejects_bad_files_by_line() {
         assert!(parse_csv("").unwrap_err().contains("empty"));
         assert!(parse_csv("policy,t_s\n").unwrap_err().contains("alive"));
@@ -335,7 +384,7 @@ mod tests {
         write_csv_to(&mut text, &series).unwrap();
         let text = String::from_utf8(text).unwrap();
         let row = parse_line(text.lines().nth(1).unwrap());
-        assert_eq!(row.len(), 14);
+        assert_eq!(row.len(), 15);
         assert_eq!(row[0], "odd, \"name\"");
         assert_eq!(parse_point(&row), point(1));
     }

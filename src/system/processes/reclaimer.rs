@@ -77,6 +77,8 @@ pub struct Shared {
     /// Passes that went through the apps (or found nothing to do) so far: `short` is
     /// that of the last of them.
     complete: AtomicU64,
+    /// When the pass under way began (`CLOCK_BOOTTIME` ns), 0 between passes.
+    pass_since_ns: AtomicU64,
 }
 
 impl Shared {
@@ -93,6 +95,16 @@ impl Shared {
     pub fn complete_passes(&self) -> u64 {
         self.complete.load(Ordering::Acquire)
     }
+
+    /// How long the pass under way has run, at `now_ns` (`CLOCK_BOOTTIME`); zero
+    /// between passes. A pass far over its budget is held up (a slow system call, a
+    /// fault): the killer then no longer waits for what it may take.
+    pub fn pass_running(&self, now_ns: u64) -> Duration {
+        match self.pass_since_ns.load(Ordering::Acquire) {
+            0 => Duration::ZERO,
+            since => Duration::from_nanos(now_ns.saturating_sub(since)),
+        }
+    }
 }
 
 /// The reclaimer's fixed settings.
@@ -102,8 +114,25 @@ pub struct Settings {
     pub headroom: u64,
     /// How often it looks at the group when nothing asks it.
     pub tick: Duration,
-    /// Its `SCHED_FIFO` priority (the control loop's), when it may have one.
+    /// Its `SCHED_FIFO` priority, when it may have one.
     pub realtime: Option<i32>,
+    /// A test hook: how long every pass that has something to take sleeps first, so a
+    /// test can make passes slow on purpose ([`PASS_DELAY_ENV`]). Zero in a real run.
+    pub pass_delay: Duration,
+}
+
+/// The environment variable that sets [`Settings::pass_delay`] in milliseconds (for the
+/// tests that check the control loop does not wait for a slow pass).
+pub const PASS_DELAY_ENV: &str = "MARVIN_TEST_RECLAIM_PASS_DELAY_MS";
+
+impl Settings {
+    /// [`PASS_DELAY_ENV`] as a duration; zero when unset or not a number.
+    pub fn pass_delay_from_env() -> Duration {
+        std::env::var(PASS_DELAY_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_millis)
+    }
 }
 
 /// What the reclaimer did over the run.
@@ -312,6 +341,13 @@ impl Reclaimer<'_> {
         let asked = usage - threshold + s.headroom;
         let mut want = asked;
         let t0 = Instant::now();
+        self.shared.pass_since_ns.store(
+            marvin_runtime::cpuclock::boottime_ns().max(1),
+            Ordering::Release,
+        );
+        if !s.pass_delay.is_zero() {
+            std::thread::sleep(s.pass_delay);
+        }
         let mut got = 0;
         let mut out_of_time = false;
         'apps: for id in self.lru.clone() {
@@ -328,7 +364,7 @@ impl Reclaimer<'_> {
                 if want == 0 {
                     break 'apps;
                 }
-                if t0.elapsed() >= PASS_BUDGET {
+                if t0.elapsed() >= PASS_BUDGET + s.pass_delay {
                     out_of_time = true;
                     break 'apps;
                 }
@@ -342,6 +378,7 @@ impl Reclaimer<'_> {
                 }
             }
         }
+        self.shared.pass_since_ns.store(0, Ordering::Release);
         self.out.pass_ns.push(t0.elapsed().as_nanos() as u64);
         self.out.reclaimed_bytes += got;
         if out_of_time {

@@ -69,6 +69,14 @@ const LAUNCH_ROOM: u64 = 8 << 20;
 /// anyway (the reclaimer goes on making it).
 const ROOM_WAIT: Duration = Duration::from_millis(40);
 
+/// Marvin: how long a reclaim pass may run (its budget is 30 ms) before the killer stops
+/// waiting for it.
+const STALLED_PASS: Duration = Duration::from_millis(100);
+
+/// A test hook: with this variable set, the low-memory killer makes no kill (so a test
+/// can see what the kernel's OOM killer does); the run says so on its first lines.
+pub const NO_LMK_ENV: &str = "MARVIN_TEST_NO_LMK";
+
 /// The name of an app's swap file and reclaim table in its directory.
 const SWAP_NAME: &str = "swap";
 
@@ -221,6 +229,10 @@ pub fn run_policy(
             source.describe()
         );
     }
+    let lmk_off = std::env::var_os(NO_LMK_ENV).is_some();
+    if lmk_off {
+        crate::errln!("marvin: the low-memory killer makes no kill ({NO_LMK_ENV} is set)");
+    }
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
     let start = Instant::now();
@@ -234,6 +246,7 @@ pub fn run_policy(
                     headroom: cfg.headroom,
                     tick: TICK,
                     realtime: realtime.is_some().then_some(uithread::UI_PRIORITY),
+                    pass_delay: reclaimer::Settings::pass_delay_from_env(),
                 };
                 let (link, handle) = reclaimer::spawn(scope, group, SWAP_NAME, settings);
                 (Some(link), Some(handle))
@@ -267,6 +280,7 @@ pub fn run_policy(
             base_nice: procstat::stat(std::process::id()).map_or(0, |s| s.nice),
             control_gap_max: Duration::ZERO,
             passes_at_kill: 0,
+            lmk_off,
             oom_booked: group.oom_kills().unwrap_or(0),
         };
         let result = run.drive(progress);
@@ -348,6 +362,8 @@ struct Run<'a> {
     /// The apps' nice value in the background (the front app's other threads run
     /// [`uithread::front_nice`] of it).
     base_nice: i32,
+    /// The low-memory killer makes no kill ([`NO_LMK_ENV`], a test hook).
+    lmk_off: bool,
     /// Marvin: the reclaimer's complete passes when the killer last killed.
     passes_at_kill: u64,
     /// The longest time between two turns of the control loop.
@@ -414,7 +430,10 @@ impl Run<'_> {
                 self.raise_ui(fg);
             }
             self.tell_ready_apps();
-            let kill = if self.pressure == Pressure::Marvin {
+            let kill = if self.lmk_off {
+                self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
+                None
+            } else if self.pressure == Pressure::Marvin {
                 // The reclaimer works on its own thread; the killer decides on the
                 // working set now and on what the reclaimer's last pass found.
                 let critical = self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
@@ -430,7 +449,9 @@ impl Run<'_> {
                 self.killer.watch(tick.saturating_sub(turn.elapsed()))?
             };
             if let Some(kill) = kill {
-                let short = self.reclaimer.as_ref().is_some_and(|r| r.shared().short());
+                let short = self.reclaimer.as_ref().is_some_and(|r| {
+                    r.shared().short() && r.shared().pass_running(boottime_ns()) <= STALLED_PASS
+                });
                 let why = match self.pressure {
                     Pressure::Marvin if short => "nothing-reclaimable",
                     Pressure::Marvin => "reclaim-behind",
@@ -454,7 +475,7 @@ impl Run<'_> {
                 let p = self.sample(th);
                 summary.observe(&p);
                 progress(now, p.alive, p.active, p.kills, p.accounted_bytes);
-                series.points.push(p);
+                series.push_sample(p, sys.sample_every);
                 next_sample += sys.sample_every;
             }
         }
@@ -462,7 +483,7 @@ impl Run<'_> {
         summary.observe(&p);
         summary.final_alive = p.alive;
         summary.final_active = p.active;
-        series.points.push(p);
+        series.push_sample(p, sys.sample_every);
         summary.kills = self.killer.kills().len() as u64;
         summary.lmk_kills = summary.kills;
         summary.lmk_kill_reasons = self.kill_reasons.clone();
@@ -887,7 +908,10 @@ impl Run<'_> {
         }
         self.reclaimer.as_ref().is_some_and(|r| {
             let s = r.shared();
-            s.short() && s.complete_passes() >= self.passes_at_kill + 2
+            // A pass held up far past its budget takes nothing meanwhile: the killer
+            // acts as kill's does rather than wait for it.
+            s.pass_running(boottime_ns()) > STALLED_PASS
+                || (s.short() && s.complete_passes() >= self.passes_at_kill + 2)
         })
     }
 
@@ -1045,6 +1069,8 @@ impl Run<'_> {
             rss_shmem_bytes: rss.shmem,
             swap_written: swap_out,
             swap_read: swap_in,
+            // Set when it joins the series.
+            after_gap: false,
         }
     }
 
