@@ -10,12 +10,12 @@
 local Strength = {}
 Strength.__index = Strength
 
--- symbols
-local ABSOLUTE_STRONGEST, REQUIRED, STRONG_PREFERRED, PREFERRED = 0, 1, 2, 3
-local STRONG_DEFAULT, DEFAULT, WEAK_DEFAULT, ABSOLUTE_WEAKEST = 4, 5, 6, 7
+-- symbols, from 1 (the MASM program's from 0)
+local ABSOLUTE_STRONGEST, REQUIRED, STRONG_PREFERRED, PREFERRED = 1, 2, 3, 4
+local STRONG_DEFAULT, DEFAULT, WEAK_DEFAULT, ABSOLUTE_WEAKEST = 5, 6, 7, 8
 
 local strength_constant = {}
-for sym, value in pairs({ [0] = -10000, -800, -600, -400, -200, 0, 500, 10000 }) do
+for sym, value in ipairs({ -10000, -800, -600, -400, -200, 0, 500, 10000 }) do
   strength_constant[sym] = setmetatable({ arithmetic_value = value }, Strength)
 end
 
@@ -43,12 +43,13 @@ function Strength:same_as(s)
 end
 
 ---------------------------------------------------------------- Vector
--- The suite's growable array: storage indices 0..capacity-1, elements first..last-1.
+-- The suite's growable array, counting from 1 as Lua's arrays: storage indices 1 to
+-- capacity, elements first to last - 1.
 local Vector = {}
 Vector.__index = Vector
 
 function Vector.new(size)
-  return setmetatable({ storage = {}, capacity = size or 50, first = 0, last = 0 }, Vector)
+  return setmetatable({ storage = {}, capacity = size or 50, first = 1, last = 1 }, Vector)
 end
 
 function Vector.with(elem)
@@ -58,11 +59,11 @@ function Vector.with(elem)
 end
 
 function Vector:append(elem)
-  if self.last >= self.capacity then
+  if self.last > self.capacity then
     -- Arrays.copyOf(storage, 2 * capacity)
     local old = self.storage
     local new = {}
-    for i = 0, self.capacity - 1 do
+    for i = 1, self.capacity do
       new[i] = old[i]
     end
     self.storage = new
@@ -85,7 +86,7 @@ function Vector:remove_first()
 end
 
 function Vector:at(idx)
-  if idx >= self.capacity then
+  if idx > self.capacity then
     return nil
   end
   return self.storage[idx]
@@ -93,7 +94,7 @@ end
 
 function Vector:remove(obj)
   local new = {}
-  local new_last = 0
+  local new_last = 1
   local found = false
   for i = self.first, self.last - 1 do
     local it = self.storage[i]
@@ -106,7 +107,7 @@ function Vector:remove(obj)
   end
   self.storage = new
   self.last = new_last
-  self.first = 0
+  self.first = 1
   return found
 end
 
@@ -664,27 +665,28 @@ function Planner:change(var, new_value)
 end
 
 ---------------------------------------------------------------- the tests
+-- vars[1] to vars[n + 1] are the suite's vars[0] to vars[n]
 local function chain_test(n)
   local planner = Planner.new()
   local vars = {}
-  for i = 0, n do
+  for i = 1, n + 1 do
     vars[i] = Variable.new()
   end
-  for i = 0, n - 1 do
+  for i = 1, n do
     EqualityConstraint.new(vars[i], vars[i + 1], REQUIRED, planner)
   end
-  StayConstraint.new(vars[n], STRONG_DEFAULT, planner)
-  local edit = EditConstraint.new(vars[0], PREFERRED, planner)
+  StayConstraint.new(vars[n + 1], STRONG_DEFAULT, planner)
+  local edit = EditConstraint.new(vars[1], PREFERRED, planner)
   local plan = planner:extract_plan_from_constraints(Vector.with(edit))
   for i = 0, 99 do
-    vars[0].value = i
+    vars[1].value = i
     execute_plan(plan)
-    if vars[n].value ~= i then
+    if vars[n + 1].value ~= i then
       error("Chain test failed!")
     end
   end
   edit:destroy_constraint(planner)
-  print(vars[n].value)
+  print(vars[n + 1].value)
 end
 
 local function projection_test(n)
@@ -712,15 +714,15 @@ local function projection_test(n)
   print(src.value)
   local checked = 0
   planner:change(scale, 5)
-  for i = 0, n - 2 do
-    if dests:at(i).value ~= (i + 1) * 5 + 1000 then
+  for i = 1, n - 1 do
+    if dests:at(i).value ~= i * 5 + 1000 then
       error("Projection test 3 failed!")
     end
     checked = checked + 1
   end
   planner:change(offset, 2000)
-  for i = 0, n - 2 do
-    if dests:at(i).value ~= (i + 1) * 5 + 2000 then
+  for i = 1, n - 1 do
+    if dests:at(i).value ~= i * 5 + 2000 then
       error("Projection test 4 failed!")
     end
     checked = checked + 1

@@ -14,23 +14,24 @@ function Permute:swap(i, j)
   self.v[j] = tmp
 end
 
+-- Lua's arrays count from 1: the suite's swap(n - 1, i) for i from n - 1 down to 0 is
+-- swap(n, i) for i from n down to 1 here.
 function Permute:permute(n)
   self.count = self.count + 1
   if n ~= 0 then
     local n1 = n - 1
     self:permute(n1)
-    for i = n1, 0, -1 do
-      self:swap(n1, i)
+    for i = n, 1, -1 do
+      self:swap(n, i)
       self:permute(n1)
-      self:swap(n1, i)
+      self:swap(n, i)
     end
   end
 end
 
 local function benchmark()
   local p = Permute.new()
-  -- six elements at indices 0..5, as the MASM array
-  p.v = { [0] = 0, 0, 0, 0, 0, 0 }
+  p.v = { 0, 0, 0, 0, 0, 0 }
   p:permute(6)
   return p.count
 end

@@ -7,7 +7,7 @@ Queens.__index = Queens
 
 local function filled(size, value)
   local a = {}
-  for i = 0, size - 1 do
+  for i = 1, size do
     a[i] = value
   end
   return a
@@ -22,22 +22,24 @@ function Queens.new()
   return q
 end
 
+-- Rows and columns count from 1, as Lua's arrays: the suite's diagonals c + r and
+-- c - r + 7 (from 0) are c + r - 1 and c - r + 8 here.
 function Queens:get_row_column(r, c)
-  return self.free_rows[r] and self.free_maxs[c + r] and self.free_mins[c - r + 7]
+  return self.free_rows[r] and self.free_maxs[c + r - 1] and self.free_mins[c - r + 8]
 end
 
 function Queens:set_row_column(r, c, v)
   self.free_rows[r] = v
-  self.free_maxs[c + r] = v
-  self.free_mins[c - r + 7] = v
+  self.free_maxs[c + r - 1] = v
+  self.free_mins[c - r + 8] = v
 end
 
 function Queens:place_queen(c)
-  for r = 0, 7 do
+  for r = 1, 8 do
     if self:get_row_column(r, c) then
       self.queen_rows[r] = c
       self:set_row_column(r, c, false)
-      if c == 7 then
+      if c == 8 then
         return true
       end
       if self:place_queen(c + 1) then
@@ -50,7 +52,7 @@ function Queens:place_queen(c)
 end
 
 local function queens()
-  return Queens.new():place_queen(0)
+  return Queens.new():place_queen(1)
 end
 
 local function benchmark()

@@ -4,7 +4,8 @@
 -- queued and the tasks held themselves 9297 times. Runs the benchmark n times (argv[1]),
 -- checks every run and prints the last run's two counts. Each task's function is a
 -- closure over the scheduler, as in the suite.
-local IDLER, WORKER, HANDLER_A, HANDLER_B, DEVICE_A, DEVICE_B = 0, 1, 2, 3, 4, 5
+-- Task identities count from 1 (the suite's from 0), as the task table is a Lua array.
+local IDLER, WORKER, HANDLER_A, HANDLER_B, DEVICE_A, DEVICE_B = 1, 2, 3, 4, 5, 6
 local DEVICE_PACKET_KIND, WORK_PACKET_KIND = 0, 1
 local DATA_SIZE = 4
 
@@ -26,7 +27,7 @@ end
 
 local function new_packet(link, identity, kind)
   local data = {}
-  for i = 0, DATA_SIZE - 1 do
+  for i = 1, DATA_SIZE do
     data[i] = 0
   end
   return { link = link, identity = identity, kind = kind, datum = 0, data = data }
@@ -195,7 +196,7 @@ function Scheduler:create_handler(identity, priority, work, pending, waiting, ho
       return self:mark_waiting()
     end
     record.device_in = device_packet.link
-    device_packet.datum = work_packet.data[count]
+    device_packet.datum = work_packet.data[count + 1]
     work_packet.datum = count + 1
     return self:queue_packet(device_packet)
   end, data)
@@ -230,7 +231,7 @@ function Scheduler:create_worker(identity, priority, work, pending, waiting, hol
     end
     packet.identity = record.destination
     packet.datum = 0
-    for i = 0, DATA_SIZE - 1 do
+    for i = 1, DATA_SIZE do
       record.count = record.count + 1
       if record.count > 26 then
         record.count = 1

@@ -1,14 +1,15 @@
 -- Are We Fast Yet: Sieve, as benches/awfy/programs/sieve.masm: the sieve of Eratosthenes
 -- over 5000 booleans; a run returns the number of primes up to 5000 (669). Runs the
 -- benchmark n times (argv[1]), checks every result and prints the last one.
+-- flags[i] is the suite's flags[i - 1]: Lua's arrays count from 1.
 local function sieve(flags, size)
   local prime_count = 0
   for i = 2, size do
-    if flags[i - 1] then
+    if flags[i] then
       prime_count = prime_count + 1
       local k = i + i
       while k <= size do
-        flags[k - 1] = false
+        flags[k] = false
         k = k + i
       end
     end
@@ -18,7 +19,7 @@ end
 
 local function benchmark()
   local flags = {}
-  for i = 0, 4999 do
+  for i = 1, 5000 do
     flags[i] = true
   end
   return sieve(flags, 5000)

@@ -43,7 +43,7 @@ function Towers:move_disks(disks, from_pile, to_pile)
   if disks == 1 then
     self:move_top_disk(from_pile, to_pile)
   else
-    local other_pile = (3 - from_pile) - to_pile
+    local other_pile = (6 - from_pile) - to_pile
     self:move_disks(disks - 1, from_pile, other_pile)
     self:move_top_disk(from_pile, to_pile)
     self:move_disks(disks - 1, other_pile, to_pile)
@@ -51,11 +51,11 @@ function Towers:move_disks(disks, from_pile, to_pile)
 end
 
 local function benchmark()
-  -- three empty piles, indices 0..2 as in the MASM array
+  -- three empty piles, 1 to 3 (the suite's 0 to 2)
   local t = setmetatable({ piles = {}, moves_done = 0 }, Towers)
-  t:build_tower_at(0, 13)
+  t:build_tower_at(1, 13)
   t.moves_done = 0
-  t:move_disks(13, 0, 1)
+  t:move_disks(13, 1, 2)
   return t.moves_done
 end
 
