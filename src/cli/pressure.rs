@@ -614,6 +614,17 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             return Ok(EXIT_USAGE);
         }
     };
+    // Every column's policy at the run's time scale, before the first run starts.
+    for c in &columns {
+        if let Err(e) = c.policy.scaled(a.time_scale) {
+            errln!(
+                "error: --time-scale {}: column {}: {e}",
+                a.time_scale,
+                c.label
+            );
+            return Ok(EXIT_USAGE);
+        }
+    }
     let runs: Vec<plan::Run> = plan::grid(columns.len(), a.reps, a.seed)
         .into_iter()
         .filter(|r| a.shard.is_none_or(|s| s.contains(r.index)))
