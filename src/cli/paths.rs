@@ -95,12 +95,27 @@ pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
     check_output_dir(flag, path)
 }
 
-/// Makes and removes a temporary file in `dir`.
+/// Makes and removes a file of a name of its own in `dir`. The error is the operating
+/// system's alone: the probe's name is marvin's business, not the user's.
 fn probe(dir: &Path) -> std::io::Result<()> {
-    tempfile::Builder::new()
-        .prefix(".marvin-check-")
-        .tempfile_in(dir)
-        .map(drop)
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    loop {
+        let name = format!(
+            ".marvin-check-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = dir.join(name);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&path);
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -150,5 +165,9 @@ mod tests {
         );
         let e = check_output_dir("--out", Path::new("/proc/marvin-out")).unwrap_err();
         assert!(e.to_string().contains("cannot be created"), "{e}");
+        assert!(
+            !e.to_string().contains(".marvin-check"),
+            "the probe's own name stays out of the message: {e}"
+        );
     }
 }
