@@ -44,7 +44,9 @@ pub enum Cmd {
     Check(program::CheckArgs),
     /// Print a program (text or binary) as MASM text.
     Disasm(program::DisasmArgs),
-    /// The multi-app experiment: kill vs page-swap vs marvin under one memory budget.
+    /// The multi-app experiment: the low-memory killer, Linux swap (kernel-swap in the
+    /// process mode, the default where it runs; page-swap in the in-process model) and
+    /// marvin, side by side under one memory budget.
     Pressure(Box<pressure::PressureArgs>),
     /// Merge the output directories of several pressure runs (shards, variants,
     /// separate experiments) into one table and overlaid figures.

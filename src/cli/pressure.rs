@@ -83,8 +83,6 @@ pub struct PressureArgs {
     /// The seed of the launch phase's random order (the same for every policy).
     #[arg(long, default_value_t = 1)]
     pub launch_seed: u64,
-    /// The workload program each app runs.
-    #[arg(long, default_value = "examples/workloads/buckets.masm")]
     /// The workload program each app runs: a MASM file, or `builtin:buckets` /
     /// `builtin:mixed`, the shipped workloads embedded in the binary.
     #[arg(long, default_value = "builtin:buckets")]
