@@ -58,11 +58,32 @@ pub enum Cmd {
     /// protocol on its standard streams).
     #[command(hide = true)]
     App(app::AppArgs),
+    /// A run's guardian, started by `marvin pressure` and `marvin run`: removes what
+    /// the run leaves if it dies without cleaning up (src/system/guardian.rs).
+    #[command(hide = true)]
+    Guardian(GuardianArgs),
     /// Reclaim a running app's saved, clean, cold objects from outside its process.
     Reclaim(reclaim::ReclaimArgs),
     /// Side-by-side benchmarks.
     #[command(subcommand)]
     Bench(crate::bench::BenchCmd),
+}
+
+/// The guardian's arguments: the run it guards and what it may have left.
+#[derive(Debug, clap::Args)]
+pub struct GuardianArgs {
+    /// The run's pid.
+    #[arg(long)]
+    pub pid: u32,
+    /// The run's start time (`/proc/PID/stat` field 22).
+    #[arg(long)]
+    pub start: u64,
+    /// The run set up cgroups and swap (the process mode).
+    #[arg(long)]
+    pub machine: bool,
+    /// Where the run makes its temporary directories (repeatable).
+    #[arg(long)]
+    pub dir: Vec<std::path::PathBuf>,
 }
 
 /// Runs the command line; returns the process exit status.
@@ -80,6 +101,14 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => compare::compare(a),
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
+        Cmd::Guardian(a) => Ok(crate::system::guardian::serve(
+            crate::host::owner::Owner {
+                pid: a.pid,
+                start_time: a.start,
+            },
+            a.machine,
+            &a.dir,
+        )),
         Cmd::Reclaim(a) => reclaim::reclaim(a),
         Cmd::Bench(b) => crate::bench::run(b),
     };
