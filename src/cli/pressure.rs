@@ -655,6 +655,17 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             return Ok(EXIT_USAGE);
         }
     };
+    // A shard that falls back to the model would sit beside shards of the process mode
+    // that other machines run as root: it must say which mode it wants.
+    if let (Some(shard), ModeArg::Auto, Mode::InProcess(why)) = (a.shard, a.mode, &mode) {
+        errln!(
+            "error: --shard {shard}: this shard would run the in-process model ({why}), \
+             while shards on machines where it can run (as root, with a memory cgroup) run \
+             the process mode, and marvin compare does not merge the two; give --mode \
+             in-process to run the model on every shard, or run the shard as root"
+        );
+        return Ok(EXIT_USAGE);
+    }
     // The process mode's own default policy (see process_model_policy).
     let base = match (&a.policy_file, &recorded, &mode) {
         (None, None, Mode::Processes(_)) => process_model_policy(),
