@@ -10,6 +10,7 @@
 pub mod activity;
 pub mod budget;
 pub mod engine;
+pub mod figure_style;
 pub mod guardian;
 pub mod launch;
 pub mod launch_plot;
