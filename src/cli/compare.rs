@@ -177,7 +177,7 @@ fn merged_record(dirs: &[Loaded]) -> Option<Record> {
         }
         for run in &r.runs {
             if !merged.runs.iter().any(|m| m.index == run.index) {
-                merged.runs.push(run.clone());
+                merged.runs.push(*run);
             }
         }
     }

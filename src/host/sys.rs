@@ -302,6 +302,8 @@ pub fn fs_room(path: &Path) -> io::Result<FsRoom> {
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a NUL-terminated path and `st` a live, writable statfs.
     cvt(unsafe { libc::statfs(c.as_ptr(), &mut st) } as libc::c_long)?;
+    // The field types differ between architectures: the casts are needed elsewhere.
+    #[allow(clippy::unnecessary_cast)]
     Ok(FsRoom {
         available: (st.f_bavail as u64).saturating_mul(st.f_bsize as u64),
         tmpfs: st.f_type as i64 == libc::TMPFS_MAGIC as i64,
