@@ -560,6 +560,29 @@ fn output_paths_are_checked_before_the_program_runs() {
 }
 
 #[test]
+fn every_figure_bench_refuses_an_unwritable_plot_dir_with_status_2_naming_it() {
+    for bench in ["alloc", "reclaim", "interpose", "faults"] {
+        let o = marvin(&["bench", bench, "--plot", "/proc/nope"])
+            .output()
+            .unwrap();
+        let err = stderr_of(&o);
+        assert_eq!(o.status.code(), Some(2), "bench {bench}: {err}");
+        assert!(
+            err.starts_with("error: --plot /proc/nope: "),
+            "bench {bench}: the flag and the given path: {err}"
+        );
+        assert!(
+            !err.contains(".marvin-check"),
+            "bench {bench}: no internal probe path: {err}"
+        );
+        assert!(
+            o.stdout.is_empty(),
+            "bench {bench}: the benchmark did not run"
+        );
+    }
+}
+
+#[test]
 fn a_swap_dir_naming_a_file_is_named_in_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");

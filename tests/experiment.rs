@@ -375,7 +375,20 @@ fn shards_merged_by_compare_make_the_whole_sweep() {
             "marvin:coldness.window_rounds=2"
         ]
     );
-    assert!(merged.join("active_apps.png").exists());
+    // Every file a single run writes, the shards' records merged into the whole's.
+    for f in std::fs::read_dir(&whole).unwrap().flatten() {
+        let name = f.file_name();
+        assert!(
+            merged.join(&name).exists(),
+            "compare --out lacks {}",
+            name.to_string_lossy()
+        );
+    }
+    let record = std::fs::read_to_string(merged.join("config.toml")).unwrap();
+    assert!(!record.contains("--shard"), "{record}");
+    let whole_record = std::fs::read_to_string(whole.join("config.toml")).unwrap();
+    let runs_of = |r: &str| r.matches("[[runs]]").count();
+    assert_eq!(runs_of(&record), runs_of(&whole_record), "{record}");
 
     // A directory without results is a clear error.
     let o = marvin(tmp.path())
@@ -385,6 +398,95 @@ fn shards_merged_by_compare_make_the_whole_sweep() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("summary.json"));
+}
+
+#[test]
+fn compare_refuses_to_merge_an_in_process_and_a_process_mode_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("model");
+    run_tiny(tmp.path(), &["--policy", "kill"], &model);
+    // The same directory as a process-mode run would have written it (its summaries and
+    // record say so; the test needs no root for it).
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    for f in std::fs::read_dir(&model).unwrap().flatten() {
+        let text = std::fs::read(f.path()).unwrap();
+        let text = String::from_utf8_lossy(&text)
+            .replace("\"mode\": \"in-process\"", "\"mode\": \"processes\"")
+            .replace("mode = \"in-process\"", "mode = \"processes\"");
+        std::fs::write(real.join(f.file_name()), text).unwrap();
+    }
+    assert!(std::fs::read_to_string(real.join("summary.json"))
+        .unwrap()
+        .contains("\"mode\": \"processes\""));
+    let merged = tmp.path().join("merged");
+    let o = marvin(tmp.path())
+        .args(["compare", "model", "real", "--out"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("in-process") && err.contains("processes") && err.contains("--allow-mixed"),
+        "the message names both modes and the way out: {err}"
+    );
+    assert!(
+        err.contains("model (in-process)") && err.contains("real (processes)"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty() && !merged.exists(), "nothing merged");
+    // Told to, it merges them.
+    let o = marvin(tmp.path())
+        .args(["compare", "model", "real", "--allow-mixed", "--out"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    ok(o, "marvin compare --allow-mixed");
+    assert!(merged.join("config-model.toml").exists() && merged.join("config-real.toml").exists());
+}
+
+#[test]
+fn a_shard_that_would_fall_back_to_the_model_is_refused() {
+    // As root the shard runs as nobody (setpriv), where the process mode cannot run.
+    let as_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let mut cmd = if as_root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_marvin"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_marvin"))
+    };
+    let o = match cmd
+        .current_dir("/")
+        .args([
+            "pressure",
+            "--shard",
+            "1/2",
+            "--apps",
+            "2",
+            "--duration",
+            "1s",
+        ])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            println!("skipped: cannot run marvin as another user: {e}");
+            return;
+        }
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: --shard 1/2: this shard would run the in-process model")
+            && err.contains("--mode in-process"),
+        "{err}"
+    );
 }
 
 #[test]

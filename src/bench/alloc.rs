@@ -271,6 +271,7 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
             y_label: "time to allocate (ms, log scale)",
             curves: Vec::new(),
             bars,
+            y_log: false,
             caption: format!(
                 "marvin bench alloc, {} MiB of one-page arrays, {BACKGROUND_APPS} background apps, median of {reps}, commit {}",
                 bytes >> 20,

@@ -11,7 +11,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::sched::LooperPolicy;
-use crate::system::plot::{okabe_ito, register_font, FONT};
+use crate::system::figure_style::{
+    column_styles, draw_legend, log_ticks, split_for_legend, tick_label, LegendEntry, Marker,
+    Stroke,
+};
+use crate::system::plot::{register_font, FONT};
 use crate::system::plot_text::Png;
 
 /// The delays (ns) of one queue under one looper policy, every message of every run.
@@ -30,24 +34,30 @@ const FLOOR_MS: f64 = 1e-3;
 pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>> {
     register_font()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // One colour per queue (the figures' shared style), one dash per looper policy.
+    let mut queues: Vec<&str> = Vec::new();
+    for s in series {
+        if !queues.contains(&s.implementation.as_str()) {
+            queues.push(&s.implementation);
+        }
+    }
+    let styles = column_styles(&queues);
     let lines: Vec<CcdfLine> = series
         .iter()
         .map(|s| {
-            let deli = s.implementation == "deliqueue";
-            // Okabe-Ito, as the other figures: colour-blind safe.
-            let colour = if deli {
-                okabe_ito::BLUISH_GREEN
-            } else {
-                okabe_ito::VERMILLION
-            };
+            let q = queues
+                .iter()
+                .position(|q| *q == s.implementation)
+                .unwrap_or(0);
+            let colour = styles[q].0;
             let label = format!("{}, {} looper", s.implementation, s.policy);
             // Solid: the normal looper; dashed: FIFO UI; dotted: grouped.
-            let dashed = match s.policy {
-                LooperPolicy::Normal => None,
-                LooperPolicy::FifoUi => Some((8, 5)),
-                LooperPolicy::Grouped => Some((2, 4)),
+            let stroke = match s.policy {
+                LooperPolicy::Normal => Stroke::Solid,
+                LooperPolicy::FifoUi => Stroke::Dashed(8, 5),
+                LooperPolicy::Grouped => Stroke::Dashed(2, 4),
             };
-            (label, colour, dashed, ccdf(&s.delays_ns))
+            (label, colour, stroke, ccdf(&s.delays_ns))
         })
         .collect();
     let x_max = lines
@@ -75,8 +85,8 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
     Ok(vec![svg, png])
 }
 
-/// One line: its legend label, colour, dash and gap lengths if not solid, and its points.
-type CcdfLine = (String, RGBColor, Option<(u32, u32)>, Vec<(f64, f64)>);
+/// One line: its legend label, colour, stroke and points.
+type CcdfLine = (String, RGBColor, Stroke, Vec<(f64, f64)>);
 
 /// The figure as data, drawn on either backend.
 struct Figure {
@@ -87,14 +97,30 @@ struct Figure {
 
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<(), String> {
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let mut chart = ChartBuilder::on(&root)
+    let legend: Vec<LegendEntry> = figure
+        .lines
+        .iter()
+        .map(|(label, colour, stroke, _)| LegendEntry {
+            stroke: *stroke,
+            width: 2,
+            ..LegendEntry::line(label.clone(), *colour, None::<Marker>)
+        })
+        .collect();
+    let (plot_area, legend_area) = split_for_legend(&root, &legend);
+    let (x_lo, x_hi) = (FLOOR_MS, figure.x_max);
+    let (y_lo, y_hi) = (figure.y_min, 1.0);
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption("Dispatch delay under 8 busy background posters", (FONT, 24))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(80)
         .build_cartesian_2d(
-            (FLOOR_MS..figure.x_max).log_scale(),
-            (figure.y_min..1.0).log_scale(),
+            (x_lo..x_hi)
+                .log_scale()
+                .with_key_points(log_ticks(x_lo, x_hi)),
+            (y_lo..y_hi)
+                .log_scale()
+                .with_key_points(log_ticks(y_lo, y_hi)),
         )
         .map_err(|e| e.to_string())?;
     chart
@@ -104,65 +130,25 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Re
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .light_line_style(RGBColor(235, 235, 235))
-        .x_label_formatter(&|v| format!("{v}"))
-        .y_label_formatter(&|v| format!("{v:e}"))
+        .x_label_formatter(&tick_label)
+        .y_label_formatter(&tick_label)
         .draw()
         .map_err(|e| e.to_string())?;
-    for (label, colour, dashed, points) in &figure.lines {
+    for (_, colour, stroke, points) in &figure.lines {
         let style = colour.stroke_width(2);
-        let drawn = match *dashed {
-            Some((dash, gap)) => chart.draw_series(DashedLineSeries::new(
+        match *stroke {
+            Stroke::Dashed(dash, gap) => chart.draw_series(DashedLineSeries::new(
                 points.iter().copied(),
                 dash,
                 gap,
                 style,
             )),
-            None => chart.draw_series(LineSeries::new(points.iter().copied(), style)),
-        };
-        // The legend's swatch: the line's own dash pattern over 24 pixels.
-        let strokes = swatch_strokes(*dashed);
-        drawn
-            .map_err(|e| e.to_string())?
-            .label(label.as_str())
-            .legend(move |(x, y)| {
-                let [a, b, c, d] = strokes;
-                EmptyElement::at((x, y))
-                    + PathElement::new([(a.0, 0), (a.1, 0)], style)
-                    + PathElement::new([(b.0, 0), (b.1, 0)], style)
-                    + PathElement::new([(c.0, 0), (c.1, 0)], style)
-                    + PathElement::new([(d.0, 0), (d.1, 0)], style)
-            });
-    }
-    chart
-        .configure_series_labels()
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
+            Stroke::Solid => chart.draw_series(LineSeries::new(points.iter().copied(), style)),
+        }
         .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
-}
-
-/// The strokes (start and end pixel) of a 24-pixel legend swatch drawn with `dashed`'s
-/// dash and gap lengths, or one stroke for a solid line: at most four, the last one
-/// repeated to fill four (a legend element is a fixed composition).
-fn swatch_strokes(dashed: Option<(u32, u32)>) -> [(i32, i32); 4] {
-    const WIDTH: i32 = 24;
-    let (dash, gap) = match dashed {
-        Some((dash, gap)) => (dash.max(1) as i32, gap as i32),
-        None => (WIDTH, 0),
-    };
-    let mut strokes = [(0, dash.min(WIDTH)); 4];
-    for i in 1..4 {
-        let from = i as i32 * (dash + gap);
-        strokes[i] = if from < WIDTH {
-            (from, (from + dash).min(WIDTH))
-        } else {
-            strokes[i - 1]
-        };
     }
-    strokes
+    draw_legend(&legend_area, &legend).map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
 }
 
 /// The complementary CDF of `delays_ns` as (delay in ms, share of messages at least
@@ -198,26 +184,6 @@ fn ccdf(delays_ns: &[f64]) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_legend_swatch_repeats_its_line_s_dash_pattern() {
-        let distinct = |dashed| {
-            let mut strokes = swatch_strokes(dashed).to_vec();
-            strokes.dedup();
-            strokes
-        };
-        assert_eq!(distinct(None), vec![(0, 24)], "solid: one stroke");
-        assert_eq!(
-            distinct(Some((8, 5))),
-            vec![(0, 8), (13, 21)],
-            "dashed: 8 on, 5 off"
-        );
-        assert_eq!(
-            distinct(Some((2, 4))),
-            vec![(0, 2), (6, 8), (12, 14), (18, 20)],
-            "dotted: a dot every 6 pixels"
-        );
-    }
 
     #[test]
     fn the_ccdf_falls_from_one_to_one_over_n_at_the_worst_delay() {

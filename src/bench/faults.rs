@@ -190,6 +190,7 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
                 },
             ],
             bars: Vec::new(),
+            y_log: true,
             caption: format!(
                 "marvin bench faults, {} MiB of one-page arrays, warm swap file, median of {reps}, commit {}",
                 bytes >> 20,

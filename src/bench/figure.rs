@@ -2,8 +2,9 @@
 //! lines over a numeric axis (figures 6, 9 and 10) or of bars (figure 3), with the
 //! published values drawn beside marvin's in black, dashed, where the paper gives them.
 //! Written as `NAME.svg` and `NAME.png`, with a one-line caption of the settings in the
-//! SVG's `<desc>` and in `NAME.txt`; colours are the Okabe-Ito palette with a marker
-//! shape per line, as in the pressure figures.
+//! SVG's `<desc>` and in `NAME.txt`. They are drawn in the pressure figures' style
+//! ([`crate::system::figure_style`]): the same colour and marker per column, logarithmic
+//! axes ticked at 1-2-5 steps, the legend in a strip below the plot.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +13,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::system::plot::{add_svg_description, okabe_ito, register_font, FONT};
+use crate::system::figure_style::{
+    column_styles, draw_legend, draw_marker, log_ticks, split_for_legend, tick_label, LegendEntry,
+    Marker, Stroke,
+};
+use crate::system::plot::{add_svg_description, register_font, FONT};
 use crate::system::plot_text::Png;
 
 /// One measured (or published) line.
@@ -44,23 +49,38 @@ pub struct Chart {
     pub curves: Vec<Curve>,
     /// Bars, one per label, drawn on a log axis (their values span decades).
     pub bars: Vec<Bar>,
+    /// Lines: the value axis is logarithmic (values spanning several times each other).
+    pub y_log: bool,
     /// The settings, one line.
     pub caption: String,
 }
 
 const SIZE: (u32, u32) = (1000, 620);
-const COLOURS: [RGBColor; 5] = [
-    okabe_ito::BLUISH_GREEN,
-    okabe_ito::VERMILLION,
-    okabe_ito::BLUE,
-    okabe_ito::ORANGE,
-    okabe_ito::REDDISH_PURPLE,
-];
+/// Dashes of the published values' lines.
+const PUBLISHED: Stroke = Stroke::Dashed(9, 6);
+
+/// The colour and marker of each measured entry (published ones are black), in the
+/// figures' shared style, by label.
+fn styles<'a>(labels: impl Iterator<Item = (&'a str, bool)>) -> Vec<(RGBColor, Marker)> {
+    let all: Vec<(&str, bool)> = labels.collect();
+    let ours: Vec<&str> = all.iter().filter(|e| !e.1).map(|e| e.0).collect();
+    let mut styled = column_styles(&ours).into_iter();
+    all.iter()
+        .map(|&(_, published)| {
+            if published {
+                (BLACK, Marker::Circle)
+            } else {
+                styled.next().unwrap_or((BLACK, Marker::Circle))
+            }
+        })
+        .collect()
+}
 
 /// Checks that `dir` can take the figure's files before a benchmark spends its time
 /// (creating nothing: the directory is made when the figure is written).
 pub fn prepare(dir: &Path) -> anyhow::Result<()> {
-    crate::cli::paths::check_output_dir("--plot", dir).map_err(|e| anyhow!("{e}"))
+    // The path error itself, so the command ends with status 2 naming the flag.
+    crate::cli::paths::check_output_dir("--plot", dir).map_err(anyhow::Error::new)
 }
 
 /// Writes the chart into `dir`; returns the files written.
@@ -89,11 +109,6 @@ pub fn write(dir: &Path, chart: &Chart) -> anyhow::Result<Vec<PathBuf>> {
     Ok(vec![svg, png, txt])
 }
 
-fn tick(v: &f64) -> String {
-    let t = format!("{v:.2}");
-    t.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
@@ -106,16 +121,27 @@ fn draw<DB: DrawingBackend>(
     }
 }
 
+/// An axis label that says its axis is logarithmic (once).
+fn log_label(label: &str) -> String {
+    if label.contains("log scale") {
+        label.to_owned()
+    } else {
+        format!("{label} (log scale)")
+    }
+}
+
 fn draw_lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let finite =
+        |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!chart.y_log || p.1 > 0.0);
     let points = || {
         chart
             .curves
             .iter()
             .flat_map(|c| c.points.iter())
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .filter(finite)
     };
     let x_max = points().map(|p| p.0).fold(0.0, f64::max);
     let x_min = points().map(|p| p.0).fold(x_max, f64::min).min(0.0);
@@ -126,65 +152,99 @@ fn draw_lines<DB: DrawingBackend>(
     } else {
         x_min + 1.0
     });
-    let span = (y_max - y_min).max(1e-9);
-    let y_range = (y_min - if y_min < 0.0 { 0.1 * span } else { 0.0 })..(y_max + 0.12 * span);
-    let mut c = ChartBuilder::on(root)
+    let styles = styles(chart.curves.iter().map(|c| (c.label.as_str(), c.published)));
+    let legend: Vec<LegendEntry> = chart
+        .curves
+        .iter()
+        .zip(&styles)
+        .map(|(c, &(colour, marker))| LegendEntry {
+            label: c.label.clone(),
+            colour,
+            stroke: if c.published {
+                PUBLISHED
+            } else {
+                Stroke::Solid
+            },
+            width: if c.published { 2 } else { 3 },
+            marker: Some(marker),
+            hollow: c.published,
+        })
+        .collect();
+    let (plot_area, legend_area) = split_for_legend(root, &legend);
+    let mut builder = ChartBuilder::on(&plot_area);
+    builder
         .caption(&chart.title, (FONT, 24))
         .margin(18)
         .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range, y_range)?;
-    c.configure_mesh()
-        .x_desc(chart.x_label)
-        .y_desc(chart.y_label)
-        .label_style((FONT, 15))
-        .axis_desc_style((FONT, 17))
-        .light_line_style(RGBColor(235, 235, 235))
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .draw()?;
-    let mut ours = 0;
-    for curve in &chart.curves {
-        let pts: Vec<(f64, f64)> = curve
-            .points
-            .iter()
-            .copied()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .collect();
-        let (colour, width) = if curve.published {
-            (BLACK, 2)
-        } else {
-            ours += 1;
-            (COLOURS[(ours - 1) % COLOURS.len()], 3)
-        };
-        let style = colour.stroke_width(width);
-        let series = if curve.published {
-            c.draw_series(DashedLineSeries::new(pts.iter().copied(), 9, 6, style))?
-        } else {
-            c.draw_series(LineSeries::new(pts.iter().copied(), style))?
-        };
-        let published = curve.published;
-        series.label(curve.label.clone()).legend(move |(x, y)| {
-            PathElement::new(
-                [(x, y), (x + 30, y)],
-                colour.stroke_width(if published { 2 } else { 3 }),
-            )
-        });
+        .y_label_area_size(80);
+    if chart.y_log {
+        let lo = points().map(|p| p.1).fold(f64::INFINITY, f64::min).min(1.0) / 1.5;
+        let hi = y_max.max(lo * 10.0) * 1.5;
+        let mut c = builder.build_cartesian_2d(
+            x_range,
+            (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+        )?;
+        c.configure_mesh()
+            .x_desc(chart.x_label)
+            .y_desc(log_label(chart.y_label))
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 17))
+            .light_line_style(RGBColor(235, 235, 235))
+            .x_label_formatter(&tick_label)
+            .y_label_formatter(&tick_label)
+            .draw()?;
+        draw_curves(&mut c, chart, &styles, &finite)?;
+    } else {
+        let span = (y_max - y_min).max(1e-9);
+        let y_range = (y_min - if y_min < 0.0 { 0.1 * span } else { 0.0 })..(y_max + 0.12 * span);
+        let mut c = builder.build_cartesian_2d(x_range, y_range)?;
+        c.configure_mesh()
+            .x_desc(chart.x_label)
+            .y_desc(chart.y_label)
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 17))
+            .light_line_style(RGBColor(235, 235, 235))
+            .x_label_formatter(&tick_label)
+            .y_label_formatter(&tick_label)
+            .draw()?;
+        draw_curves(&mut c, chart, &styles, &finite)?;
+    }
+    draw_legend(&legend_area, &legend)
+}
+
+/// Draws every curve of `chart` on `c`: ours solid with their markers, published ones
+/// black, dashed, with hollow circles.
+fn draw_curves<DB: DrawingBackend, X, Y>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    chart: &Chart,
+    styles: &[(RGBColor, Marker)],
+    keep: &impl Fn(&&(f64, f64)) -> bool,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (curve, &(colour, marker)) in chart.curves.iter().zip(styles) {
+        let pts: Vec<(f64, f64)> = curve.points.iter().filter(keep).copied().collect();
         if curve.published {
+            let style = colour.stroke_width(2);
+            c.draw_series(DashedLineSeries::new(pts.iter().copied(), 9, 6, style))?;
+            c.draw_series(pts.iter().map(|&p| Circle::new(p, 6, WHITE.filled())))?;
             c.draw_series(
                 pts.iter()
                     .map(|&p| Circle::new(p, 6, colour.stroke_width(2))),
             )?;
         } else {
-            c.draw_series(pts.iter().map(|&p| Circle::new(p, 5, colour.filled())))?;
+            c.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(3)))?;
+            let plotting = c.plotting_area();
+            let base = plotting.get_base_pixel();
+            let area = plotting.strip_coord_spec();
+            for p in &pts {
+                let at = plotting.map_coordinate(p);
+                draw_marker(&area, marker, (at.0 - base.0, at.1 - base.1), colour)?;
+            }
         }
     }
-    c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font((FONT, 16))
-        .draw()?;
     Ok(())
 }
 
@@ -192,14 +252,10 @@ fn draw_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    // log10 of the values on a linear axis, ticks labelled with the values.
-    let logs: Vec<f64> = chart
-        .bars
-        .iter()
-        .map(|b| b.value.max(1e-9).log10())
-        .collect();
-    let lo = logs.iter().copied().fold(f64::INFINITY, f64::min).floor() - 0.2;
-    let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 0.3;
+    // The values on a logarithmic axis (they span decades), ticked at 1-2-5 steps.
+    let values: Vec<f64> = chart.bars.iter().map(|b| b.value.max(1e-9)).collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min) / 2.0;
+    let hi = values.iter().copied().fold(0.0, f64::max) * 2.0;
     let n = chart.bars.len();
     let names: Vec<String> = chart.bars.iter().map(|b| b.label.clone()).collect();
     let x_label = move |v: &f64| -> String {
@@ -210,28 +266,31 @@ fn draw_bars<DB: DrawingBackend>(
             String::new()
         }
     };
-    let y_label = |v: &f64| tick(&10f64.powf(*v));
+    let styles = styles(chart.bars.iter().map(|b| (b.label.as_str(), b.published)));
     let mut c = ChartBuilder::on(root)
         .caption(&chart.title, (FONT, 24))
         .margin(18)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d(-0.6..(n as f64 - 0.4), lo..hi)?;
+        .build_cartesian_2d(
+            -0.6..(n as f64 - 0.4),
+            (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+        )?;
     c.configure_mesh()
         .disable_x_mesh()
         .x_labels(n.max(1) * 4 + 1)
         .x_desc(chart.x_label)
-        .y_desc(chart.y_label)
+        .y_desc(log_label(chart.y_label))
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .light_line_style(RGBColor(235, 235, 235))
         .x_label_formatter(&x_label)
-        .y_label_formatter(&y_label)
+        .y_label_formatter(&tick_label)
         .draw()?;
-    let mut ours = 0;
-    for (i, (bar, log)) in chart.bars.iter().zip(&logs).enumerate() {
+    for (i, ((bar, value), &(colour, _))) in chart.bars.iter().zip(&values).zip(&styles).enumerate()
+    {
         let x = i as f64;
-        let rect = [(x - 0.3, lo), (x + 0.3, *log)];
+        let rect = [(x - 0.3, lo), (x + 0.3, *value)];
         if bar.published {
             c.draw_series(std::iter::once(Rectangle::new(
                 rect,
@@ -239,16 +298,14 @@ fn draw_bars<DB: DrawingBackend>(
             )))?;
             c.draw_series(std::iter::once(Rectangle::new(rect, BLACK.stroke_width(2))))?;
         } else {
-            let colour = COLOURS[ours % COLOURS.len()];
-            ours += 1;
             c.draw_series(std::iter::once(Rectangle::new(rect, colour.filled())))?;
         }
-        let value = format!("{} ms", tick(&bar.value));
+        let text = format!("{} ms", tick_label(&bar.value));
         let style = (FONT, 15)
             .into_font()
             .color(&BLACK)
             .pos(Pos::new(HPos::Center, VPos::Bottom));
-        c.draw_series(std::iter::once(Text::new(value, (x, *log + 0.03), style)))?;
+        c.draw_series(std::iter::once(Text::new(text, (x, *value * 1.05), style)))?;
     }
     Ok(())
 }
@@ -286,6 +343,7 @@ mod tests {
                 },
             ],
             bars: Vec::new(),
+            y_log: false,
             caption: "reps 3".into(),
         };
         let files = write(dir.path(), &lines).unwrap();

@@ -178,6 +178,7 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
                 },
             ],
             bars: Vec::new(),
+            y_log: false,
             caption: format!(
                 "marvin bench interpose, ~{}M instructions a run, barriers on vs off, median of {reps}, commit {}",
                 total / 1_000_000,

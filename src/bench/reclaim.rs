@@ -555,6 +555,7 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
                 },
             ],
             bars: Vec::new(),
+            y_log: false,
             caption: format!(
                 "marvin bench reclaim{}, one-page arrays stubbed and saved, median of {reps}, commit {}",
                 if args.quick { " --quick" } else { "" },

@@ -28,6 +28,10 @@ pub struct CompareArgs {
     /// Print the merged runs as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Merge runs of different modes (in-process and processes) or time scales, which
+    /// compare refuses otherwise: their figures do not measure the same thing.
+    #[arg(long)]
+    pub allow_mixed: bool,
 }
 
 /// One directory's results.
@@ -37,6 +41,75 @@ struct Loaded {
     series: Vec<PolicySeries>,
     /// Column labels in the experiment's order, from its config.toml.
     order: Vec<String>,
+    /// Its config.toml, where it has one.
+    record: Option<Record>,
+}
+
+impl Loaded {
+    /// The modes its runs ran in.
+    fn modes(&self) -> Vec<String> {
+        let mut m: Vec<String> = self
+            .summaries
+            .iter()
+            .map(|s| mode_name(&s.mode).to_owned())
+            .chain(self.record.iter().map(|r| r.mode.clone()))
+            .collect();
+        m.sort();
+        m.dedup();
+        m
+    }
+
+    /// The time scale its record gives.
+    fn time_scale(&self) -> Option<String> {
+        let args = &self.record.as_ref()?.args;
+        let i = args.iter().position(|a| a == "--time-scale")?;
+        args.get(i + 1).cloned()
+    }
+}
+
+/// A summary's mode as a record names it (older summaries of the model leave it empty).
+fn mode_name(mode: &str) -> &str {
+    if mode.is_empty() {
+        "in-process"
+    } else {
+        mode
+    }
+}
+
+/// Refuses to merge directories whose runs differ in mode or time scale, naming each
+/// directory with its own.
+fn check_alike(dirs: &[Loaded]) -> Result<(), String> {
+    let mut modes: Vec<String> = dirs.iter().flat_map(Loaded::modes).collect();
+    modes.sort();
+    modes.dedup();
+    if modes.len() > 1 {
+        let each: Vec<String> = dirs
+            .iter()
+            .map(|d| format!("{} ({})", d.name, d.modes().join(" and ")))
+            .collect();
+        return Err(format!(
+            "the runs were made in different modes, {}: {}. The in-process model counts its \
+             budget itself and the process mode is held to it by the kernel, so their figures \
+             do not compare; give --allow-mixed to merge them anyway",
+            modes.join(" and "),
+            each.join(", ")
+        ));
+    }
+    let scales: Vec<(String, String)> = dirs
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), d.time_scale()?)))
+        .collect();
+    if scales.iter().any(|(_, s)| *s != scales[0].1) {
+        let each: Vec<String> = scales
+            .iter()
+            .map(|(n, s)| format!("{n} (--time-scale {s})"))
+            .collect();
+        return Err(format!(
+            "the runs were made at different time scales: {}; give --allow-mixed to merge them anyway",
+            each.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 fn load(dir: &Path) -> anyhow::Result<Loaded> {
@@ -55,10 +128,11 @@ fn load(dir: &Path) -> anyhow::Result<Loaded> {
     } else {
         Vec::new()
     };
-    let order = match Record::read(&dir.join("config.toml")) {
-        Ok(r) => r.columns.into_iter().map(|c| c.label).collect(),
-        Err(_) => Vec::new(),
-    };
+    let record = Record::read(&dir.join("config.toml")).ok();
+    let order = record
+        .iter()
+        .flat_map(|r| r.columns.iter().map(|c| c.label.clone()))
+        .collect();
     let name = dir
         .canonicalize()
         .ok()
@@ -69,7 +143,46 @@ fn load(dir: &Path) -> anyhow::Result<Loaded> {
         summaries,
         series,
         order,
+        record,
     })
+}
+
+/// The record of the merged directories: one experiment's record with the runs of all,
+/// when every directory holds a shard (or the whole) of that one experiment; else none.
+fn merged_record(dirs: &[Loaded]) -> Option<Record> {
+    let without_shard = |r: &Record| {
+        let mut args = r.args.clone();
+        if let Some(i) = args.iter().position(|a| a == "--shard") {
+            args.drain(i..(i + 2).min(args.len()));
+        }
+        args
+    };
+    let first = dirs.first()?.record.as_ref()?;
+    let mut merged = first.clone();
+    merged.shard = None;
+    merged.args = without_shard(first);
+    merged.command = std::iter::once("marvin pressure".to_owned())
+        .chain(merged.args.iter().map(|a| super::record::shell_quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    merged.runs.clear();
+    for d in dirs {
+        let r = d.record.as_ref()?;
+        if without_shard(r) != merged.args
+            || r.mode != first.mode
+            || r.columns != first.columns
+            || r.workload != first.workload
+        {
+            return None;
+        }
+        for run in &r.runs {
+            if !merged.runs.iter().any(|m| m.index == run.index) {
+                merged.runs.push(*run);
+            }
+        }
+    }
+    merged.runs.sort_by_key(|r| r.index);
+    Some(merged)
 }
 
 fn label_of(s: &Summary) -> &str {
@@ -148,6 +261,18 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
             }
         }
     }
+    if !a.allow_mixed {
+        if let Err(e) = check_alike(&dirs) {
+            errln!("error: {e}");
+            return Ok(super::EXIT_USAGE);
+        }
+    }
+    // The records, before merging takes the directories.
+    let record = merged_record(&dirs);
+    let records: Vec<(String, Record)> = dirs
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), d.record.clone()?)))
+        .collect();
     let (summaries, series) = match merge(dirs) {
         Ok(m) => m,
         Err(e) => {
@@ -161,11 +286,6 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
         out!("{}", summary::table(&summaries))?;
     }
     if let Some(out) = &a.out {
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-        std::fs::write(
-            out.join("summary.json"),
-            serde_json::to_string_pretty(&summaries)?,
-        )?;
         let budget = summaries
             .iter()
             .map(|s| s.budget_bytes.max(s.limit_bytes))
@@ -178,9 +298,32 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
         };
         let sources: Vec<String> = a.dirs.iter().map(|d| d.display().to_string()).collect();
         let caption = format!("marvin compare of {}", sources.join(", "));
-        system::write_outputs(out, &series, budget, counted, &caption)?;
-        std::fs::write(out.join("sources.txt"), sources.join("\n") + "\n")?;
-        errln!("wrote {}", out.display());
+        // The files a single run writes, merged.
+        let mut files = system::write_data(out, &summaries, &series)?;
+        match record {
+            // Shards of one experiment: its record, holding every run.
+            Some(r) => {
+                let path = out.join("config.toml");
+                r.write(&path)?;
+                files.push(path);
+            }
+            // Separate experiments: each one's record, named after its directory.
+            None => {
+                for (name, r) in &records {
+                    let path = out.join(format!("config-{name}.toml"));
+                    r.write(&path)?;
+                    files.push(path);
+                }
+            }
+        }
+        let list = out.join("sources.txt");
+        std::fs::write(&list, sources.join("\n") + "\n")
+            .with_context(|| format!("writing {}", list.display()))?;
+        files.push(list);
+        files.extend(system::write_figures(
+            out, &summaries, &series, budget, counted, &caption,
+        )?);
+        errln!("wrote {}: {}", out.display(), system::file_names(&files));
     }
     Ok(0)
 }
@@ -209,6 +352,7 @@ mod tests {
                 })
                 .collect(),
             order: order.iter().map(|s| s.to_string()).collect(),
+            record: None,
         }
     }
 

@@ -44,7 +44,9 @@ pub enum Cmd {
     Check(program::CheckArgs),
     /// Print a program (text or binary) as MASM text.
     Disasm(program::DisasmArgs),
-    /// The multi-app experiment: kill vs page-swap vs marvin under one memory budget.
+    /// The multi-app experiment: the low-memory killer, Linux swap (kernel-swap in the
+    /// process mode, the default where it runs; page-swap in the in-process model) and
+    /// marvin, side by side under one memory budget.
     Pressure(Box<pressure::PressureArgs>),
     /// Merge the output directories of several pressure runs (shards, variants,
     /// separate experiments) into one table and overlaid figures.
@@ -56,11 +58,32 @@ pub enum Cmd {
     /// protocol on its standard streams).
     #[command(hide = true)]
     App(app::AppArgs),
+    /// A run's guardian, started by `marvin pressure` and `marvin run`: removes what
+    /// the run leaves if it dies without cleaning up (src/system/guardian.rs).
+    #[command(hide = true)]
+    Guardian(GuardianArgs),
     /// Reclaim a running app's saved, clean, cold objects from outside its process.
     Reclaim(reclaim::ReclaimArgs),
     /// Side-by-side benchmarks.
     #[command(subcommand)]
     Bench(crate::bench::BenchCmd),
+}
+
+/// The guardian's arguments: the run it guards and what it may have left.
+#[derive(Debug, clap::Args)]
+pub struct GuardianArgs {
+    /// The run's pid.
+    #[arg(long)]
+    pub pid: u32,
+    /// The run's start time (`/proc/PID/stat` field 22).
+    #[arg(long)]
+    pub start: u64,
+    /// The run set up cgroups and swap (the process mode).
+    #[arg(long)]
+    pub machine: bool,
+    /// Where the run makes its temporary directories (repeatable).
+    #[arg(long)]
+    pub dir: Vec<std::path::PathBuf>,
 }
 
 /// Runs the command line; returns the process exit status.
@@ -78,6 +101,14 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => compare::compare(a),
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
+        Cmd::Guardian(a) => Ok(crate::system::guardian::serve(
+            crate::host::owner::Owner {
+                pid: a.pid,
+                start_time: a.start,
+            },
+            a.machine,
+            &a.dir,
+        )),
         Cmd::Reclaim(a) => reclaim::reclaim(a),
         Cmd::Bench(b) => crate::bench::run(b),
     };

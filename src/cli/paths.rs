@@ -89,18 +89,79 @@ pub fn check_output_dir(flag: &str, path: &Path) -> Result<(), PathError> {
     }
 }
 
+/// Checks that the file system where `path` is (or would be created) has room for
+/// `need` bytes of `what`; `name` is the flag (or environment variable) that gave the
+/// path. The message says how much is free and what needs it.
+pub fn check_room(name: &str, path: &Path, need: u64, what: &str) -> Result<(), PathError> {
+    let existing = nearest_existing(path);
+    let room = crate::host::sys::fs_room(existing)
+        .map_err(|e| error(name, path, format!("cannot tell its free space: {e}")))?;
+    if room.available < need {
+        return Err(error(
+            name,
+            path,
+            format!(
+                "{} free, the run needs {} for {what}",
+                mib_text(room.available),
+                mib_text(need)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `path` (or its nearest existing ancestor) is on a tmpfs.
+pub fn on_tmpfs(path: &Path) -> bool {
+    crate::host::sys::fs_room(nearest_existing(path)).is_ok_and(|r| r.tmpfs)
+}
+
+fn mib_text(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// `path` if it exists, else its nearest existing ancestor (`.` for a relative path
+/// whose every ancestor is missing).
+fn nearest_existing(path: &Path) -> &Path {
+    let mut p = path;
+    loop {
+        if p.symlink_metadata().is_ok() {
+            return p;
+        }
+        match p.parent() {
+            Some(q) if q.as_os_str().is_empty() => return Path::new("."),
+            Some(q) => p = q,
+            None => return Path::new("/"),
+        }
+    }
+}
+
 /// Checks a swap directory: it must be a directory (or be creatable as one) that files
 /// can be made in.
 pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
     check_output_dir(flag, path)
 }
 
-/// Makes and removes a temporary file in `dir`.
+/// Makes and removes a file of a name of its own in `dir`. The error is the operating
+/// system's alone: the probe's name is marvin's business, not the user's.
 fn probe(dir: &Path) -> std::io::Result<()> {
-    tempfile::Builder::new()
-        .prefix(".marvin-check-")
-        .tempfile_in(dir)
-        .map(drop)
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    loop {
+        let name = format!(
+            ".marvin-check-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = dir.join(name);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&path);
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -148,7 +209,20 @@ mod tests {
                 file.display()
             )
         );
+        check_room("--out", &out, 1, "a test").unwrap();
+        let e = check_room("--out", &out, u64::MAX, "the results").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("--out {}: ", out.display()))
+                && e.to_string().contains("MiB free, the run needs")
+                && e.to_string().ends_with("for the results"),
+            "{e}"
+        );
         let e = check_output_dir("--out", Path::new("/proc/marvin-out")).unwrap_err();
         assert!(e.to_string().contains("cannot be created"), "{e}");
+        assert!(
+            !e.to_string().contains(".marvin-check"),
+            "the probe's own name stays out of the message: {e}"
+        );
     }
 }

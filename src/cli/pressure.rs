@@ -22,7 +22,6 @@ use super::{EXIT_REJECTED, EXIT_USAGE};
 use crate::host::{cgroup, signals, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig, SettleMode};
 use crate::system::provenance::{self, Host};
-use crate::system::timeline::{self, AppEvent};
 use crate::system::workloads::Source;
 use crate::system::{self, summary, PolicySeries, Pressure, Summary, SystemConfig};
 use crate::{errln, out, outln};
@@ -83,8 +82,6 @@ pub struct PressureArgs {
     /// The seed of the launch phase's random order (the same for every policy).
     #[arg(long, default_value_t = 1)]
     pub launch_seed: u64,
-    /// The workload program each app runs.
-    #[arg(long, default_value = "examples/workloads/buckets.masm")]
     /// The workload program each app runs: a MASM file, or `builtin:buckets` /
     /// `builtin:mixed`, the shipped workloads embedded in the binary.
     #[arg(long, default_value = "builtin:buckets")]
@@ -435,6 +432,99 @@ fn check_args(a: &PressureArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Room a run needs in the temporary root (or `--swap-dir`) beside its swap: the
+/// workload written out, the apps' directories, reclaim tables and logs.
+const RUN_DIR_ROOM: u64 = 16 << 20;
+
+/// About what the results of `runs` runs take in `--out`: the figures, and per run its
+/// summary, samples and app records (several times what the shipped workloads write:
+/// a default experiment's directory holds about 0.7 MiB).
+fn out_room(a: &PressureArgs, runs: usize) -> u64 {
+    let phase = a.launches as f64 * (a.launch_gap.as_secs_f64() + 1.0);
+    // The System samples at most once per loop tick (20 ms).
+    let every = a.sample_every.as_secs_f64().max(0.02);
+    let samples = ((a.duration.as_secs_f64() + phase) / every).ceil() as u64;
+    let per_run = (256 << 10) + samples * 1024 + a.apps as u64 * (2 << 10);
+    (4 << 20) + runs as u64 * per_run
+}
+
+/// Checks that the file systems the run writes to have room for it before anything is
+/// set up: the temporary root (or `--swap-dir`) for the policies' directories and their
+/// swap (each swapping policy's files at most `--swap-size`, the policies one after the
+/// other; kernel-swap's swap file exactly that, never on a tmpfs, where the kernel does
+/// not swap to a file), and `--out` for the results. The message names the flag (or
+/// TMPDIR) and the path.
+fn check_room(
+    a: &PressureArgs,
+    processes: bool,
+    columns: &[Column],
+    runs: &[plan::Run],
+) -> Result<(), paths::PathError> {
+    let temp = std::env::temp_dir();
+    paths::check_output_dir("TMPDIR", &temp)?;
+    let (name, root) = match &a.swap_dir {
+        Some(d) => ("--swap-dir", d.clone()),
+        None => ("TMPDIR", temp),
+    };
+    let mut swapping: Vec<&str> = Vec::new();
+    let mut swap_file = false;
+    for r in runs {
+        let p = columns[r.column].pressure;
+        let files = match p {
+            Pressure::Kill => false,
+            Pressure::KernelSwap => a.swap_device == SwapDeviceArg::File,
+            Pressure::PageSwap | Pressure::Marvin => true,
+        };
+        swap_file |= processes && p == Pressure::KernelSwap && files;
+        if files && !swapping.contains(&p.name()) {
+            swapping.push(p.name());
+        }
+    }
+    let zram = processes
+        && a.swap_device == SwapDeviceArg::Zram
+        && runs
+            .iter()
+            .any(|r| columns[r.column].pressure == Pressure::KernelSwap);
+    if zram {
+        if let Err(e) = swapdev::zram_free() {
+            return Err(paths::PathError {
+                flag: "--swap-device".to_owned(),
+                path: "zram".to_owned(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    if swap_file && paths::on_tmpfs(&root) {
+        return Err(paths::PathError {
+            flag: name.to_owned(),
+            path: root.display().to_string(),
+            reason: "is on a tmpfs, where the kernel cannot swap to kernel-swap's swap file; \
+                     give --swap-dir on a disk (or --swap-device zram)"
+                .to_owned(),
+        });
+    }
+    let mut need = RUN_DIR_ROOM;
+    let mut what = "the run's directories".to_owned();
+    if !swapping.is_empty() {
+        need += a.swap_size as u64;
+        what = format!(
+            "{}'s swap (--swap-size {} MiB) and the run's directories",
+            swapping.join(", "),
+            a.swap_size >> 20
+        );
+    }
+    paths::check_room(name, &root, need, &what)?;
+    if let Some(out) = &a.out {
+        paths::check_room(
+            "--out",
+            out,
+            out_room(a, runs.len()),
+            "the results and figures",
+        )?;
+    }
+    Ok(())
+}
+
 /// The small model's policy: the published settings, except that the background write
 /// task runs at the foreground period. The published experiment launches an app every
 /// 10 minutes, so its 30 s background period still gives about twenty saver runs between
@@ -565,12 +655,22 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             return Ok(EXIT_USAGE);
         }
     };
+    // A shard that falls back to the model would sit beside shards of the process mode
+    // that other machines run as root: it must say which mode it wants.
+    if let (Some(shard), ModeArg::Auto, Mode::InProcess(why)) = (a.shard, a.mode, &mode) {
+        errln!(
+            "error: --shard {shard}: this shard would run the in-process model ({why}), \
+             while shards on machines where it can run (as root, with a memory cgroup) run \
+             the process mode, and marvin compare does not merge the two; give --mode \
+             in-process to run the model on every shard, or run the shard as root"
+        );
+        return Ok(EXIT_USAGE);
+    }
     // The process mode's own default policy (see process_model_policy).
     let base = match (&a.policy_file, &recorded, &mode) {
         (None, None, Mode::Processes(_)) => process_model_policy(),
         _ => base,
     };
-    errln!("{}", mode.describe(budget));
     let choices: Vec<PolicyChoice> = if a.policy.is_empty() {
         let three = match mode {
             Mode::Processes(_) => [Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
@@ -614,6 +714,17 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             return Ok(EXIT_USAGE);
         }
     };
+    // Every column's policy at the run's time scale, before the first run starts.
+    for c in &columns {
+        if let Err(e) = c.policy.scaled(a.time_scale) {
+            errln!(
+                "error: --time-scale {}: column {}: {e}",
+                a.time_scale,
+                c.label
+            );
+            return Ok(EXIT_USAGE);
+        }
+    }
     let runs: Vec<plan::Run> = plan::grid(columns.len(), a.reps, a.seed)
         .into_iter()
         .filter(|r| a.shard.is_none_or(|s| s.contains(r.index)))
@@ -657,11 +768,33 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             .map(|_| marvin_runtime::trace::Tracer::new()),
         seed: a.seed,
     };
+    let processes_mode = matches!(mode, Mode::Processes(_));
+    // Room for everything the run writes, before anything is set up.
+    if let Err(e) = check_room(a, processes_mode, &columns, &runs) {
+        errln!("error: {e}");
+        return Ok(EXIT_USAGE);
+    }
+    errln!("{}", mode.describe(budget));
+    // Where the run makes its temporary directories: what its guardian and the start-up
+    // sweep look through for what dead runs left.
+    let mut temp_roots = vec![std::env::temp_dir()];
+    temp_roots.extend(a.swap_dir.iter().cloned());
+    // Started before anything is set up and told last that the run cleaned up (it is
+    // dropped last): if the run is killed, it removes what the run left.
+    let _guardian = match launcher::app_exe()
+        .and_then(|exe| system::guardian::Guardian::spawn(&exe, processes_mode, &temp_roots))
+    {
+        Ok(g) => Some(g),
+        Err(e) => {
+            errln!(
+                "marvin: no guardian for this run ({e}); if it is killed, the next run removes what it leaves"
+            );
+            None
+        }
+    };
     // The process mode's children read the workload from a file: a built-in one is
     // written out for the run.
-    let workload_dir = tempfile::Builder::new()
-        .prefix("marvin-workload-")
-        .tempdir()?;
+    let workload_dir = system::tempdirs::create("marvin-workload-", None, None)?;
     let workload_path = match &source {
         Source::File(p) => {
             std::fs::canonicalize(p).with_context(|| format!("the workload {}", p.display()))?
@@ -683,6 +816,45 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     let _machine = match &mode {
         Mode::Processes(_) => Some(crate::host::MachineLock::acquire()?),
         Mode::InProcess(_) => None,
+    };
+    // What runs that died left: in the process mode their cgroups (killing their apps)
+    // and swap, under the machine lock, then in both modes their temporary directories.
+    if processes_mode {
+        system::guardian::sweep_machine().context("removing what earlier runs left")?;
+    }
+    for root in &temp_roots {
+        system::tempdirs::sweep(root, None);
+    }
+    // The record of the experiment with the runs a directory holds.
+    let args = to_args(a, Some(&resolved));
+    let command = std::iter::once("marvin pressure".to_owned())
+        .chain(args.iter().map(|x| record::shell_quote(x)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let user_defs: Vec<String> = a.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let record = |held: &[plan::Run]| Record {
+        command: command.clone(),
+        args: args.clone(),
+        mode: resolved.mode.to_owned(),
+        marvin_version: env!("CARGO_PKG_VERSION").to_owned(),
+        commit: provenance::commit().to_owned(),
+        shard: a.shard.map(|s| s.to_string()),
+        workload: WorkloadRecord {
+            source: source.display(),
+            fnv1a64: hash.clone(),
+            overrides: user_defs.clone(),
+            defines: first_defs.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        },
+        host: Host::current(),
+        columns: columns
+            .iter()
+            .map(|c| ColumnRecord {
+                label: c.label.clone(),
+                pressure: c.pressure.name().to_owned(),
+                policy: c.policy.clone(),
+            })
+            .collect(),
+        runs: held.to_vec(),
     };
     let mut summaries: Vec<Summary> = Vec::new();
     let mut series: Vec<PolicySeries> = Vec::new();
@@ -769,10 +941,40 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         };
         bar.finish();
         if let Some(sig) = signals::stop_requested() {
-            errln!("marvin: stopped by signal {sig}; temporary files removed, no results written");
+            match (&a.out, summaries.len()) {
+                (Some(dir), n) if n > 0 => errln!(
+                    "marvin: stopped by signal {sig}; temporary files removed; the {n} finished \
+                     run(s) are in {} (no figures)",
+                    dir.display()
+                ),
+                _ => errln!(
+                    "marvin: stopped by signal {sig}; temporary files removed, no results written"
+                ),
+            }
             return Ok(128 + sig);
         }
-        let mut out = out?;
+        let mut out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                if !summaries.is_empty() {
+                    match &a.out {
+                        Some(dir) => errln!(
+                            "marvin: the {} finished run(s) before this one are written in {}",
+                            summaries.len(),
+                            dir.display()
+                        ),
+                        None => {
+                            errln!(
+                                "marvin: the {} run(s) finished before this one:",
+                                summaries.len()
+                            );
+                            out!("{}", summary::table(&summaries))?;
+                        }
+                    }
+                }
+                return Err(e.context(format!("running {label}")));
+            }
+        };
         let (mut s, mut ser) = out.pop().context("a run gave no result")?;
         s.label = column.label.clone();
         // marvin-eager and marvin-on-demand name their policy too (variants keep marvin).
@@ -783,20 +985,27 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         s.seed = run.seed;
         ser.policy = column.label.clone();
         ser.rep = run.rep;
-        if lines {
-            errln!(
-                "finished {}/{}: {label}: active {} peak / {} final, alive {} final, {}, {:.1} s",
-                done + 1,
-                runs.len(),
-                s.peak_active,
-                s.final_active,
-                s.final_alive,
-                deaths_text(&s),
-                started.elapsed().as_secs_f64()
-            );
-        }
+        let line = format!(
+            "finished {}/{}: {label}: active {} peak / {} final, alive {} final, {}, {:.1} s",
+            done + 1,
+            runs.len(),
+            s.peak_active,
+            s.final_active,
+            s.final_alive,
+            deaths_text(&s),
+            started.elapsed().as_secs_f64()
+        );
         summaries.push(s);
         series.push(ser);
+        // What is finished is written at once (before the run's line says it finished): a
+        // later run's failure loses none of it.
+        if let Some(dir) = &a.out {
+            system::write_data(dir, &summaries, &series)?;
+            record(&runs[..=done]).write(&dir.join("config.toml"))?;
+        }
+        if lines {
+            errln!("{line}");
+        }
     }
     if let (Some(tracer), Some(path)) = (&cfg.tracer, &a.trace) {
         tracer
@@ -817,11 +1026,6 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(
-            dir.join("summary.json"),
-            serde_json::to_string_pretty(&summaries)?,
-        )?;
         let counted = match mode {
             Mode::Processes(_) => system::plot::Counted::Kernel,
             Mode::InProcess(_) => system::plot::Counted::Runtime,
@@ -840,57 +1044,22 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             a.seed,
             provenance::commit()
         );
-        system::write_outputs(dir, &series, budget as u64, counted, &caption)?;
-        let events: Vec<Vec<AppEvent>> = summaries
-            .iter()
-            .map(|s| {
-                if s.app_events.is_empty() {
-                    timeline::from_records(&s.apps)
-                } else {
-                    s.app_events.clone()
-                }
-            })
-            .collect();
-        let app_runs: Vec<(&str, u32, &[AppEvent])> = summaries
-            .iter()
-            .zip(&events)
-            .map(|(s, e)| (s.label.as_str(), s.rep, e.as_slice()))
-            .collect();
-        timeline::write_csv(&dir.join("apps.csv"), &app_runs)
-            .with_context(|| format!("writing {}", dir.join("apps.csv").display()))?;
-        system::write_launch_outputs(dir, &summaries)?;
-        let args = to_args(a, Some(&resolved));
-        let command = std::iter::once("marvin pressure".to_owned())
-            .chain(args.iter().map(|x| record::shell_quote(x)))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let user_defs: Vec<String> = a.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        Record {
-            command,
-            args,
-            mode: resolved.mode.to_owned(),
-            marvin_version: env!("CARGO_PKG_VERSION").to_owned(),
-            commit: provenance::commit().to_owned(),
-            shard: a.shard.map(|s| s.to_string()),
-            workload: WorkloadRecord {
-                source: source.display(),
-                fnv1a64: hash,
-                overrides: user_defs,
-                defines: first_defs.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-            },
-            host: Host::current(),
-            columns: columns
-                .iter()
-                .map(|c| ColumnRecord {
-                    label: c.label.clone(),
-                    pressure: c.pressure.name().to_owned(),
-                    policy: c.policy.clone(),
-                })
-                .collect(),
-            runs,
-        }
-        .write(&dir.join("config.toml"))?;
-        errln!("wrote {}", dir.display());
+        let mut files = system::write_data(dir, &summaries, &series)?;
+        let config = dir.join("config.toml");
+        record(&runs).write(&config)?;
+        files.push(config);
+        files.extend(system::write_figures(
+            dir,
+            &summaries,
+            &series,
+            budget as u64,
+            counted,
+            &caption,
+        )?);
+        errln!("wrote {}: {}", dir.display(), system::file_names(&files));
+    }
+    if let Some(path) = &a.trace {
+        errln!("wrote {}", path.display());
     }
     Ok(0)
 }

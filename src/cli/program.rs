@@ -269,14 +269,25 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     // SIGINT, SIGTERM and SIGHUP end the app; the run then flushes its output, removes
     // its temporary swap directory and exits 128 + the signal.
     signals::install().context("installing the stop-signal handlers")?;
-    // Keeps a temporary swap directory alive until the run ends.
+    // The guardian of a temporary swap directory (dropped after it: it is told last
+    // that the run cleaned up), and the directory, kept until the run ends.
+    let mut _guardian = None;
     let mut _tmp = None;
     let swap = if swap_flags {
         let dir = match &a.swap_dir {
             Some(d) => d.clone(),
             None => {
-                crate::system::sweep_stale_temp_dirs();
-                let t = tempfile::Builder::new().prefix("marvin-swap-").tempdir()?;
+                crate::system::sweep_stale_temp_dirs(None);
+                _guardian = crate::system::processes::launcher::app_exe()
+                    .and_then(|exe| {
+                        crate::system::guardian::Guardian::spawn(
+                            &exe,
+                            false,
+                            &[std::env::temp_dir()],
+                        )
+                    })
+                    .ok();
+                let t = crate::system::tempdirs::create("marvin-swap-", None, None)?;
                 let p = t.path().to_path_buf();
                 _tmp = Some(t);
                 p

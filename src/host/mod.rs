@@ -44,7 +44,15 @@ pub use machine_lock::MachineLock;
 
 /// Says on stderr what the run does to the machine.
 pub(crate) fn announce(msg: &str) {
+    #[cfg(not(test))]
     crate::errln!("marvin: {msg}");
+    // In unit tests through the harness's captured stderr, so a passing test prints
+    // nothing.
+    #[cfg(test)]
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("marvin: {msg}");
+    }
 }
 
 /// Bytes as whole MiB, for announcements.

@@ -41,12 +41,51 @@ impl Owner {
         }
     }
 
+    /// Whether this process has ended entirely: it is not alive and no thread of it is
+    /// left. A killed process's first thread shows as a zombie while its other threads
+    /// are still on their way out, holding its open files (and so its locks).
+    pub fn is_gone(&self) -> bool {
+        if self.is_alive() {
+            return false;
+        }
+        match procstat::stat(self.pid) {
+            Ok(s) if s.start_time == self.start_time => {
+                fs::read_dir(format!("/proc/{}/task", self.pid)).map_or(true, |t| t.count() <= 1)
+            }
+            _ => true,
+        }
+    }
+
     /// The name of a new object of this owner: `PREFIX-PID-START-SEQ`, where SEQ counts
     /// up within the process so one run can own several objects.
     pub fn name(&self, prefix: &str) -> String {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         format!("{prefix}-{}-{}-{seq}", self.pid, self.start_time)
+    }
+
+    /// The start of the name of a directory this owner makes with a random tail (a
+    /// temporary directory): `KIND[LABEL-]PID-START-`, where `kind` ends with `-`. A
+    /// sweep reads the owner back with [`Owner::parse_dir_name`], so it can tell a dead
+    /// run's directory from a live one's without any file inside it.
+    pub fn dir_prefix(&self, kind: &str, label: Option<&str>) -> String {
+        let label = label.map(|l| format!("{l}-")).unwrap_or_default();
+        format!("{kind}{label}{}-{}-", self.pid, self.start_time)
+    }
+
+    /// The owner in a directory name made from [`Owner::dir_prefix`] with this `kind`
+    /// and a random tail without `-`; `None` for other names (older marvins' temporary
+    /// directories, which carry no owner).
+    pub fn parse_dir_name(kind: &str, name: &str) -> Option<Owner> {
+        let rest = name.strip_prefix(kind)?;
+        let mut parts = rest.rsplitn(3, '-');
+        let tail = parts.next()?;
+        let start_time = parts.next()?.parse().ok()?;
+        let pid = parts.next()?.rsplit('-').next()?.parse().ok()?;
+        if tail.is_empty() || !tail.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return None;
+        }
+        Some(Owner { pid, start_time })
     }
 
     /// The owner written into `name` by [`Owner::name`] with this `prefix`, if `name`
@@ -133,6 +172,32 @@ mod tests {
         ] {
             assert_eq!(
                 Owner::parse_name("marvin-run", stranger),
+                None,
+                "{stranger}"
+            );
+        }
+    }
+
+    #[test]
+    fn directory_names_carry_their_owner() {
+        let me = Owner::current().unwrap();
+        for label in [None, Some("kill"), Some("kernel-swap")] {
+            let name = format!("{}Ab3xZ9", me.dir_prefix("marvin-processes-", label));
+            assert_eq!(
+                Owner::parse_dir_name("marvin-processes-", &name),
+                Some(me),
+                "{name}"
+            );
+        }
+        for stranger in [
+            "marvin-processes-Ab3xZ9",
+            "marvin-processes-12-34-",
+            "marvin-processes-x-34-Ab3",
+            "marvin-processes-12-y-Ab3",
+            "marvin-pressure-12-34-Ab3",
+        ] {
+            assert_eq!(
+                Owner::parse_dir_name("marvin-processes-", stranger),
                 None,
                 "{stranger}"
             );

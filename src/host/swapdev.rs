@@ -168,24 +168,8 @@ impl SwapDevice {
     /// marker that lets a later run's sweep reset it if this run dies.
     pub fn enable_zram(state_dir: &Path, bytes: u64, priority: Option<u16>) -> Result<SwapDevice> {
         need_root()?;
+        zram_free()?;
         let sys_dir = Path::new(ZRAM_SYS);
-        if !sys_dir.is_dir() {
-            return Err(HostError::Refused(format!(
-                "no {ZRAM_SYS}: load the zram module (modprobe zram)"
-            )));
-        }
-        let disksize = fs::read_to_string(sys_dir.join("disksize"))
-            .map_err(|e| HostError::io("reading", sys_dir.join("disksize"), e))?;
-        let in_swaps = active_swaps()?
-            .iter()
-            .any(|s| s.path == Path::new(ZRAM_DEV));
-        if disksize.trim() != "0" || in_swaps {
-            return Err(HostError::Refused(format!(
-                "{ZRAM_DEV} is already set up (disksize {}{}); the run only uses a zram device it sets up itself",
-                disksize.trim(),
-                if in_swaps { ", active swap" } else { "" }
-            )));
-        }
         let page = sys::page_size();
         let pages = pages_for(bytes, page)?;
         let owner = Owner::current().map_err(|e| HostError::io("reading", "/proc/self/stat", e))?;
@@ -305,6 +289,30 @@ impl Drop for SwapDevice {
             ));
         }
     }
+}
+
+/// Whether a run can set up `/dev/zram0`: the module is loaded and the device unused
+/// (disksize 0, not active swap); the error says why not.
+pub fn zram_free() -> Result<()> {
+    let sys_dir = Path::new(ZRAM_SYS);
+    if !sys_dir.is_dir() {
+        return Err(HostError::Refused(format!(
+            "no {ZRAM_SYS}: load the zram module (modprobe zram)"
+        )));
+    }
+    let disksize = fs::read_to_string(sys_dir.join("disksize"))
+        .map_err(|e| HostError::io("reading", sys_dir.join("disksize"), e))?;
+    let in_swaps = active_swaps()?
+        .iter()
+        .any(|s| s.path == Path::new(ZRAM_DEV));
+    if disksize.trim() != "0" || in_swaps {
+        return Err(HostError::Refused(format!(
+            "{ZRAM_DEV} is already set up (disksize {}{}); the run only uses a zram device it sets up itself",
+            disksize.trim(),
+            if in_swaps { ", active swap" } else { "" }
+        )));
+    }
+    Ok(())
 }
 
 fn reset_zram() -> Result<()> {

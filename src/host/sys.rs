@@ -3,8 +3,9 @@
 //! eventfd and poll, `swapon`/`swapoff`, joining a cgroup between fork and exec, and the
 //! control thread's real-time scheduling ([`RealtimeThread`]) and another thread's
 //! ([`set_thread_fifo`], the UI thread of the app in front), dropping a file's clean
-//! pages from the page cache ([`drop_file_cache`], room ahead of a launch), and locking
-//! the System's memory ([`lock_memory`]).
+//! pages from the page cache ([`drop_file_cache`], room ahead of a launch), locking
+//! the System's memory ([`lock_memory`]), and a file system's free room ([`fs_room`],
+//! checked before a run).
 //! Nothing else under `host/` uses `unsafe`.
 
 use std::ffi::CString;
@@ -310,6 +311,30 @@ impl Drop for MemoryLock {
         // SAFETY: munlockall has no memory preconditions.
         unsafe { libc::munlockall() };
     }
+}
+
+/// What a file system has room for, as `statfs(2)` tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsRoom {
+    /// Bytes an unprivileged writer may still use (`f_bavail` blocks).
+    pub available: u64,
+    /// The file system is a tmpfs (which cannot hold an active swap file).
+    pub tmpfs: bool,
+}
+
+/// The room on the file system that holds `path` (which must exist).
+pub fn fs_room(path: &Path) -> io::Result<FsRoom> {
+    let c = c_path(path)?;
+    // SAFETY: a zeroed statfs is a valid value for the kernel to fill in.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a live, writable statfs.
+    cvt(unsafe { libc::statfs(c.as_ptr(), &mut st) } as libc::c_long)?;
+    // The field types differ between architectures: the casts are needed elsewhere.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(FsRoom {
+        available: (st.f_bavail as u64).saturating_mul(st.f_bsize as u64),
+        tmpfs: st.f_type as i64 == libc::TMPFS_MAGIC as i64,
+    })
 }
 
 /// Thread `tid`'s scheduling policy (`SCHED_RESET_ON_FORK` masked off).

@@ -7,14 +7,18 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 use plotters::prelude::*;
 
+use super::figure_style::{
+    column_styles, draw_legend, draw_marker, log_ticks, split_for_legend, tick_label, LegendEntry,
+    Marker,
+};
 use super::launch::LaunchRecord;
-use super::plot::{policy_colour, register_font, FONT};
+use super::plot::{register_font, FONT};
 use super::plot_text::Png;
 
 const SIZE: (u32, u32) = (1000, 600);
 
-/// One policy's curve: its name, colour and CDF points.
-type Curve = (String, RGBColor, Vec<(f64, f64)>);
+/// One column's curve: its name, colour, marker and CDF points.
+type Curve = (String, RGBColor, Marker, Vec<(f64, f64)>);
 
 /// Each policy's CDF points: (latency in ms, fraction of launches at most that).
 pub fn cdf_points(records: &[LaunchRecord]) -> Vec<(f64, f64)> {
@@ -46,31 +50,67 @@ pub fn write_cdf(
     Ok(vec![svg, png])
 }
 
+/// The column a run's name belongs to (`kill #1` is repetition 1 of `kill`).
+fn column_of(name: &str) -> &str {
+    match name.rsplit_once(" #") {
+        Some((column, rep)) if rep.bytes().all(|b| b.is_ascii_digit()) => column,
+        _ => name,
+    }
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     policies: &[(String, Vec<LaunchRecord>)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let curves: Vec<Curve> = policies
+    // The launches of a column's repetitions together: one curve, one style per column.
+    let mut columns: Vec<(&str, Vec<LaunchRecord>, usize)> = Vec::new();
+    for (name, records) in policies {
+        let column = column_of(name);
+        match columns.iter_mut().find(|c| c.0 == column) {
+            Some(c) => {
+                c.1.extend(records.iter().cloned());
+                c.2 += 1;
+            }
+            None => columns.push((column, records.clone(), 1)),
+        }
+    }
+    let labels: Vec<&str> = columns.iter().map(|c| c.0).collect();
+    let curves: Vec<Curve> = columns
         .iter()
-        .enumerate()
-        .map(|(i, (name, records))| (name.clone(), policy_colour(name, i), cdf_points(records)))
+        .zip(column_styles(&labels))
+        .map(|((name, records, reps), (colour, marker))| {
+            let label = if *reps > 1 {
+                format!("{name} ({} launches, {reps} repetitions)", records.len())
+            } else {
+                format!("{name} ({})", records.len())
+            };
+            (label, colour, marker, cdf_points(records))
+        })
         .collect();
-    let xs = || curves.iter().flat_map(|c| c.2.iter().map(|p| p.0));
+    let xs = || curves.iter().flat_map(|c| c.3.iter().map(|p| p.0));
     let lo = xs().fold(f64::INFINITY, f64::min);
     let hi = xs().fold(0.0, f64::max);
-    // A decade either side of the data, at least 0.1 ms to 10 s without any.
+    // Half a step of the 1-2-5 ticks either side of the data, 0.1 ms to 10 s without any.
     let (lo, hi) = if lo.is_finite() && hi > 0.0 {
         (lo / 2.0, hi * 2.0)
     } else {
         (0.1, 10_000.0)
     };
-    let mut chart = ChartBuilder::on(&root)
+    let legend: Vec<LegendEntry> = curves
+        .iter()
+        .map(|(label, colour, marker, _)| LegendEntry::line(label.clone(), *colour, Some(*marker)))
+        .collect();
+    let (plot_area, legend_area) = split_for_legend(&root, &legend);
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption("Launch latency (to the first frame)", (FONT, 24))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
+        .build_cartesian_2d(
+            (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+            0.0..1.0,
+        )?;
     chart
         .configure_mesh()
         .x_desc("launch latency (ms, log scale)")
@@ -78,8 +118,10 @@ fn draw<DB: DrawingBackend>(
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .light_line_style(RGBColor(235, 235, 235))
+        .x_label_formatter(&tick_label)
+        .y_label_formatter(&tick_label)
         .draw()?;
-    for (name, colour, points) in &curves {
+    for (_, colour, marker, points) in &curves {
         // A step function: up at each latency.
         let mut steps = Vec::with_capacity(2 * points.len());
         let mut prev = 0.0;
@@ -88,21 +130,18 @@ fn draw<DB: DrawingBackend>(
             steps.push((x, y));
             prev = y;
         }
-        let colour = *colour;
-        chart
-            .draw_series(LineSeries::new(steps, colour.stroke_width(2)))?
-            .label(format!("{name} ({})", points.len()))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3))
-            });
+        chart.draw_series(LineSeries::new(steps, colour.stroke_width(3)))?;
+        // Markers at about a dozen of its launches.
+        let step = (points.len() / 12).max(1);
+        let plotting = chart.plotting_area();
+        let base = plotting.get_base_pixel();
+        let area = plotting.strip_coord_spec();
+        for point in points.iter().skip(step / 2).step_by(step) {
+            let at = plotting.map_coordinate(point);
+            draw_marker(&area, *marker, (at.0 - base.0, at.1 - base.1), *colour)?;
+        }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(90, 90, 90))
-        .draw()?;
+    draw_legend(&legend_area, &legend)?;
     root.present()
 }
 

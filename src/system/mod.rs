@@ -10,6 +10,8 @@
 pub mod activity;
 pub mod budget;
 pub mod engine;
+pub mod figure_style;
+pub mod guardian;
 pub mod launch;
 pub mod launch_plot;
 pub mod native_heap;
@@ -20,6 +22,7 @@ pub mod provenance;
 pub mod series;
 pub mod spread;
 pub mod summary;
+pub mod tempdirs;
 pub mod timeline;
 pub mod workloads;
 
@@ -155,55 +158,38 @@ impl RunDir {
     }
 }
 
-/// A policy run's own directory: under `swap_dir` named after the policy, or a temporary
-/// directory named with `prefix` (after sweeping the temporary root of directories that
-/// ended runs left, [`sweep_stale_temp_dirs`]). It is locked for this run at once, so a
-/// sweep by another run never takes it.
+/// A policy run's own directory, named `PREFIX` + the policy + this process
+/// ([`tempdirs::create`]): under `swap_dir`, or in the temporary root. It is locked for
+/// this run at once, so a sweep by another run never takes it; a run that dies leaves a
+/// name by which the next run's sweep ([`tempdirs::sweep`]) knows it for a dead run's.
 pub(crate) fn policy_dir(
     swap_dir: Option<&std::path::Path>,
     pressure: Pressure,
     prefix: &str,
 ) -> anyhow::Result<RunDir> {
-    let dir = match swap_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::Builder::new()
-                .prefix(pressure.name())
-                .tempdir_in(d)?
-        }
-        None => {
-            sweep_stale_temp_dirs();
-            tempfile::Builder::new().prefix(prefix).tempdir()?
-        }
-    };
+    if let Some(d) = swap_dir {
+        std::fs::create_dir_all(d)?;
+    }
+    let dir = tempdirs::create(prefix, Some(pressure.name()), swap_dir)?;
     let lock = marvin_swap::swap_dir::SwapDirLock::acquire(dir.path())?;
     Ok(RunDir { dir, _lock: lock })
 }
 
-/// The name prefixes of the temporary directories marvin makes (`run`'s swap directory
-/// and the two modes' policy directories).
-pub(crate) const TEMP_DIR_PREFIXES: [&str; 3] =
-    ["marvin-swap-", "marvin-pressure-", "marvin-processes-"];
-
-/// Removes the temporary directories of runs that ended without cleaning up (killed,
-/// crashed): those of the temporary root with marvin's prefixes whose lock is free
-/// ([`marvin_swap::swap_dir::sweep_stale`]), and says so on stderr.
-pub(crate) fn sweep_stale_temp_dirs() {
-    for dir in marvin_swap::swap_dir::sweep_stale(&std::env::temp_dir(), &TEMP_DIR_PREFIXES) {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "marvin: removed {} left by a run that ended",
-            dir.display()
-        );
+/// Removes what runs that ended without cleaning up (killed, crashed) left in the
+/// temporary root and in `swap_dir` ([`tempdirs::sweep`]; each removal said once on
+/// stderr).
+pub(crate) fn sweep_stale_temp_dirs(swap_dir: Option<&std::path::Path>) {
+    tempdirs::sweep(&std::env::temp_dir(), None);
+    if let Some(d) = swap_dir {
+        tempdirs::sweep(d, None);
     }
 }
 
-/// Writes every policy's launches (`launches.csv`) and their latency's distribution
-/// (`launch_cdf.svg/.png`) into `dir`.
-pub fn write_launch_outputs(dir: &std::path::Path, summaries: &[Summary]) -> anyhow::Result<()> {
+/// The launches of every run, each named by its column (and repetition, when there
+/// are several).
+fn launches_per_run(summaries: &[Summary]) -> Vec<(String, Vec<launch::LaunchRecord>)> {
     let repeated = summaries.iter().any(|s| s.rep > 0);
-    let per_policy: Vec<(String, Vec<launch::LaunchRecord>)> = summaries
+    summaries
         .iter()
         .map(|s| {
             let label = if s.label.is_empty() {
@@ -218,10 +204,89 @@ pub fn write_launch_outputs(dir: &std::path::Path, summaries: &[Summary]) -> any
             };
             (name, s.launch_records.clone())
         })
-        .collect();
+        .collect()
+}
+
+/// Writes every policy's launches (`launches.csv`) and their latency's distribution
+/// (`launch_cdf.svg/.png`) into `dir`.
+pub fn write_launch_outputs(dir: &std::path::Path, summaries: &[Summary]) -> anyhow::Result<()> {
+    let per_policy = launches_per_run(summaries);
     launch::write_csv(&dir.join("launches.csv"), &per_policy)?;
     launch_plot::write_cdf(dir, &per_policy)?;
     Ok(())
+}
+
+/// Writes the data files of finished runs into `dir` (created if missing):
+/// `summary.json`, `series.csv`, `apps.csv` and `launches.csv`. A run writes them after
+/// each of its runs, so a later failure loses nothing finished; returns the files.
+pub fn write_data(
+    dir: &std::path::Path,
+    summaries: &[Summary],
+    series: &[PolicySeries],
+) -> anyhow::Result<Vec<PathBuf>> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = |name: &str| dir.join(name);
+    let summary_json = file("summary.json");
+    std::fs::write(&summary_json, serde_json::to_string_pretty(summaries)?)
+        .with_context(|| format!("writing {}", summary_json.display()))?;
+    series::write_csv(&file("series.csv"), series)
+        .with_context(|| format!("writing {}", file("series.csv").display()))?;
+    let events: Vec<Vec<timeline::AppEvent>> = summaries
+        .iter()
+        .map(|s| {
+            if s.app_events.is_empty() {
+                timeline::from_records(&s.apps)
+            } else {
+                s.app_events.clone()
+            }
+        })
+        .collect();
+    let app_runs: Vec<(&str, u32, &[timeline::AppEvent])> = summaries
+        .iter()
+        .zip(&events)
+        .map(|(s, e)| {
+            let label = if s.label.is_empty() {
+                &s.policy
+            } else {
+                &s.label
+            };
+            (label.as_str(), s.rep, e.as_slice())
+        })
+        .collect();
+    timeline::write_csv(&file("apps.csv"), &app_runs)
+        .with_context(|| format!("writing {}", file("apps.csv").display()))?;
+    launch::write_csv(&file("launches.csv"), &launches_per_run(summaries))
+        .with_context(|| format!("writing {}", file("launches.csv").display()))?;
+    Ok(["summary.json", "series.csv", "apps.csv", "launches.csv"]
+        .iter()
+        .map(|n| file(n))
+        .collect())
+}
+
+/// Draws every figure of a set of runs into `dir`: `active_apps`, `resident` (with their
+/// caption sidecars) and `launch_cdf`, as SVG and PNG; returns the files.
+pub fn write_figures(
+    dir: &std::path::Path,
+    summaries: &[Summary],
+    series: &[PolicySeries],
+    budget: u64,
+    counted: plot::Counted,
+    caption: &str,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = plot::write_plots_counted(dir, series, budget, counted, caption)?.files;
+    files.extend(launch_plot::write_cdf(dir, &launches_per_run(summaries))?);
+    Ok(files)
+}
+
+/// The names of `files`, joined for a `wrote DIR: ...` line.
+pub fn file_names(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .filter_map(|f| f.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Writes the time series (`series.csv`) and the plots into `dir`, the plots with a

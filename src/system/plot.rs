@@ -24,6 +24,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::figure_style::{
+    column_styles, draw_legend, draw_marker, split_for_legend, tick_label, LegendEntry, Marker,
+    Stroke, DASHED,
+};
+#[cfg(test)]
+use super::figure_style::{okabe_ito, LEGEND_HEIGHT, POLICY_STYLES};
 use super::plot_text::Png;
 use super::series::{PolicySeries, SeriesPoint};
 
@@ -36,45 +42,10 @@ pub struct PlotFiles {
 
 /// Width and height of every figure, in pixels.
 const FIGURE_SIZE: (u32, u32) = (1000, 640);
-/// Height of the legend strip below each plot, for up to three rows of entries (it
-/// grows with more).
-const LEGEND_HEIGHT: u32 = 96;
-/// Left edge of the legend's entries, and the height of one row.
-const LEGEND_LEFT: i32 = 88;
-const LEGEND_ROW: i32 = 26;
-const LEGEND_SAMPLE: i32 = 36;
 /// The family name the embedded font is registered under.
 pub(crate) const FONT: &str = "sans-serif";
 const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
-/// The Okabe-Ito palette's colours.
-pub(crate) mod okabe_ito {
-    use plotters::style::RGBColor;
-    pub const ORANGE: RGBColor = RGBColor(230, 159, 0);
-    pub const SKY_BLUE: RGBColor = RGBColor(86, 180, 233);
-    pub const BLUISH_GREEN: RGBColor = RGBColor(0, 158, 115);
-    pub const BLUE: RGBColor = RGBColor(0, 114, 178);
-    pub const VERMILLION: RGBColor = RGBColor(213, 94, 0);
-    pub const REDDISH_PURPLE: RGBColor = RGBColor(204, 121, 167);
-}
-
-/// Colour and marker of the pressure policies, then of any other column in order of
-/// appearance.
-const POLICY_STYLES: [(&str, RGBColor, Marker); 4] = [
-    ("kill", okabe_ito::VERMILLION, Marker::Triangle),
-    ("page-swap", okabe_ito::BLUE, Marker::Square),
-    // The swap baseline of the process mode, drawn as the model's.
-    ("kernel-swap", okabe_ito::BLUE, Marker::Square),
-    ("marvin", okabe_ito::BLUISH_GREEN, Marker::Circle),
-];
-const OTHER_STYLES: [(RGBColor, Marker); 6] = [
-    (okabe_ito::ORANGE, Marker::Diamond),
-    (okabe_ito::SKY_BLUE, Marker::Cross),
-    (okabe_ito::REDDISH_PURPLE, Marker::Triangle),
-    (okabe_ito::ORANGE, Marker::Square),
-    (okabe_ito::SKY_BLUE, Marker::Circle),
-    (okabe_ito::REDDISH_PURPLE, Marker::Diamond),
-];
 /// Colour of the legend's line-style key.
 const KEY_GREY: RGBColor = RGBColor(90, 90, 90);
 
@@ -169,23 +140,6 @@ pub(crate) fn register_font() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How a line is stroked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stroke {
-    Solid,
-    Dashed,
-}
-
-/// The shape marking a policy's line, so lines differ by more than colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Marker {
-    Circle,
-    Triangle,
-    Square,
-    Diamond,
-    Cross,
-}
-
 /// One polyline of a figure, in data coordinates.
 #[derive(Clone, Debug)]
 struct Line {
@@ -205,16 +159,6 @@ type BandPoint = (f64, f64, f64);
 struct Band {
     colour: RGBColor,
     points: Vec<BandPoint>,
-}
-
-/// One row of a figure's legend.
-#[derive(Clone, Debug)]
-struct LegendEntry {
-    label: String,
-    colour: RGBColor,
-    stroke: Stroke,
-    width: u32,
-    marker: Option<Marker>,
 }
 
 /// Everything needed to draw one figure, independent of the backend.
@@ -257,20 +201,6 @@ impl Figure {
         let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
         (x_min..x_max, 0.0..y_max)
     }
-}
-
-/// The colour and marker of the column `label`, the `index`-th of the run.
-fn policy_style(label: &str, index: usize) -> (RGBColor, Marker) {
-    POLICY_STYLES
-        .iter()
-        .find(|(name, _, _)| *name == label)
-        .map(|&(_, colour, marker)| (colour, marker))
-        .unwrap_or(OTHER_STYLES[index % OTHER_STYLES.len()])
-}
-
-/// The colour of the column `label`, the `index`-th of the run (the launch figure's too).
-pub(crate) fn policy_colour(label: &str, index: usize) -> RGBColor {
-    policy_style(label, index).0
 }
 
 /// The series grouped by column label (repetitions together), in order of appearance.
@@ -337,8 +267,9 @@ fn policy_lines(
     let mut solids = Vec::with_capacity(groups.len());
     let mut dashes = Vec::with_capacity(groups.len());
     let mut legend = Vec::with_capacity(groups.len());
-    for (index, (label, reps)) in groups.iter().enumerate() {
-        let (colour, marker) = policy_style(label, index);
+    let labels: Vec<&str> = groups.iter().map(|g| g.0).collect();
+    let styles = column_styles(&labels);
+    for ((label, reps), &(colour, marker)) in groups.iter().zip(&styles) {
         let (solid_line, solid_band) = median_line(reps, &solid);
         let (dashed_line, dashed_band) = median_line(reps, &dashed);
         for points in [solid_band, dashed_band] {
@@ -355,7 +286,7 @@ fn policy_lines(
         });
         dashes.push(Line {
             colour: darker(colour),
-            stroke: Stroke::Dashed,
+            stroke: DASHED,
             width: 2,
             marker: None,
             points: dashed_line,
@@ -365,13 +296,7 @@ fn policy_lines(
         } else {
             (*label).to_owned()
         };
-        legend.push(LegendEntry {
-            label,
-            colour,
-            stroke: Stroke::Solid,
-            width: 3,
-            marker: Some(marker),
-        });
+        legend.push(LegendEntry::line(label, colour, Some(marker)));
     }
     // Solid lines first, the thinner dashed ones on top, so neither hides the other.
     let mut lines = Vec::with_capacity(2 * groups.len());
@@ -379,7 +304,7 @@ fn policy_lines(
         lines.push(s);
         lines.push(d);
     }
-    lines.sort_by_key(|l| l.stroke == Stroke::Dashed);
+    lines.sort_by_key(|l| l.stroke != Stroke::Solid);
     (bands, lines, legend)
 }
 
@@ -404,9 +329,10 @@ fn style_key(label: &str, stroke: Stroke) -> LegendEntry {
         stroke,
         width: match stroke {
             Stroke::Solid => 3,
-            Stroke::Dashed => 2,
+            Stroke::Dashed(..) => 2,
         },
         marker: None,
+        hollow: false,
     }
 }
 
@@ -418,6 +344,7 @@ fn band_key(bands: &[Band]) -> Option<LegendEntry> {
         stroke: Stroke::Solid,
         width: 12,
         marker: None,
+        hollow: false,
     })
 }
 
@@ -431,23 +358,12 @@ fn size_label(bytes: u64) -> String {
     }
 }
 
-/// An axis tick's text: the value with at most two decimals, trailing zeros dropped.
-fn tick_label(value: &f64) -> String {
-    let text = format!("{value:.2}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text == "-0" {
-        "0".to_owned()
-    } else {
-        text.to_owned()
-    }
-}
-
 /// Apps active (solid) and alive (dashed) over time, per policy.
 fn active_apps_figure(series: &[PolicySeries]) -> Figure {
     let (bands, lines, mut legend) =
         policy_lines(series, |p| f64::from(p.active), |p| f64::from(p.alive));
     legend.push(style_key("active apps", Stroke::Solid));
-    legend.push(style_key("alive apps", Stroke::Dashed));
+    legend.push(style_key("alive apps", DASHED));
     legend.extend(band_key(&bands));
     Figure {
         title: "Active apps under memory pressure",
@@ -470,7 +386,7 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
         Counted::Kernel => ("cgroup usage", "apps' RSS", "cgroup limit"),
     };
     legend.push(style_key(solid, Stroke::Solid));
-    legend.push(style_key(dashed, Stroke::Dashed));
+    legend.push(style_key(dashed, DASHED));
     legend.extend(band_key(&bands));
     let mut levels = Vec::new();
     if budget_bytes > 0 {
@@ -481,6 +397,7 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
             stroke: Stroke::Solid,
             width: 1,
             marker: None,
+            hollow: false,
         });
     }
     Figure {
@@ -501,47 +418,12 @@ fn draw_to<DB: DrawingBackend>(backend: DB, figure: &Figure, path: &Path) -> any
         .map_err(|e| anyhow!("drawing {}: {e}", path.display()))
 }
 
-/// Draws `marker` centred at `at` (backend pixels) in `colour`.
-fn draw_marker<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    marker: Marker,
-    at: (i32, i32),
-    colour: RGBColor,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    const R: i32 = 6;
-    let (x, y) = at;
-    let fill = colour.filled();
-    match marker {
-        Marker::Circle => area.draw(&Circle::new(at, R, fill)),
-        Marker::Square => area.draw(&Rectangle::new(
-            [(x - R + 1, y - R + 1), (x + R - 1, y + R - 1)],
-            fill,
-        )),
-        Marker::Triangle => area.draw(&Polygon::new(
-            vec![(x, y - R), (x - R, y + R - 1), (x + R, y + R - 1)],
-            fill,
-        )),
-        Marker::Diamond => area.draw(&Polygon::new(
-            vec![(x, y - R), (x + R, y), (x, y + R), (x - R, y)],
-            fill,
-        )),
-        Marker::Cross => {
-            let style = colour.stroke_width(3);
-            area.draw(&PathElement::new([(x - R, y - R), (x + R, y + R)], style))?;
-            area.draw(&PathElement::new([(x - R, y + R), (x + R, y - R)], style))
-        }
-    }
-}
-
 fn draw_figure<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     figure: &Figure,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let (width, height) = root.dim_in_pixel();
-    let (_, _, rows) = legend_layout(&figure.legend, width);
-    let legend_height = LEGEND_HEIGHT.max(30 + LEGEND_ROW as u32 * rows as u32);
-    let (plot_area, legend_area) = root.split_vertically(height.saturating_sub(legend_height));
+    let (plot_area, legend_area) = split_for_legend(root, &figure.legend);
     let (x_range, y_range) = figure.ranges();
     let (x_start, x_end) = (x_range.start, x_range.end);
     let mut chart = ChartBuilder::on(&plot_area)
@@ -582,8 +464,13 @@ fn draw_figure<DB: DrawingBackend>(
                 Stroke::Solid => {
                     chart.draw_series(LineSeries::new(run.iter().copied(), style))?;
                 }
-                Stroke::Dashed => {
-                    chart.draw_series(DashedLineSeries::new(run.iter().copied(), 8, 5, style))?;
+                Stroke::Dashed(dash, gap) => {
+                    chart.draw_series(DashedLineSeries::new(
+                        run.iter().copied(),
+                        dash,
+                        gap,
+                        style,
+                    ))?;
                 }
             }
         }
@@ -618,57 +505,6 @@ fn draw_figure<DB: DrawingBackend>(
         plot_area.draw(&Text::new("no samples", centre, style))?;
     }
     draw_legend(&legend_area, &figure.legend)
-}
-
-/// The legend's entry width, entries per row and rows: entries as wide as the longest
-/// label needs (about 9 pixels a character at 16 pixels).
-fn legend_layout(entries: &[LegendEntry], width: u32) -> (i32, usize, usize) {
-    let longest = entries
-        .iter()
-        .map(|e| e.label.chars().count())
-        .max()
-        .unwrap_or(0);
-    let entry_width = (LEGEND_SAMPLE + 16 + 9 * longest as i32).max(180);
-    let per_row = ((width as i32 - LEGEND_LEFT) / entry_width).max(1) as usize;
-    (entry_width, per_row, entries.len().div_ceil(per_row))
-}
-
-/// Draws the legend entries in rows across the strip below the plot.
-fn draw_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    entries: &[LegendEntry],
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    const TOP: i32 = 14;
-    const SAMPLE: i32 = LEGEND_SAMPLE;
-    const LEFT: i32 = LEGEND_LEFT;
-    const ROW: i32 = LEGEND_ROW;
-    let (entry_width, per_row, _) = legend_layout(entries, area.dim_in_pixel().0);
-    let text = (FONT, 16)
-        .into_font()
-        .color(&BLACK)
-        .pos(Pos::new(HPos::Left, VPos::Center));
-    for (n, entry) in entries.iter().enumerate() {
-        let x = LEFT + entry_width * (n % per_row) as i32;
-        let y = TOP + ROW * (n / per_row) as i32;
-        let style = entry.colour.stroke_width(entry.width);
-        match entry.stroke {
-            Stroke::Solid => area.draw(&PathElement::new([(x, y), (x + SAMPLE, y)], style))?,
-            Stroke::Dashed => {
-                for start in (x..x + SAMPLE).step_by(13) {
-                    area.draw(&PathElement::new([(start, y), (start + 8, y)], style))?;
-                }
-            }
-        }
-        if let Some(marker) = entry.marker {
-            draw_marker(area, marker, (x + SAMPLE / 2, y), entry.colour)?;
-        }
-        area.draw(&Text::new(
-            entry.label.as_str(),
-            (x + SAMPLE + 8, y),
-            text.clone(),
-        ))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -850,7 +686,7 @@ mod tests {
         write_plots(dir.path(), &series, 0).unwrap();
         let (_, _, pixels) = decode_png(&dir.path().join("active_apps.png"));
         // The lone marvin sample is marked.
-        assert!(count_colour(&pixels, policy_colour("marvin", 0)) > 10);
+        assert!(count_colour(&pixels, okabe_ito::BLUISH_GREEN) > 10);
         let figure = active_apps_figure(&series);
         assert!(
             figure.lines[1].points.is_empty(),
@@ -868,7 +704,7 @@ mod tests {
         assert_eq!(accounted.stroke, Stroke::Solid);
         assert_eq!(accounted.points[2], (1.0, 16.0));
         let rss = &figure.lines[3];
-        assert_eq!(rss.stroke, Stroke::Dashed);
+        assert_eq!(rss.stroke, DASHED);
         assert_eq!(rss.points[2], (1.0, 52.0));
         let (x, y) = figure.ranges();
         assert_eq!(x, 0.0..29.5);
@@ -877,13 +713,13 @@ mod tests {
 
         let active = active_apps_figure(&series);
         let marvin_active = &active.lines[2];
-        assert_eq!(marvin_active.colour, policy_colour("marvin", 2));
+        assert_eq!(marvin_active.colour, okabe_ito::BLUISH_GREEN);
         assert_eq!(marvin_active.points[10], (5.0, 5.0));
         assert_eq!(active.lines[5].points[10], (5.0, 5.0));
         // The dashed alive lines come after (over) every solid active line.
         let strokes: Vec<Stroke> = active.lines.iter().map(|l| l.stroke).collect();
         assert_eq!(strokes[..3], [Stroke::Solid; 3]);
-        assert_eq!(strokes[3..], [Stroke::Dashed; 3]);
+        assert_eq!(strokes[3..], [DASHED; 3]);
         let labels: Vec<&str> = active.legend.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(
             labels,
@@ -963,37 +799,20 @@ mod tests {
     }
 
     #[test]
-    fn the_palette_is_okabe_ito_with_a_marker_per_policy() {
-        let palette = [
-            okabe_ito::ORANGE,
-            okabe_ito::SKY_BLUE,
-            okabe_ito::BLUISH_GREEN,
-            okabe_ito::BLUE,
-            okabe_ito::VERMILLION,
-            okabe_ito::REDDISH_PURPLE,
-        ];
-        let styles: Vec<(RGBColor, Marker)> = ["kill", "page-swap", "marvin", "a", "b"]
-            .iter()
-            .enumerate()
-            .map(|(i, l)| policy_style(l, i))
-            .collect();
-        for (i, (colour, marker)) in styles.iter().enumerate() {
-            assert!(palette.contains(colour));
-            for (c, m) in &styles[i + 1..] {
-                assert!(c != colour || m != marker, "two columns look alike");
-            }
+    fn variants_get_markers_of_their_own() {
+        let mut series = three_policies();
+        series[1].policy = "marvin:base".into();
+        series[2].policy = "marvin:w2".into();
+        let figure = active_apps_figure(&series);
+        let markers: Vec<Option<Marker>> = figure.legend[..3].iter().map(|e| e.marker).collect();
+        assert_eq!(markers[0], Some(Marker::Triangle), "kill's own");
+        for m in &markers[1..] {
+            assert!(
+                !matches!(m, Some(Marker::Triangle | Marker::Square | Marker::Circle)),
+                "a variant drawn with a policy's marker: {markers:?}"
+            );
         }
-        let markers: Vec<Marker> = styles[..3].iter().map(|s| s.1).collect();
-        assert_eq!(markers, [Marker::Triangle, Marker::Square, Marker::Circle]);
-    }
-
-    #[test]
-    fn tick_labels_drop_needless_decimals() {
-        let labels: Vec<String> = [0.0, 25.0, 2.5, 0.126, -0.0, 1e9]
-            .iter()
-            .map(tick_label)
-            .collect();
-        assert_eq!(labels, ["0", "25", "2.5", "0.13", "0", "1000000000"]);
+        assert_ne!(markers[1], markers[2]);
     }
 
     #[test]
@@ -1002,21 +821,6 @@ mod tests {
         assert_eq!(size_label(1536 << 20), "1536 MiB");
         assert_eq!(size_label(24 << 30), "24 GiB");
         assert_eq!(size_label((10 << 30) + (512 << 20)), "10.5 GiB");
-    }
-
-    #[test]
-    fn policies_get_distinct_colours() {
-        let names = ["kill", "page-swap", "marvin", "other-a", "other-b"];
-        let colours: Vec<RGBColor> = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| policy_colour(name, i))
-            .collect();
-        for (i, a) in colours.iter().enumerate() {
-            for b in &colours[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
     }
 
     #[test]

@@ -255,6 +255,10 @@ pub struct ReclaimerConfig {
 pub const DEFAULT_LAUNCH_PREFETCH_BYTES: u64 = 4 << 20;
 /// The most a policy may set [`RestoreConfig::prefetch_bytes`] to (256 MiB).
 pub const MAX_LAUNCH_PREFETCH_BYTES: u64 = 256 << 20;
+/// The longest period (and saver budget) a policy may set: a day. A longer one never
+/// comes round in an experiment, and every `--time-scale` a run accepts keeps it
+/// representable.
+pub const MAX_PERIOD: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Restore's choice.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -391,10 +395,12 @@ pub enum PolicyError {
     },
     /// `scaled` was given a factor that is not a positive, finite number, or that makes a
     /// duration unrepresentable.
-    #[error("time scale {scale} is not usable: {reason}")]
+    #[error("time scale {scale} is not usable{}: {reason}", key.map(|k| format!(" for `{k}`")).unwrap_or_default())]
     BadScale {
         /// The factor.
         scale: f64,
+        /// The period it could not scale, if it was one period.
+        key: Option<&'static str>,
         /// Why.
         reason: String,
     },
@@ -471,6 +477,15 @@ impl PolicyConfig {
             if d.is_zero() {
                 return Err((key, "must be longer than zero".into()));
             }
+            if d > MAX_PERIOD {
+                return Err((
+                    key,
+                    format!(
+                        "must be at most 24h (a longer period never comes round in a run), found {}",
+                        marvin_runtime::duration::format(d)
+                    ),
+                ));
+            }
         }
         if self.reclaimer.batch_bytes == ReclaimBatch::Bytes(0) {
             return Err((
@@ -503,26 +518,39 @@ impl PolicyConfig {
         if !(time_scale.is_finite() && time_scale > 0.0) {
             return Err(PolicyError::BadScale {
                 scale: time_scale,
+                key: None,
                 reason: "it must be a positive, finite number".into(),
             });
         }
-        let scale = |d: Duration| -> Result<Duration, PolicyError> {
+        let scale = |key: &'static str, d: Duration| -> Result<Duration, PolicyError> {
             let scaled =
                 Duration::try_from_secs_f64(d.as_secs_f64() * time_scale).map_err(|e| {
                     PolicyError::BadScale {
                         scale: time_scale,
-                        reason: e.to_string(),
+                        key: Some(key),
+                        reason: format!(
+                            "{} times {time_scale}: {e}",
+                            marvin_runtime::duration::format(d)
+                        ),
                     }
                 })?;
             // A period never scales down to zero: that would be a busy loop.
             Ok(scaled.max(Duration::from_nanos(1)))
         };
         let mut out = self.clone();
-        out.saver.foreground_period = scale(self.saver.foreground_period)?;
-        out.saver.background_period = scale(self.saver.background_period)?;
-        out.saver.budget = scale(self.saver.budget)?;
-        out.working_set.foreground_period = scale(self.working_set.foreground_period)?;
-        out.working_set.background_period = scale(self.working_set.background_period)?;
+        out.saver.foreground_period =
+            scale("saver.foreground_period", self.saver.foreground_period)?;
+        out.saver.background_period =
+            scale("saver.background_period", self.saver.background_period)?;
+        out.saver.budget = scale("saver.budget", self.saver.budget)?;
+        out.working_set.foreground_period = scale(
+            "working_set.foreground_period",
+            self.working_set.foreground_period,
+        )?;
+        out.working_set.background_period = scale(
+            "working_set.background_period",
+            self.working_set.background_period,
+        )?;
         Ok(out)
     }
 

@@ -190,6 +190,41 @@ fn lock_if_stale(dir: &Path) -> Option<File> {
     Some(file)
 }
 
+/// The lock files of `dir` and of its subdirectories (such as the per-app directories
+/// of the process mode), each locked, when no run holds any of them; `None` when one is
+/// held (or cannot be locked). Directories without a lock file count as free. The caller
+/// removes `dir` while it holds what is returned, so no run takes it meanwhile.
+pub fn lock_unused(dir: &Path) -> Option<Vec<File>> {
+    let mut held = Vec::new();
+    let mut lock = |d: &Path| -> bool {
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(d.join(LOCK_FILE))
+        {
+            Ok(file) => match file.try_lock() {
+                Ok(()) => {
+                    held.push(file);
+                    true
+                }
+                Err(_) => false,
+            },
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
+    };
+    if !lock(dir) {
+        return None;
+    }
+    if let Ok(subdirs) = std::fs::read_dir(dir) {
+        for sub in subdirs.flatten() {
+            if sub.file_type().is_ok_and(|t| t.is_dir()) && !lock(&sub.path()) {
+                return None;
+            }
+        }
+    }
+    Some(held)
+}
+
 /// Removes the directories of `root` whose names start with one of `prefixes`, that
 /// carry a lock file and whose run has ended (the lock is free, and the lock of every
 /// subdirectory that has one, such as the per-app directories of the process mode, is
@@ -279,6 +314,10 @@ mod tests {
 
         let removed = sweep_stale(root.path(), &["marvin-swap-", "marvin-processes-"]);
         assert_eq!(removed, vec![dead.clone()]);
+        // The parent's own lock is free, but an app's is held: in use.
+        assert!(lock_unused(&parent).is_none());
+        // No lock file at all is no holder.
+        assert_eq!(lock_unused(&unlocked).map(|l| l.len()), Some(0));
         assert!(!dead.exists());
         for kept in [&held, &unlocked, &other, &parent] {
             assert!(kept.exists(), "{} was removed", kept.display());

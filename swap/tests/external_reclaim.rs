@@ -284,7 +284,8 @@ fn reclaim_from_outside_returns_the_pages_and_the_app_gets_every_byte_back() {
     // Neighbours coalesced: one hole for the whole run.
     assert_eq!(r.madvise_calls, 1);
     let dropped = before.saturating_sub(after);
-    eprint!(
+    // On the test's own line of stdout (`test NAME ... [...] ok`), not loose on stderr.
+    print!(
         "[RssShmem of the app {} -> {} MiB after reclaiming {} MiB from outside in {:?}] ",
         before / MIB,
         after / MIB,

@@ -195,9 +195,6 @@ pub fn run_policy(
         state_dir: swapdev::default_state_dir(),
     })
     .context("setting up the run's cgroup and swap")?;
-    for stale in machine.swept() {
-        crate::errln!("marvin: removed {} left by an earlier run", stale.display());
-    }
     // The control loop runs real-time, as lmkd does, so that on a busy machine its killer
     // and reclaimer still act before the kernel's OOM killer must; where that is not
     // allowed it runs as before, and says so.

@@ -318,10 +318,25 @@ fn scaling_multiplies_every_period_and_the_budget() {
             "{bad}"
         );
     }
+    let e = PolicyConfig::default().scaled(1e300).unwrap_err();
     assert!(
-        PolicyConfig::default().scaled(1e300).is_err(),
-        "overflow is an error, not a panic"
+        e.to_string().contains("`saver.foreground_period`"),
+        "overflow is an error naming the period, not a panic: {e}"
     );
+}
+
+#[test]
+fn a_period_longer_than_a_day_is_refused_naming_its_key() {
+    let e =
+        PolicyConfig::from_toml_str("[saver]\nbudget = \"18446744073709551615s\"\n").unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("`saver.budget`") && text.contains("at most 24h"),
+        "{text}"
+    );
+    assert!(!text.contains("time scale"), "{text}");
+    let day = PolicyConfig::from_toml_str("[working_set]\nbackground_period = \"24h\"\n").unwrap();
+    assert!(day.scaled(1.0).is_ok() && day.scaled(1000.0).is_ok());
 }
 
 #[test]
