@@ -1220,8 +1220,13 @@ fn deaths_text(s: &Summary) -> String {
         return format!("{} kills", s.kills);
     }
     format!(
-        "{} deaths ({} by the killer, {} kernel OOM, {} signalled, {} crashed)",
-        s.deaths, s.lmk_kills, s.oom_killed_apps, s.signalled_apps, s.crashed_apps
+        "{} death{} ({} by the killer, {} kernel OOM, {} signalled, {} crashed)",
+        s.deaths,
+        if s.deaths == 1 { "" } else { "s" },
+        s.lmk_kills,
+        s.oom_killed_apps,
+        s.signalled_apps,
+        s.crashed_apps
     )
 }
 

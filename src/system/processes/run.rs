@@ -226,6 +226,14 @@ pub fn run_policy(
             source.describe()
         );
     }
+    let pass_delay = reclaimer::Settings::pass_delay_from_env();
+    if !pass_delay.is_zero() && pressure == Pressure::Marvin {
+        crate::errln!(
+            "marvin: every reclaim pass sleeps {} ms first ({} is set)",
+            pass_delay.as_millis(),
+            reclaimer::PASS_DELAY_ENV
+        );
+    }
     let lmk_off = std::env::var_os(NO_LMK_ENV).is_some();
     if lmk_off {
         crate::errln!("marvin: the low-memory killer makes no kill ({NO_LMK_ENV} is set)");
@@ -243,7 +251,7 @@ pub fn run_policy(
                     headroom: cfg.headroom,
                     tick: TICK,
                     realtime: realtime.is_some().then_some(uithread::UI_PRIORITY),
-                    pass_delay: reclaimer::Settings::pass_delay_from_env(),
+                    pass_delay,
                 };
                 let (link, handle) = reclaimer::spawn(scope, group, SWAP_NAME, settings);
                 (Some(link), Some(handle))
