@@ -37,7 +37,7 @@ use marvin_runtime::cpuclock::boottime_ns;
 const TRIM_EVERY: Duration = Duration::from_millis(500);
 
 /// How often a traced app process appends what it recorded to its trace file: a killed
-/// app's trace loses at most this much.
+/// app's trace loses about this much (checked at each report period).
 pub const TRACE_FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// How an app process handles memory: the kill and kernel-swap baselines run a plain
