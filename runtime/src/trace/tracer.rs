@@ -76,7 +76,9 @@ pub(super) enum TieBreak {
 
 struct Shared {
     enabled: AtomicBool,
-    sequence_id: u32,
+    /// Drawn when first needed ([`Tracer::sequence_id`]), so the many tracers that never
+    /// write (those of apps that are not traced) draw none.
+    sequence_id: OnceLock<u32>,
     uuid_base: u64,
     next_track: AtomicU64,
     tracks: Mutex<Vec<proto::TrackDescriptor>>,
@@ -97,10 +99,13 @@ struct Stream {
 }
 
 /// Tracers made by this process so far.
-static WRITERS: AtomicU32 = AtomicU32::new(0);
+static TRACERS: AtomicU32 = AtomicU32::new(0);
 
-/// The writer sequence id of this process's tracer number `n`: the process id in the high
-/// bits and `n` (mod 1024) in the low ten, so the traces of different processes, written
+/// Sequence ids this process has drawn so far.
+static SEQUENCES: AtomicU32 = AtomicU32::new(0);
+
+/// The writer sequence id of the `n`th tracer of this process that needs one: the process
+/// id in the high bits and `n` (mod 1024) in the low ten, so the traces of different processes, written
 /// apart and concatenated into one file (the process mode's apps), never share a sequence
 /// (Perfetto keeps interning and incremental state per sequence, and sequence 1 is its
 /// service's: a pid is at most 2^22, and at least 1, so the id is at least 1024).
@@ -136,7 +141,7 @@ impl std::fmt::Debug for Tracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tracer")
             .field("enabled", &self.is_enabled())
-            .field("sequence_id", &self.shared.sequence_id)
+            .field("sequence_id", &self.shared.sequence_id.get())
             .finish_non_exhaustive()
     }
 }
@@ -160,9 +165,8 @@ impl Tracer {
     }
 
     fn with_enabled(enabled: bool) -> Self {
-        let n = WRITERS.fetch_add(1, Ordering::Relaxed);
+        let n = TRACERS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        let sequence_id = sequence_id_for(pid, n);
         // Track uuids only have to be unique within a trace; mixing in the process (its id
         // and nonce) and the tracer's number keeps them apart when traces from several
         // writers are concatenated.
@@ -170,7 +174,7 @@ impl Tracer {
         Tracer {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(enabled),
-                sequence_id,
+                sequence_id: OnceLock::new(),
                 uuid_base,
                 next_track: AtomicU64::new(0),
                 tracks: Mutex::new(Vec::new()),
@@ -200,9 +204,15 @@ impl Tracer {
     }
 
     /// The writer sequence id every packet of this tracer carries: unique to this process
-    /// (derived from its pid) and to this tracer within it (the first 1024 tracers).
+    /// (derived from its pid) and to this tracer among the first 1024 of the process that
+    /// are asked for theirs (a tracer is when it is encoded or flushed).
     pub fn sequence_id(&self) -> u32 {
-        self.shared.sequence_id
+        *self.shared.sequence_id.get_or_init(|| {
+            sequence_id_for(
+                std::process::id(),
+                SEQUENCES.fetch_add(1, Ordering::Relaxed),
+            )
+        })
     }
 
     /// Declares a process track.
@@ -381,7 +391,7 @@ impl Tracer {
     pub fn encode(&self) -> Vec<u8> {
         let tracks = self.shared.tracks.lock().clone();
         let events = self.shared.events.lock().clone();
-        let mut bytes = encode::encode_trace(self.shared.sequence_id, tracks, events, true);
+        let mut bytes = encode::encode_trace(self.sequence_id(), tracks, events, true);
         bytes.extend_from_slice(self.shared.foreign.lock().bytes());
         bytes
     }
@@ -410,7 +420,7 @@ impl Tracer {
             return Ok(0);
         }
         let n_tracks = tracks.len();
-        let bytes = encode::encode_trace(self.shared.sequence_id, tracks, events, !stream.started);
+        let bytes = encode::encode_trace(self.sequence_id(), tracks, events, !stream.started);
         w.write_all(&bytes)?;
         stream.tracks_written += n_tracks;
         stream.started = true;
@@ -424,10 +434,7 @@ impl Tracer {
     /// tracer's, or one appended before: a pid reused within a run) is replaced by one
     /// that is not. Returns what was taken.
     pub fn append_trace(&self, bytes: &[u8]) -> Appended {
-        self.shared
-            .foreign
-            .lock()
-            .append(self.shared.sequence_id, bytes)
+        self.shared.foreign.lock().append(self.sequence_id(), bytes)
     }
 
     fn new_track_id(&self, pid: i32) -> TrackId {
