@@ -12,7 +12,7 @@ use marvin_swap::policy::PolicyConfig;
 
 use super::program::{load_verified, LoadArgs};
 use super::size::parse_size;
-use crate::system::processes::app_process::{self, AppMode, AppProcessConfig};
+use crate::system::processes::app_process::{self, AppMode, AppProcessConfig, AppTraceConfig};
 use marvin_runtime::duration::parse as parse_duration;
 
 #[derive(Debug, Args)]
@@ -34,6 +34,13 @@ pub struct AppArgs {
     /// How often marks are reported.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
     pub report_every: Duration,
+    /// Record a Perfetto trace of the app into this file, appended as it runs (the System
+    /// merges it into its own).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The name of the app's process track in its trace.
+    #[arg(long, value_name = "NAME", default_value = "app")]
+    pub trace_name: String,
 }
 
 pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
@@ -55,6 +62,10 @@ pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
         policy: Arc::new(policy),
         gc_max_free: a.gc_max_free,
         report_every: a.report_every,
+        trace: a.trace.as_ref().map(|path| AppTraceConfig {
+            path: path.clone(),
+            name: a.trace_name.clone(),
+        }),
     };
     let stdin = std::io::BufReader::new(std::io::stdin());
     app_process::run(cfg, stdin, std::io::stdout())

@@ -25,11 +25,17 @@
 //! default trace clock, and every event packet says so (`timestamp_clock_id` = BOOTTIME), so
 //! no clock snapshot is needed. Interning is not used; each packet carries its names.
 //!
+//! Several processes: each writes its own trace ([`Tracer::flush_to`] streams it to a file
+//! as it goes), with sequence ids and track uuids of its own (derived from its pid), and
+//! one of them merges the files into its trace ([`Tracer::append_trace`], [`merge`]).
+//!
 //! The slice and counter names the runtime uses are listed in [`names`].
 
 mod encode;
+pub mod merge;
 pub mod names;
 pub mod proto;
 mod tracer;
 
-pub use tracer::{SliceGuard, Tracer, TrackId};
+pub use merge::Appended;
+pub use tracer::{ArgValue, Args, SliceGuard, Tracer, TrackId};

@@ -3,7 +3,7 @@
 //! Field numbers and types follow Perfetto's published schema, in the Perfetto repository
 //! (`protos/perfetto/trace/trace.proto`, `trace_packet.proto`,
 //! `track_event/{track_descriptor,track_event,process_descriptor,thread_descriptor,
-//! counter_descriptor}.proto`). Fields the writer never sets are left out; members of a proto
+//! counter_descriptor,debug_annotation}.proto`). Fields the writer never sets are left out; members of a proto
 //! `oneof` that are modelled as `optional` fields encode identically on the wire.
 
 /// `perfetto.protos.Trace`: the whole file is this message.
@@ -124,6 +124,31 @@ pub struct TrackEvent {
     /// The `counter_value_field` oneof.
     #[prost(oneof = "CounterValue", tags = "30, 44")]
     pub counter_value: Option<CounterValue>,
+    /// Named values shown with the event (the begin of a slice, or an instant).
+    #[prost(message, repeated, tag = "4")]
+    pub debug_annotations: Vec<DebugAnnotation>,
+}
+
+/// `perfetto.protos.DebugAnnotation`: one named value (names are not interned).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DebugAnnotation {
+    /// Member of the `name_field` oneof.
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
+    /// The `value` oneof, the members used here.
+    #[prost(oneof = "AnnotationValue", tags = "3, 4, 6")]
+    pub value: Option<AnnotationValue>,
+}
+
+/// `DebugAnnotation.value`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum AnnotationValue {
+    #[prost(uint64, tag = "3")]
+    Uint(u64),
+    #[prost(int64, tag = "4")]
+    Int(i64),
+    #[prost(string, tag = "6")]
+    String(String),
 }
 
 /// `TrackEvent.counter_value_field`.

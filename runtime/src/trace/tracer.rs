@@ -1,11 +1,12 @@
 //! [`Tracer`]: records tracks and events in memory, cheaply skipped when tracing is off.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
 use super::encode;
+use super::merge::{Appended, Foreign};
 use super::proto;
 use crate::cpuclock;
 
@@ -25,6 +26,18 @@ impl TrackId {
     }
 }
 
+/// A value shown with an event (a Perfetto debug annotation: the UI lists them in the
+/// event's details).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    Uint(u64),
+    Int(i64),
+    Str(String),
+}
+
+/// An event's named values, in the order given.
+pub type Args = Vec<(&'static str, ArgValue)>;
+
 /// What one recorded event does to its track.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum EventKind {
@@ -42,6 +55,8 @@ pub(super) struct Event {
     pub(super) kind: EventKind,
     /// Where the event goes among events with the same timestamp.
     pub(super) tie: TieBreak,
+    /// Its named values, if any (on a begin or an instant).
+    pub(super) args: Option<Box<[(&'static str, ArgValue)]>>,
 }
 
 /// Order among events with equal timestamps. Events recorded as they happen keep their
@@ -61,16 +76,50 @@ pub(super) enum TieBreak {
 
 struct Shared {
     enabled: AtomicBool,
-    sequence_id: u32,
+    /// Drawn when first needed ([`Tracer::sequence_id`]), so the many tracers that never
+    /// write (those of apps that are not traced) draw none.
+    sequence_id: OnceLock<u32>,
     uuid_base: u64,
     next_track: AtomicU64,
     tracks: Mutex<Vec<proto::TrackDescriptor>>,
     events: Mutex<Vec<Event>>,
+    /// What [`Tracer::flush_to`] has written so far.
+    stream: Mutex<Stream>,
+    /// Packets of other writers' traces ([`Tracer::append_trace`]).
+    foreign: Mutex<Foreign>,
 }
 
-/// Writer sequence ids handed to tracers. Perfetto's own service uses sequence 1, so
-/// tracers start at 2.
-static NEXT_SEQUENCE_ID: AtomicU32 = AtomicU32::new(2);
+/// How far a streamed trace has got.
+#[derive(Default)]
+struct Stream {
+    /// Track descriptors written so far (the first ones declared).
+    tracks_written: usize,
+    /// A packet was written (the first one started the sequence).
+    started: bool,
+}
+
+/// Tracers made by this process so far.
+static TRACERS: AtomicU32 = AtomicU32::new(0);
+
+/// Sequence ids this process has drawn so far.
+static SEQUENCES: AtomicU32 = AtomicU32::new(0);
+
+/// The writer sequence id of the `n`th tracer of this process that needs one: the process
+/// id in the high bits and `n` (mod 1024) in the low ten, so the traces of different processes, written
+/// apart and concatenated into one file (the process mode's apps), never share a sequence
+/// (Perfetto keeps interning and incremental state per sequence, and sequence 1 is its
+/// service's: a pid is at most 2^22, and at least 1, so the id is at least 1024).
+fn sequence_id_for(pid: u32, n: u32) -> u32 {
+    ((u64::from(pid) << 10 | u64::from(n & 0x3ff)) as u32).max(2)
+}
+
+/// A number this process alone draws (its first tracer's `CLOCK_BOOTTIME`, mixed): track
+/// uuids mix it in, so two processes that had the same pid in turn (a pid reused within
+/// one run) still declare different tracks.
+fn process_nonce() -> u64 {
+    static NONCE: OnceLock<u64> = OnceLock::new();
+    *NONCE.get_or_init(|| splitmix64(cpuclock::boottime_ns()))
+}
 
 /// An in-memory Perfetto trace writer, shared by cloning (all clones record into one trace).
 ///
@@ -92,7 +141,7 @@ impl std::fmt::Debug for Tracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tracer")
             .field("enabled", &self.is_enabled())
-            .field("sequence_id", &self.shared.sequence_id)
+            .field("sequence_id", &self.shared.sequence_id.get())
             .finish_non_exhaustive()
     }
 }
@@ -116,18 +165,22 @@ impl Tracer {
     }
 
     fn with_enabled(enabled: bool) -> Self {
-        let sequence_id = NEXT_SEQUENCE_ID.fetch_add(1, Ordering::Relaxed);
-        // Track uuids only have to be unique within a trace; mixing in the process and the
-        // sequence keeps them apart when traces from several writers are concatenated.
-        let uuid_base = splitmix64(u64::from(std::process::id()) << 32 | u64::from(sequence_id));
+        let n = TRACERS.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        // Track uuids only have to be unique within a trace; mixing in the process (its id
+        // and nonce) and the tracer's number keeps them apart when traces from several
+        // writers are concatenated.
+        let uuid_base = splitmix64(process_nonce() ^ (u64::from(pid) << 32 | u64::from(n)));
         Tracer {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(enabled),
-                sequence_id,
+                sequence_id: OnceLock::new(),
                 uuid_base,
                 next_track: AtomicU64::new(0),
                 tracks: Mutex::new(Vec::new()),
                 events: Mutex::new(Vec::new()),
+                stream: Mutex::new(Stream::default()),
+                foreign: Mutex::new(Foreign::default()),
             }),
         }
     }
@@ -150,9 +203,16 @@ impl Tracer {
         cpuclock::boottime_ns()
     }
 
-    /// The writer sequence id every packet of this tracer carries.
+    /// The writer sequence id every packet of this tracer carries: unique to this process
+    /// (derived from its pid) and to this tracer among the first 1024 of the process that
+    /// are asked for theirs (a tracer is when it is encoded or flushed).
     pub fn sequence_id(&self) -> u32 {
-        self.shared.sequence_id
+        *self.shared.sequence_id.get_or_init(|| {
+            sequence_id_for(
+                std::process::id(),
+                SEQUENCES.fetch_add(1, Ordering::Relaxed),
+            )
+        })
     }
 
     /// Declares a process track.
@@ -235,29 +295,57 @@ impl Tracer {
     #[inline]
     pub fn complete(&self, track: TrackId, name: impl Into<String>, start_ns: u64, end_ns: u64) {
         if self.is_enabled() {
-            let end_ns = end_ns.max(start_ns);
-            let (begin_tie, end_tie) = if end_ns > start_ns {
-                (
-                    TieBreak::CompletedBegin(std::cmp::Reverse(end_ns)),
-                    TieBreak::CompletedEnd(std::cmp::Reverse(start_ns)),
-                )
-            } else {
-                (TieBreak::InOrder, TieBreak::InOrder)
-            };
-            let begin = Event {
-                ts: start_ns,
-                track: track.uuid,
-                kind: EventKind::Begin(name.into()),
-                tie: begin_tie,
-            };
-            let end = Event {
-                ts: end_ns,
-                track: track.uuid,
-                kind: EventKind::End,
-                tie: end_tie,
-            };
-            self.shared.events.lock().extend([begin, end]);
+            self.record_complete(track, name.into(), start_ns, end_ns, None);
         }
+    }
+
+    /// [`complete`](Tracer::complete) with named values shown in the slice's details.
+    pub fn complete_with(
+        &self,
+        track: TrackId,
+        name: impl Into<String>,
+        start_ns: u64,
+        end_ns: u64,
+        args: Args,
+    ) {
+        if self.is_enabled() {
+            let args = Some(args.into_boxed_slice());
+            self.record_complete(track, name.into(), start_ns, end_ns, args);
+        }
+    }
+
+    fn record_complete(
+        &self,
+        track: TrackId,
+        name: String,
+        start_ns: u64,
+        end_ns: u64,
+        args: Option<Box<[(&'static str, ArgValue)]>>,
+    ) {
+        let end_ns = end_ns.max(start_ns);
+        let (begin_tie, end_tie) = if end_ns > start_ns {
+            (
+                TieBreak::CompletedBegin(std::cmp::Reverse(end_ns)),
+                TieBreak::CompletedEnd(std::cmp::Reverse(start_ns)),
+            )
+        } else {
+            (TieBreak::InOrder, TieBreak::InOrder)
+        };
+        let begin = Event {
+            ts: start_ns,
+            track: track.uuid,
+            kind: EventKind::Begin(name),
+            tie: begin_tie,
+            args,
+        };
+        let end = Event {
+            ts: end_ns,
+            track: track.uuid,
+            kind: EventKind::End,
+            tie: end_tie,
+            args: None,
+        };
+        self.shared.events.lock().extend([begin, end]);
     }
 
     /// Records an instant (zero-length) event named `name` on `track` now.
@@ -265,6 +353,19 @@ impl Tracer {
     pub fn instant(&self, track: TrackId, name: impl Into<String>) {
         if self.is_enabled() {
             self.record(Tracer::now_ns(), track, EventKind::Instant(name.into()));
+        }
+    }
+
+    /// [`instant`](Tracer::instant) with named values shown in its details.
+    pub fn instant_with(&self, track: TrackId, name: impl Into<String>, args: Args) {
+        if self.is_enabled() {
+            self.shared.events.lock().push(Event {
+                ts: Tracer::now_ns(),
+                track: track.uuid,
+                kind: EventKind::Instant(name.into()),
+                tie: TieBreak::InOrder,
+                args: Some(args.into_boxed_slice()),
+            });
         }
     }
 
@@ -284,17 +385,56 @@ impl Tracer {
     /// The trace so far, as a Perfetto `Trace` message: all track descriptors first, then the
     /// events in timestamp order (events with equal timestamps keep their recording order,
     /// except the edges of [`complete`](Tracer::complete)d slices, which are placed so the
-    /// slice nests).
+    /// slice nests), then the packets of other writers' traces added with
+    /// [`append_trace`](Tracer::append_trace). (Of a tracer that was
+    /// [flushed](Tracer::flush_to), only what was recorded since.)
     pub fn encode(&self) -> Vec<u8> {
         let tracks = self.shared.tracks.lock().clone();
         let events = self.shared.events.lock().clone();
-        encode::encode_trace(self.shared.sequence_id, tracks, events)
+        let mut bytes = encode::encode_trace(self.sequence_id(), tracks, events, true);
+        bytes.extend_from_slice(self.shared.foreign.lock().bytes());
+        bytes
     }
 
     /// Writes [`encode`](Tracer::encode)'s bytes to `path` (a `.perfetto-trace` file the
     /// Perfetto UI and trace processor open).
     pub fn write_to(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
         std::fs::write(path, self.encode())
+    }
+
+    /// Streams the trace: appends to `w`, in one write, the tracks declared and the events
+    /// recorded since the last call (events in timestamp order within the call), and forgets
+    /// those events, so a long run's trace does not grow in memory and a process that is
+    /// killed leaves what it had flushed. The first packet written starts the sequence.
+    /// Returns the bytes written. Events recorded after the fact
+    /// ([`complete`](Tracer::complete)) may come in a later call than events with later
+    /// timestamps; Perfetto sorts the events of a trace by time when it reads it.
+    pub fn flush_to(&self, w: &mut impl std::io::Write) -> std::io::Result<usize> {
+        let mut stream = self.shared.stream.lock();
+        // The events first: a track is declared before any event on it is recorded, so
+        // every track an event taken here names is in the list read after.
+        let events = std::mem::take(&mut *self.shared.events.lock());
+        let tracks: Vec<proto::TrackDescriptor> =
+            self.shared.tracks.lock()[stream.tracks_written..].to_vec();
+        if events.is_empty() && tracks.is_empty() {
+            return Ok(0);
+        }
+        let n_tracks = tracks.len();
+        let bytes = encode::encode_trace(self.sequence_id(), tracks, events, !stream.started);
+        w.write_all(&bytes)?;
+        stream.tracks_written += n_tracks;
+        stream.started = true;
+        Ok(bytes.len())
+    }
+
+    /// Adds the packets of a trace another writer wrote (another process's trace file,
+    /// whole): they follow this tracer's own in [`encode`](Tracer::encode). Only whole
+    /// packets are taken: a file that ends inside a packet (its writer was killed while
+    /// writing) loses that torn tail. A writer sequence id already in the trace (this
+    /// tracer's, or one appended before: a pid reused within a run) is replaced by one
+    /// that is not. Returns what was taken.
+    pub fn append_trace(&self, bytes: &[u8]) -> Appended {
+        self.shared.foreign.lock().append(self.sequence_id(), bytes)
     }
 
     fn new_track_id(&self, pid: i32) -> TrackId {
@@ -316,6 +456,7 @@ impl Tracer {
             track: track.uuid,
             kind,
             tie: TieBreak::InOrder,
+            args: None,
         });
     }
 }
@@ -568,6 +709,108 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<Tracer>();
         send_sync::<TrackId>();
+    }
+
+    #[test]
+    fn sequence_ids_derive_from_the_pid() {
+        let pid = std::process::id();
+        let t = Tracer::new();
+        assert_eq!(t.sequence_id() >> 10, pid, "{:#x}", t.sequence_id());
+        assert_eq!(sequence_id_for(1, 0), 1024);
+        assert_eq!(sequence_id_for(4_194_303, 1023), u32::MAX);
+        assert_eq!(sequence_id_for(7, 1024 + 3), 7 << 10 | 3);
+        assert_eq!(
+            sequence_id_for(0, 0),
+            2,
+            "never the service's sequence or none"
+        );
+    }
+
+    #[test]
+    fn a_streamed_trace_is_the_flushes_concatenated() {
+        let tracer = Tracer::new();
+        let mut file = Vec::new();
+        assert_eq!(tracer.flush_to(&mut file).unwrap(), 0, "nothing yet");
+        let process = tracer.process_track(1, "p");
+        let main = tracer.thread_track(process, 1, "main");
+        tracer.begin(main, "outer");
+        assert!(tracer.flush_to(&mut file).unwrap() > 0);
+        assert_eq!(tracer.event_count(), 0, "flushed events are forgotten");
+        let worker = tracer.thread_track(process, 2, "worker");
+        tracer.instant(worker, "tick");
+        tracer.end(main);
+        tracer.flush_to(&mut file).unwrap();
+        let trace = Trace::decode(file.as_slice()).unwrap();
+        let kinds: Vec<_> = trace
+            .packet
+            .iter()
+            .map(|p| match &p.data {
+                Some(PacketData::TrackDescriptor(d)) => format!("track {}", d.uuid.unwrap()),
+                Some(PacketData::TrackEvent(e)) => format!("{:?}", kind(e)),
+                None => "none".into(),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                format!("track {}", process.uuid()),
+                format!("track {}", main.uuid()),
+                "SliceBegin".into(),
+                format!("track {}", worker.uuid()),
+                "Instant".into(),
+                "SliceEnd".into(),
+            ]
+        );
+        // One sequence, started once.
+        assert!(trace
+            .packet
+            .iter()
+            .all(|p| p.trusted_packet_sequence_id == Some(tracer.sequence_id())));
+        let starts: Vec<_> = trace
+            .packet
+            .iter()
+            .map(|p| p.first_packet_on_sequence == Some(true))
+            .collect();
+        assert_eq!(starts, [true, false, false, false, false, false]);
+    }
+
+    #[test]
+    fn annotations_go_with_their_events() {
+        let tracer = Tracer::new();
+        let thread = tracer.thread_track(tracer.process_track(1, "p"), 1, "t");
+        tracer.complete_with(
+            thread,
+            "pass",
+            5,
+            9,
+            vec![
+                ("bytes", ArgValue::Uint(4096)),
+                ("apps", ArgValue::Str("app1".into())),
+            ],
+        );
+        tracer.instant_with(thread, "kill", vec![("delta", ArgValue::Int(-3))]);
+        let events = events(&decode(&tracer));
+        let args: Vec<Vec<(String, Option<proto::AnnotationValue>)>> = events
+            .iter()
+            .map(|(_, e)| {
+                e.debug_annotations
+                    .iter()
+                    .map(|a| (a.name.clone().unwrap(), a.value.clone()))
+                    .collect()
+            })
+            .collect();
+        use proto::AnnotationValue as V;
+        assert_eq!(
+            args,
+            [
+                vec![
+                    ("bytes".into(), Some(V::Uint(4096))),
+                    ("apps".into(), Some(V::String("app1".into())))
+                ],
+                vec![],
+                vec![("delta".into(), Some(V::Int(-3)))],
+            ]
+        );
     }
 
     #[test]

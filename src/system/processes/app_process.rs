@@ -6,16 +6,23 @@
 //! [`Command`]s from standard input and turns them into the app's own transitions;
 //! the main thread reports the app's marks every period and its exit last. The app
 //! never checks a memory budget here: the kernel's cgroup does.
+//!
+//! Traced (`--trace FILE`), the app records its own Perfetto trace, as `marvin run --trace`
+//! does, and the main thread appends it to the file as it goes ([`TRACE_FLUSH_EVERY`]), so a
+//! killed app leaves all but its last moments; the System merges the files of every app
+//! life into its own trace.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use marvin_app::{App, Frames, RunConfig, Running, SwapIo, SwapMode};
+use anyhow::Context;
+use marvin_app::{App, Frames, RunConfig, Running, SwapIo, SwapMode, TraceTarget};
 use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::{HeapConfig, LargeBacking};
+use marvin_runtime::trace::Tracer;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
@@ -28,6 +35,10 @@ use marvin_runtime::cpuclock::boottime_ns;
 /// cgroup charges every resident page, and the allocator keeps what stubs, registries
 /// and indices free (1.6 of 3.5 MiB of a background app's heap, measured).
 const TRIM_EVERY: Duration = Duration::from_millis(500);
+
+/// How often a traced app process appends what it recorded to its trace file: a killed
+/// app's trace loses about this much (checked at each report period).
+pub const TRACE_FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// How an app process handles memory: the kill and kernel-swap baselines run a plain
 /// heap (the kernel and the killer act from outside); marvin runs Marvin's runtime.
@@ -50,6 +61,60 @@ pub struct AppProcessConfig {
     pub gc_max_free: usize,
     /// How often marks are reported.
     pub report_every: Duration,
+    /// Where the app's trace goes, if it is traced.
+    pub trace: Option<AppTraceConfig>,
+}
+
+/// A traced app's trace file and the name of its process track.
+#[derive(Clone, Debug)]
+pub struct AppTraceConfig {
+    pub path: PathBuf,
+    pub name: String,
+}
+
+/// A traced app's trace, appended to its file as it goes.
+struct TraceStream {
+    tracer: Tracer,
+    file: std::fs::File,
+    path: PathBuf,
+    next: Instant,
+}
+
+impl TraceStream {
+    fn create(cfg: &AppTraceConfig, tracer: Tracer) -> anyhow::Result<TraceStream> {
+        let file = std::fs::File::create(&cfg.path)
+            .with_context(|| format!("cannot write the trace {}", cfg.path.display()))?;
+        Ok(TraceStream {
+            tracer,
+            file,
+            path: cfg.path.clone(),
+            next: Instant::now() + TRACE_FLUSH_EVERY,
+        })
+    }
+
+    /// Appends what was recorded since the last flush, when it is time.
+    fn tick(&mut self) {
+        if Instant::now() >= self.next {
+            self.flush();
+            self.next = Instant::now() + TRACE_FLUSH_EVERY;
+        }
+    }
+
+    /// Appends what was recorded since the last flush. A write that fails stops the
+    /// tracing (said on standard error, which the System shows if the app crashes): the
+    /// app runs on.
+    fn flush(&mut self) {
+        if !self.tracer.is_enabled() {
+            return;
+        }
+        if let Err(e) = self.tracer.flush_to(&mut self.file) {
+            self.tracer.set_enabled(false);
+            crate::errln!(
+                "marvin app: the trace {} cannot be written ({e}); tracing stopped",
+                self.path.display()
+            );
+        }
+    }
 }
 
 /// Runs the app until it ends or is stopped, reporting on `out`; commands come from
@@ -60,6 +125,10 @@ pub fn run(
     out: impl Write + Send + 'static,
 ) -> anyhow::Result<i32> {
     let out = Arc::new(Mutex::new(out));
+    let mut trace = match &cfg.trace {
+        Some(t) => Some(TraceStream::create(t, Tracer::new())?),
+        None => None,
+    };
     let run_cfg = RunConfig {
         heap: HeapConfig {
             gc_min_free: cfg.gc_max_free.min(1 << 20),
@@ -73,6 +142,15 @@ pub fn run(
             ..HeapConfig::default()
         },
         out: Box::new(std::io::sink()),
+        trace: cfg
+            .trace
+            .as_ref()
+            .zip(trace.as_ref())
+            .map(|(t, s)| TraceTarget {
+                tracer: s.tracer.clone(),
+                pid: std::process::id() as i32,
+                name: t.name.clone(),
+            }),
         ..RunConfig::default()
     };
     let app = Arc::new(App::new(cfg.loaded.clone(), run_cfg)?);
@@ -114,8 +192,14 @@ pub fn run(
             crate::system::native_heap::release_free_memory();
             next_trim += TRIM_EVERY;
         }
+        if let Some(t) = trace.as_mut() {
+            t.tick();
+        }
     }
     let trap = running.join();
+    if let Some(t) = trace.as_mut() {
+        t.flush();
+    }
     report_marks(&app, &out);
     let (status, error) = match trap {
         None | Some(Trap::Terminated) => (0, None),
@@ -250,6 +334,14 @@ fn obey(
             }
         };
         let swapping = app.swap_mode().is_some();
+        if let Some(track) = app.trace().current_track() {
+            let name = match cmd {
+                Command::Background => "command background",
+                Command::Foreground => "command foreground",
+                Command::Stop => "command stop",
+            };
+            app.trace().tracer().instant(track, name);
+        }
         if cmd == Command::Foreground {
             // Its heap task leaves the launch alone until the frame.
             app.begin_launch_quiet();

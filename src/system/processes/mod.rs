@@ -4,7 +4,8 @@
 //! [`protocol`] is the control protocol on the app's standard streams,
 //! [`app_process`] the child side (`marvin app`), [`launcher`] the System's handle on
 //! one child, and [`run`] one policy's run: the activity manager, the low-memory
-//! killer, Marvin's reclaimer and the sampler. The machine-side pieces (the cgroup,
+//! killer, Marvin's reclaimer and the sampler; [`trace`] its Perfetto trace with every
+//! app process's own. The machine-side pieces (the cgroup,
 //! swap, the killer's mechanism, per-process counters) are in [`crate::host`].
 
 pub mod app_process;
@@ -15,6 +16,7 @@ pub mod protocol;
 pub mod reclaimer;
 pub mod run;
 pub mod spawner;
+pub mod trace;
 
 pub use run::{ProcessConfig, SettleMode};
 

@@ -16,6 +16,9 @@
 //! (`fadvise(DONTNEED)`, which waits on a per-CPU drain of the LRU caches that a busy
 //! real-time thread on another CPU can hold up for seconds, measured) is done on a
 //! third thread that nothing waits for ([`CacheDropper`]).
+//!
+//! Traced, each pass that had something to take is a `reclaim pass` slice on the
+//! reclaimer's thread track, with what it asked for and took and the apps it took from.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,7 +29,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 use marvin_swap::external::ExternalApp;
 
+use super::trace::{ThreadTrace, Tracks};
 use crate::host::{cgroup, sys};
+use marvin_runtime::trace::ArgValue;
 
 /// The longest a reclaim pass runs before it reads its requests again.
 pub const PASS_BUDGET: Duration = Duration::from_millis(30);
@@ -161,12 +166,13 @@ impl Link {
 }
 
 /// Starts the reclaimer on a thread of `scope`; it runs until its [`Link`] is dropped,
-/// then returns what it did.
+/// then returns what it did. With `trace`, its passes are traced on a track of its thread.
 pub fn spawn<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     group: &'env cgroup::Group,
     swap_name: &'static str,
     settings: Settings,
+    trace: Option<Tracks>,
 ) -> (Link, std::thread::ScopedJoinHandle<'scope, Outcome>) {
     let (tx, rx) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared::default());
@@ -180,6 +186,7 @@ pub fn spawn<'scope, 'env>(
         shared: shared.clone(),
         out: Outcome::default(),
         dropper: CacheDropper::spawn(),
+        trace: None,
     };
     let handle = std::thread::Builder::new()
         .name("reclaimer".into())
@@ -189,6 +196,7 @@ pub fn spawn<'scope, 'env>(
             let _rt = settings
                 .realtime
                 .and_then(|p| sys::RealtimeThread::enter(p).ok());
+            r.trace = trace.map(|t| t.thread("reclaimer"));
             r.serve(&rx);
             r.out
         })
@@ -211,6 +219,8 @@ struct Reclaimer<'g> {
     shared: Arc<Shared>,
     out: Outcome,
     dropper: CacheDropper,
+    /// Its track, when the run is traced.
+    trace: Option<ThreadTrace>,
 }
 
 /// How a pass ended.
@@ -350,6 +360,7 @@ impl Reclaimer<'_> {
         }
         let mut got = 0;
         let mut out_of_time = false;
+        let mut touched = self.trace.is_some().then(Vec::new);
         'apps: for id in self.lru.clone() {
             if Some(id) == except || Some(id) == self.front {
                 continue;
@@ -371,6 +382,7 @@ impl Reclaimer<'_> {
                 let ask = want.min(CHUNK);
                 let r = x.reclaim(ask);
                 got += r.bytes;
+                note_taken(touched.as_mut(), id, r.bytes);
                 want = want.saturating_sub(r.bytes);
                 if r.bytes < ask {
                     // Nothing more in this app now.
@@ -381,6 +393,10 @@ impl Reclaimer<'_> {
         self.shared.pass_since_ns.store(0, Ordering::Release);
         self.out.pass_ns.push(t0.elapsed().as_nanos() as u64);
         self.out.reclaimed_bytes += got;
+        if let Some(t) = &self.trace {
+            let launch = except.filter(|_| room > 0).map(|id| (id, room));
+            trace_pass(t, t0.elapsed(), asked, got, launch, touched, out_of_time);
+        }
         if out_of_time {
             Pass::Budget
         } else {
@@ -393,6 +409,54 @@ impl Reclaimer<'_> {
             }
         }
     }
+}
+
+/// Adds `bytes` taken from app `id` to a traced pass's list of apps (`None`: not traced).
+fn note_taken(touched: Option<&mut Vec<(usize, u64)>>, id: usize, bytes: u64) {
+    let Some(list) = touched.filter(|_| bytes > 0) else {
+        return;
+    };
+    match list.last_mut() {
+        Some((last, sum)) if *last == id => *sum += bytes,
+        _ => list.push((id, bytes)),
+    }
+}
+
+/// Records a pass that went through the apps: a slice that began `took` ago, with what it
+/// asked for and took, the apps it took from (`app3:1048576 app5:65536`, least recently
+/// used first) and how it ended; a pass that made `launch` = (app, bytes) of room ahead of
+/// that app's launch names it.
+fn trace_pass(
+    t: &ThreadTrace,
+    took: Duration,
+    asked: u64,
+    got: u64,
+    launch: Option<(usize, u64)>,
+    touched: Option<Vec<(usize, u64)>>,
+    out_of_time: bool,
+) {
+    let apps: Vec<String> = touched
+        .unwrap_or_default()
+        .iter()
+        .map(|(id, bytes)| format!("app{id}:{bytes}"))
+        .collect();
+    let mut args = vec![
+        ("asked", ArgValue::Uint(asked)),
+        ("bytes", ArgValue::Uint(got)),
+        ("apps", ArgValue::Str(apps.join(" "))),
+        (
+            "ended",
+            ArgValue::Str(if out_of_time { "budget" } else { "complete" }.into()),
+        ),
+    ];
+    let name = match launch {
+        Some((id, room)) => {
+            args.push(("room", ArgValue::Uint(room)));
+            format!("reclaim pass (room for app{id})")
+        }
+        None => "reclaim pass".to_string(),
+    };
+    t.finished(name, took, args);
 }
 
 /// The app's view from outside, opened once it is ready (only a table of the run the

@@ -36,6 +36,7 @@ use super::launcher::{AppProcess, Seen};
 use super::protocol::Command;
 use super::reclaimer::{self, LiveApp, Request};
 use super::spawner::Spawner;
+use super::trace::{self, SystemTrace};
 use crate::host::lmk_policy::{AppState, Trigger};
 use crate::host::machine::{Machine, MachineConfig, SwapChoice};
 use crate::host::{cgroup, lmk, procstat, signals, swapdev, uithread};
@@ -240,6 +241,8 @@ pub fn run_policy(
     }
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
+    let trace = sys.tracer.as_ref().map(|t| SystemTrace::new(t, pressure));
+    let _policy_span = trace.as_ref().map(SystemTrace::policy_span);
     let start = Instant::now();
     let (result, ended, mut app_events, reclaimed) = std::thread::scope(|scope| {
         // Marvin's reclaimer acts on its own thread, so the killer and the sampler never
@@ -253,12 +256,14 @@ pub fn run_policy(
                     realtime: realtime.is_some().then_some(uithread::UI_PRIORITY),
                     pass_delay,
                 };
-                let (link, handle) = reclaimer::spawn(scope, group, SWAP_NAME, settings);
+                let tracks = trace.as_ref().map(SystemTrace::tracks);
+                let (link, handle) = reclaimer::spawn(scope, group, SWAP_NAME, settings, tracks);
                 (Some(link), Some(handle))
             }
             _ => (None, None),
         };
-        let spawner = Spawner::spawn(scope, group, cfg.exe.clone());
+        let tracks = trace.as_ref().map(SystemTrace::tracks);
+        let spawner = Spawner::spawn(scope, group, cfg.exe.clone(), tracks);
         let mut run = Run {
             cfg,
             pressure,
@@ -287,6 +292,7 @@ pub fn run_policy(
             passes_at_kill: 0,
             lmk_off,
             oom_booked: group.oom_kills().unwrap_or(0),
+            trace,
         };
         let result = run.drive(progress);
         run.stop_all();
@@ -301,6 +307,10 @@ pub fn run_policy(
     let peak = group.peak().unwrap_or(0);
     // Normal again before the swap goes off (swapoff reads every page back).
     drop(realtime);
+    // Every app life's own trace, before the run's directory goes.
+    if let Some(t) = &sys.tracer {
+        trace::merge_apps(t, run_dir.path());
+    }
     // Taken down here rather than on drop, so a failure to remove is reported.
     machine.tear_down()?;
     let (mut summary, series) = result?;
@@ -375,6 +385,8 @@ struct Run<'a> {
     control_gap_max: Duration,
     /// The group's kernel OOM kills already booked against an app that died.
     oom_booked: u64,
+    /// The System's trace tracks, when the run is traced.
+    trace: Option<SystemTrace>,
 }
 
 impl Run<'_> {
@@ -411,6 +423,7 @@ impl Run<'_> {
                 self.control_gap_max = self.control_gap_max.max(turn - last);
             }
             last_turn = Some(turn);
+            let _turn = self.trace.as_ref().map(SystemTrace::turn);
             self.take_started()?;
             let now = self.start.elapsed();
             // The run lasts its duration, and longer if its launch phase is still going.
@@ -441,7 +454,9 @@ impl Run<'_> {
             } else if self.pressure == Pressure::Marvin {
                 // The reclaimer works on its own thread; the killer decides on the
                 // working set now and on what the reclaimer's last pass found.
+                let wait = self.trace.as_ref().map(SystemTrace::wait);
                 let critical = self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
+                drop(wait);
                 if let Ok(ws) = self.group.working_set() {
                     self.working_set = ws;
                 }
@@ -451,6 +466,7 @@ impl Run<'_> {
                     None
                 }
             } else {
+                let _wait = self.trace.as_ref().map(SystemTrace::wait);
                 self.killer.watch(tick.saturating_sub(turn.elapsed()))?
             };
             if let Some(kill) = kill {
@@ -463,6 +479,10 @@ impl Run<'_> {
                     _ => kill.reason.name(),
                 };
                 *self.kill_reasons.entry(why.to_string()).or_default() += 1;
+                if let Some(t) = &self.trace {
+                    let id = self.slots.iter().position(|s| s.pid == kill.pid);
+                    t.kill(id, kill.pid, why);
+                }
                 // A memory file stays charged to the group while any descriptor of it
                 // is open: the reclaimer lets go of the victim's at once, or its pages
                 // would still count at the next tick and cost a second app its life.
@@ -541,7 +561,11 @@ impl Run<'_> {
     fn start_app(&mut self, id: usize) -> anyhow::Result<Slot> {
         let dir = self.run_dir.join(format!("app{id}"));
         std::fs::create_dir_all(&dir)?;
-        self.spawner.start(id, self.app_args(&dir));
+        let mut args = self.app_args(&dir);
+        if let Some(t) = self.trace.as_mut() {
+            args.extend(t.app_args(id, &dir));
+        }
+        self.spawner.start(id, args);
         Ok(Slot {
             id,
             proc: None,
@@ -588,6 +612,9 @@ impl Run<'_> {
         self.slots.push(slot);
         self.timeline.point(id, "launch");
         self.timeline.begin(id, "foreground");
+        if let Some(t) = &self.trace {
+            t.app_event("launch", id);
+        }
         self.fg = Some(id);
         self.update_states();
         Ok(())
@@ -704,6 +731,9 @@ impl Run<'_> {
                     self.slots[next] = self.start_app(next)?;
                     self.restarts += 1;
                     self.timeline.point(next, "restart");
+                    if let Some(t) = &self.trace {
+                        t.app_event("restart", next);
+                    }
                 }
                 Pending {
                     app: next,
@@ -717,6 +747,9 @@ impl Run<'_> {
             }
         };
         self.timeline.begin(next, "foreground");
+        if let Some(t) = &self.trace {
+            t.app_event("foreground", next);
+        }
         self.fg = Some(next);
         self.update_states();
         Ok(pending)
@@ -725,6 +758,9 @@ impl Run<'_> {
     fn send_to_background(&mut self, id: usize) {
         self.lower_ui(id);
         self.timeline.end(id, "foreground");
+        if let Some(t) = &self.trace {
+            t.app_event("background", id);
+        }
         let s = &mut self.slots[id];
         s.left_foreground = Instant::now();
         if let Some(p) = s.proc.as_mut() {
@@ -890,6 +926,7 @@ impl Run<'_> {
         let Some(r) = &self.reclaimer else {
             return;
         };
+        let _room = self.trace.as_ref().map(|t| t.room(next));
         let t0 = Instant::now();
         let (done, wait) = crossbeam_channel::bounded(1);
         r.send(Request::Room {
@@ -997,6 +1034,9 @@ impl Run<'_> {
                 (None, Death::Ended) => {}
                 (None, d) => self.timeline.point(id, kill_event(d)),
             }
+            if let Some(t) = &self.trace {
+                t.death(id, pid, death.name(), crash.as_deref());
+            }
             self.ended
                 .book(&self.slots[i], &seen, crash, t_s, death.name());
             self.killer.forget(pid);
@@ -1055,6 +1095,9 @@ impl Run<'_> {
             }
         }
         let usage = self.group.usage().unwrap_or(0);
+        if let Some(t) = &self.trace {
+            t.sample(usage, self.group.working_set().ok(), alive);
+        }
         let (swap_in, swap_out) = self.swap_bytes();
         SeriesPoint {
             t_s: self.start.elapsed().as_secs_f64(),

@@ -5,14 +5,17 @@
 //! ms of its turn (measured), where the killer and the sampler must act every 20 ms.
 //!
 //! The control loop asks ([`Spawner::start`]) and collects what has started at each
-//! turn ([`Spawner::started`]).
+//! turn ([`Spawner::started`]). Traced, each start is a `start appN` slice on the
+//! spawner's thread track.
 
 use std::path::PathBuf;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::launcher::AppProcess;
+use super::trace::Tracks;
 use crate::host::cgroup;
+use marvin_runtime::trace::ArgValue;
 
 /// One start asked for: app `id` with the arguments after `marvin app`.
 struct Start {
@@ -36,21 +39,29 @@ pub struct Spawner {
 
 impl Spawner {
     /// Starts the spawner on a thread of `scope`: each app it starts is `exe app ARGS`
-    /// inside `group`. It ends once [`Spawner::finish`] has run.
+    /// inside `group`. It ends once [`Spawner::finish`] has run. With `trace`, each start
+    /// is traced on a track of its thread.
     pub fn spawn<'scope, 'env>(
         scope: &'scope std::thread::Scope<'scope, 'env>,
         group: &'env cgroup::Group,
         exe: PathBuf,
+        trace: Option<Tracks>,
     ) -> Spawner {
         let (tx, requests) = crossbeam_channel::unbounded::<Start>();
         let (done, rx) = crossbeam_channel::unbounded();
         std::thread::Builder::new()
             .name("app-spawner".into())
             .spawn_scoped(scope, move || {
+                let trace = trace.map(|t| t.thread("app spawner"));
                 for s in requests {
+                    let mut span = trace.as_ref().map(|t| t.span(format!("start app{}", s.id)));
                     let result = AppProcess::spawn_with(&exe, &s.args, |cmd| {
                         group.spawn_inside(cmd).map_err(std::io::Error::other)
                     });
+                    if let (Some(span), Ok(p)) = (span.as_mut(), &result) {
+                        span.arg("pid", ArgValue::Uint(p.pid().into()));
+                    }
+                    drop(span);
                     if done.send(Started { id: s.id, result }).is_err() {
                         break;
                     }
