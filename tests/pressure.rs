@@ -316,6 +316,7 @@ fn crash_is_counted_and_named(mode: &str) {
     assert_eq!(s["mode"], mode);
     let crashes = s["crashes"].as_array().unwrap();
     if mode == "processes" {
+        tiny_pressure::process_summary_invariants(s);
         // A crashed app process starts cold when the launch phase brings it back, as a
         // killed one does, and crashes again: every life is counted, as a death too.
         assert!(

@@ -40,5 +40,32 @@ pub fn summaries(args: &[&str]) -> Vec<Value> {
         String::from_utf8_lossy(&o.stderr)
     );
     let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON on stdout");
-    v.as_array().expect("an array of summaries").clone()
+    let runs = v.as_array().expect("an array of summaries").clone();
+    for s in runs.iter().filter(|s| s["mode"] == "processes") {
+        process_summary_invariants(s);
+    }
+    runs
+}
+
+/// What holds in every process-mode summary: the deaths are the sum of their parts, the
+/// collections' major faults are among all major faults, and the control loop turned
+/// ([`summaries`] checks every one it reads).
+pub fn process_summary_invariants(s: &Value) {
+    let field = |k: &str| {
+        s[k].as_u64()
+            .unwrap_or_else(|| panic!("summary lacks {k}: {s}"))
+    };
+    assert_eq!(
+        field("deaths"),
+        field("lmk_kills")
+            + field("oom_killed_apps")
+            + field("signalled_apps")
+            + field("crashed_apps"),
+        "every death is counted once: {s}"
+    );
+    assert!(
+        field("gc_major_faults") <= field("major_faults"),
+        "the collections' major faults are among all of them: {s}"
+    );
+    assert!(field("control_gap_max_ns") > 0, "{s}");
 }

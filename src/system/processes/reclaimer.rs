@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 use marvin_swap::external::ExternalApp;
+use parking_lot::Mutex;
 
 use super::trace::{ThreadTrace, Tracks};
 use crate::host::{cgroup, sys};
@@ -35,6 +36,9 @@ use marvin_runtime::trace::ArgValue;
 
 /// The longest a reclaim pass runs before it reads its requests again.
 pub const PASS_BUDGET: Duration = Duration::from_millis(30);
+
+/// A pass that has run this long is held up ([`Shared::held_up`]).
+pub const HELD_UP: Duration = Duration::from_millis(100);
 
 /// The most one call on one app is asked for, so that a pass checks its budget often
 /// (about 3 ms of punching on this machine's kind: 500 MiB take 150 ms).
@@ -84,6 +88,12 @@ pub struct Shared {
     complete: AtomicU64,
     /// When the pass under way began (`CLOCK_BOOTTIME` ns), 0 between passes.
     pass_since_ns: AtomicU64,
+    /// The last pass ran past [`HELD_UP`].
+    last_held_up: AtomicBool,
+    /// The apps it knows, with their descriptors: a pass holds the lock for one call on
+    /// one app at a time, so the control loop can take a killed app's descriptors out
+    /// ([`Link::forget`]) without waiting for a pass to end.
+    apps: Mutex<BTreeMap<usize, App>>,
 }
 
 impl Shared {
@@ -101,14 +111,16 @@ impl Shared {
         self.complete.load(Ordering::Acquire)
     }
 
-    /// How long the pass under way has run, at `now_ns` (`CLOCK_BOOTTIME`); zero
-    /// between passes. A pass far over its budget is held up (a slow system call, a
-    /// fault): the killer then no longer waits for what it may take.
-    pub fn pass_running(&self, now_ns: u64) -> Duration {
-        match self.pass_since_ns.load(Ordering::Acquire) {
+    /// Whether the reclaimer is held up at `now_ns` (`CLOCK_BOOTTIME`): the pass under
+    /// way has run past [`HELD_UP`] (a slow system call, a fault), or the last one did
+    /// and none has been quick since. The killer then no longer waits for what it may
+    /// take.
+    pub fn held_up(&self, now_ns: u64) -> bool {
+        let running = match self.pass_since_ns.load(Ordering::Acquire) {
             0 => Duration::ZERO,
             since => Duration::from_nanos(now_ns.saturating_sub(since)),
-        }
+        };
+        running > HELD_UP || self.last_held_up.load(Ordering::Acquire)
     }
 }
 
@@ -163,7 +175,20 @@ impl Link {
     pub fn shared(&self) -> &Shared {
         &self.shared
     }
+
+    /// Lets go of the descriptors of process `pid` at once (a killed app: its memory
+    /// files stay charged to the group while any is open). Waits for at most one call of
+    /// a pass on one app, and no longer than [`FORGET_WAIT`]; the reclaimer drops them
+    /// at its next request otherwise.
+    pub fn forget(&self, pid: u32) {
+        if let Some(mut apps) = self.shared.apps.try_lock_for(FORGET_WAIT) {
+            apps.retain(|_, a| a.info.pid != pid);
+        }
+    }
 }
+
+/// The longest [`Link::forget`] waits for the reclaimer's lock.
+const FORGET_WAIT: Duration = Duration::from_millis(20);
 
 /// Starts the reclaimer on a thread of `scope`; it runs until its [`Link`] is dropped,
 /// then returns what it did. With `trace`, its passes are traced on a track of its thread.
@@ -180,7 +205,6 @@ pub fn spawn<'scope, 'env>(
         group,
         swap_name,
         settings,
-        apps: BTreeMap::new(),
         lru: Vec::new(),
         front: None,
         shared: shared.clone(),
@@ -204,6 +228,7 @@ pub fn spawn<'scope, 'env>(
     (Link { tx, shared }, handle)
 }
 
+#[derive(Debug)]
 struct App {
     info: LiveApp,
     external: Option<ExternalApp>,
@@ -213,7 +238,6 @@ struct Reclaimer<'g> {
     group: &'g cgroup::Group,
     swap_name: &'static str,
     settings: Settings,
-    apps: BTreeMap<usize, App>,
     lru: Vec<usize>,
     front: Option<usize>,
     shared: Arc<Shared>,
@@ -277,25 +301,27 @@ impl Reclaimer<'_> {
                 self.shared.complete.fetch_add(1, Ordering::AcqRel);
             }
             behind = !complete;
-            let saving = self.lru.iter().any(|id| {
-                self.apps
-                    .get(id)
-                    .and_then(|a| a.external.as_ref())
-                    .is_some_and(|x| x.table().is_saving())
-            });
+            let saving = {
+                let apps = self.shared.apps.lock();
+                self.lru.iter().any(|id| {
+                    apps.get(id)
+                        .and_then(|a| a.external.as_ref())
+                        .is_some_and(|x| x.table().is_saving())
+                })
+            };
             self.shared.saving.store(saving, Ordering::Release);
         }
     }
 
     fn set_apps(&mut self, live: Vec<LiveApp>, lru: Vec<usize>, front: Option<usize>) {
         // An app gone, or another process in its slot now: its descriptors go at once.
-        self.apps
-            .retain(|id, a| live.iter().any(|l| l.id == *id && l.pid == a.info.pid));
+        let mut apps = self.shared.apps.lock();
+        apps.retain(|id, a| live.iter().any(|l| l.id == *id && l.pid == a.info.pid));
         for l in live {
-            match self.apps.get_mut(&l.id) {
+            match apps.get_mut(&l.id) {
                 Some(a) => a.info = l,
                 None => {
-                    self.apps.insert(
+                    apps.insert(
                         l.id,
                         App {
                             info: l,
@@ -305,13 +331,16 @@ impl Reclaimer<'_> {
                 }
             }
         }
+        drop(apps);
         self.lru = lru;
         self.front = front;
     }
 
     /// The swap files of every running app but `except`.
     fn cache_paths(&self, except: Option<usize>) -> Vec<PathBuf> {
-        self.apps
+        self.shared
+            .apps
+            .lock()
             .values()
             .filter(|a| Some(a.info.id) != except)
             .map(|a| a.info.dir.join(self.swap_name))
@@ -365,12 +394,6 @@ impl Reclaimer<'_> {
             if Some(id) == except || Some(id) == self.front {
                 continue;
             }
-            let Some(app) = self.apps.get_mut(&id) else {
-                continue;
-            };
-            let Some(x) = open(app, self.swap_name) else {
-                continue;
-            };
             loop {
                 if want == 0 {
                     break 'apps;
@@ -380,7 +403,18 @@ impl Reclaimer<'_> {
                     break 'apps;
                 }
                 let ask = want.min(CHUNK);
-                let r = x.reclaim(ask);
+                // The lock for this one call: the control loop may take a killed app
+                // out between two.
+                let r = {
+                    let mut apps = self.shared.apps.lock();
+                    let Some(app) = apps.get_mut(&id) else {
+                        continue 'apps;
+                    };
+                    let Some(x) = open(app, self.swap_name) else {
+                        continue 'apps;
+                    };
+                    x.reclaim(ask)
+                };
                 got += r.bytes;
                 note_taken(touched.as_mut(), id, r.bytes);
                 want = want.saturating_sub(r.bytes);
@@ -391,6 +425,9 @@ impl Reclaimer<'_> {
             }
         }
         self.shared.pass_since_ns.store(0, Ordering::Release);
+        self.shared
+            .last_held_up
+            .store(t0.elapsed() > HELD_UP, Ordering::Release);
         self.out.pass_ns.push(t0.elapsed().as_nanos() as u64);
         self.out.reclaimed_bytes += got;
         if let Some(t) = &self.trace {

@@ -70,10 +70,6 @@ const LAUNCH_ROOM: u64 = 8 << 20;
 /// anyway (the reclaimer goes on making it).
 const ROOM_WAIT: Duration = Duration::from_millis(40);
 
-/// Marvin: how long a reclaim pass may run (its budget is 30 ms) before the killer stops
-/// waiting for it.
-const STALLED_PASS: Duration = Duration::from_millis(100);
-
 /// A test hook: with this variable set, the low-memory killer makes no kill (so a test
 /// can see what the kernel's OOM killer does); the run says so on its first lines.
 pub const NO_LMK_ENV: &str = "MARVIN_TEST_NO_LMK";
@@ -470,9 +466,10 @@ impl Run<'_> {
                 self.killer.watch(tick.saturating_sub(turn.elapsed()))?
             };
             if let Some(kill) = kill {
-                let short = self.reclaimer.as_ref().is_some_and(|r| {
-                    r.shared().short() && r.shared().pass_running(boottime_ns()) <= STALLED_PASS
-                });
+                let short = self
+                    .reclaimer
+                    .as_ref()
+                    .is_some_and(|r| r.shared().short() && !r.shared().held_up(boottime_ns()));
                 let why = match self.pressure {
                     Pressure::Marvin if short => "nothing-reclaimable",
                     Pressure::Marvin => "reclaim-behind",
@@ -488,6 +485,9 @@ impl Run<'_> {
                 // would still count at the next tick and cost a second app its life.
                 if let Some(s) = self.slots.iter_mut().find(|s| s.pid == kill.pid) {
                     s.killed = true;
+                }
+                if let Some(r) = &self.reclaimer {
+                    r.forget(kill.pid);
                 }
                 self.tell_reclaimer();
                 if let Some(r) = &self.reclaimer {
@@ -952,7 +952,7 @@ impl Run<'_> {
             let s = r.shared();
             // A pass held up far past its budget takes nothing meanwhile: the killer
             // acts as kill's does rather than wait for it.
-            s.pass_running(boottime_ns()) > STALLED_PASS
+            s.held_up(boottime_ns())
                 || (s.short() && s.complete_passes() >= self.passes_at_kill + 2)
         })
     }
@@ -974,7 +974,11 @@ impl Run<'_> {
         if critical {
             return false;
         }
-        let saving = self.reclaimer.as_ref().is_some_and(|r| r.shared().saving());
+        // What a saver writes is worth waiting for only while the reclaimer can take it.
+        let saving = self
+            .reclaimer
+            .as_ref()
+            .is_some_and(|r| r.shared().saving() && !r.shared().held_up(boottime_ns()));
         self.hold.hold(
             Instant::now(),
             HoldInput {
