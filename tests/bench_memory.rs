@@ -82,6 +82,103 @@ fn reclaim_reports_both_reclaimers_and_every_restore_with_bytes() {
 }
 
 #[test]
+fn reclaim_prints_each_row_beside_its_floor() {
+    let samples = bench_json("reclaim");
+    let rows = measured(&samples);
+    let of =
+        |imp: &str| -> Vec<&Value> { rows.iter().copied().filter(|s| s["impl"] == imp).collect() };
+    // The three floors, under the names the docs and plots use.
+    let madvise = of("kernel-madvise-floor");
+    let page_cache = of("page-cache-read-floor");
+    let disk = of("disk-sequential-read");
+    assert_eq!(madvise.len(), 2, "one madvise floor per reclaim size");
+    assert_eq!(page_cache.len(), 2, "one page-cache floor per warm restore");
+    assert_eq!(disk.len(), 2, "one disk floor per cold restore");
+    for s in &page_cache {
+        assert!(s["scenario"].as_str().unwrap().ends_with("warm"), "{s}");
+    }
+    for s in &disk {
+        assert!(s["scenario"].as_str().unwrap().ends_with("cold"), "{s}");
+    }
+    for s in page_cache.iter().chain(&disk) {
+        assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
+        assert!(s["mb_per_s"].as_f64().is_some_and(|r| r > 0.0), "{s}");
+    }
+    // Every measured reclaim and restore row names its floor, which is a row of its
+    // scenario, and carries its ratio to it.
+    let floors = [
+        "kernel-madvise-floor",
+        "kernel-punch-hole-floor",
+        "page-cache-read-floor",
+        "disk-sequential-read",
+    ];
+    let mut checked = 0;
+    for s in &rows {
+        let imp = s["impl"].as_str().unwrap();
+        if floors.contains(&imp) {
+            assert!(
+                s.get("ratio_to_floor").is_none(),
+                "a floor has no floor: {s}"
+            );
+            continue;
+        }
+        let floor = s["floor"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no floor: {s}"));
+        let want = if imp == "memfd-punch-hole" || imp == "external-punch-hole" {
+            "kernel-punch-hole-floor"
+        } else if s["scenario"].as_str().unwrap().starts_with("reclaim") {
+            "kernel-madvise-floor"
+        } else if s["scenario"].as_str().unwrap().ends_with("warm") {
+            "page-cache-read-floor"
+        } else {
+            "disk-sequential-read"
+        };
+        assert_eq!(floor, want, "{s}");
+        assert!(
+            rows.iter()
+                .any(|f| f["scenario"] == s["scenario"] && f["impl"] == floor),
+            "the floor is in the same scenario: {s}"
+        );
+        assert!(s["ratio_to_floor"].as_f64().is_some_and(|r| r > 0.0), "{s}");
+        checked += 1;
+    }
+    assert_eq!(checked, 8 + 4, "two sizes x four reclaimers, four restores");
+}
+
+#[test]
+fn reclaim_table_has_an_x_floor_column_and_the_plots_draw_the_floors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_marvin"))
+        .args(["bench", "reclaim", "--quick", "--reps", "1", "--plot"])
+        .arg(dir.path())
+        .output()
+        .expect("run marvin bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let header = table.lines().next().unwrap_or("");
+    assert!(header.contains("x floor"), "{table}");
+    for imp in [
+        "kernel-madvise-floor",
+        "page-cache-read-floor",
+        "disk-sequential-read",
+    ] {
+        assert!(table.contains(imp), "{imp} missing: {table}");
+    }
+    let svg = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert!(svg("reclaim.svg").contains("kernel floor: one madvise"));
+    let restore = svg("restore.svg");
+    assert!(
+        restore.contains("page-cache floor") && restore.contains("disk floor"),
+        "{restore}"
+    );
+}
+
+#[test]
 fn interpose_runs_every_share_with_and_without_barriers() {
     let samples = bench_json("interpose");
     assert_eq!(samples.len(), 10, "five shares x two modes");

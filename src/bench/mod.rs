@@ -170,6 +170,14 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// round. The table shows it in a column of its own when any sample has it.
 pub const ROUND_RATIO: &str = "round_ratio";
 
+/// The extra figure (JSON key) naming the row of the same scenario that is this row's
+/// floor: what the machine allows for the same work, measured in the same run.
+pub const FLOOR: &str = "floor";
+/// The extra figure (JSON key) of a row measured against a floor ([`FLOOR`]): its time
+/// per byte over the floor's (the time ratio when both move the same bytes). The table
+/// shows it in an `x floor` column when any sample has it.
+pub const FLOOR_RATIO: &str = "ratio_to_floor";
+
 /// Fills in each sample's ratio to `baseline` in the same scenario, then prints the
 /// table (or, with `--json`, the JSON array, every sample carrying the run's `seed`); a
 /// failed write to stdout is returned.
@@ -213,13 +221,22 @@ pub fn finish(
             String::new()
         }
     };
+    let floors = samples.iter().any(|s| s.extra.contains_key(FLOOR_RATIO));
+    let floor_column = |text: String| {
+        if floors {
+            format!(" {text:>8}")
+        } else {
+            String::new()
+        }
+    };
     outln!(
-        "{:<34} {:<22} {:>14} {:>10}{}",
+        "{:<34} {:<22} {:>14} {:>10}{}{}",
         "scenario",
         "impl",
         "median",
         format!("x {baseline}"),
-        round_column(format!("rounds x {baseline}"))
+        round_column(format!("rounds x {baseline}")),
+        floor_column("x floor".into())
     )?;
     for s in &samples {
         let ratio = s
@@ -232,13 +249,20 @@ pub fn finish(
             .and_then(|v| v.as_f64())
             .map(|r| format!("{r:.3}"))
             .unwrap_or_else(|| "-".into());
+        let floor_ratio = s
+            .extra
+            .get(FLOOR_RATIO)
+            .and_then(|v| v.as_f64())
+            .map(|r| format!("{r:.2}"))
+            .unwrap_or_else(|| "-".into());
         outln!(
-            "{:<34} {:<22} {:>14} {:>10}{}",
+            "{:<34} {:<22} {:>14} {:>10}{}{}",
             s.scenario,
             s.implementation,
             human_ns(s.median_ns),
             ratio,
-            round_column(round_ratio)
+            round_column(round_ratio),
+            floor_column(floor_ratio)
         )?;
     }
     for n in notes {

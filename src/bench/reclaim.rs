@@ -24,10 +24,15 @@
 //!   `pidfd_getfd`), with `kernel-punch-hole-floor`, one hole over as many freshly touched
 //!   pages of a memory file.
 //!
-//! Two reference rows measured in the same run show what the machine allows:
-//! `kernel-madvise-floor` (one `madvise` over as many freshly touched anonymous 4 KiB
-//! pages: the kernel's own cost of dropping them) and, with a cold cache,
-//! `disk-sequential-read` (the swap file read front to back in 1 MiB reads).
+//! Floor rows measured in the same run show what the machine allows, and every reclaim
+//! and restore row carries its ratio to its floor (`floor`, `ratio_to_floor`; the
+//! table's `x floor` column): `kernel-madvise-floor` under the anonymous reclaims (one
+//! `madvise` over as many freshly touched anonymous 4 KiB pages: the kernel's own cost of
+//! dropping them), `kernel-punch-hole-floor` under the memory-file ones,
+//! `page-cache-read-floor` under the warm restores (one `pread` of as many bytes of the
+//! swap file as a restore reads, cached, into a fresh anonymous mapping, its page faults
+//! included) and `disk-sequential-read` under the cold ones (as many bytes of the swap
+//! file, dropped from the page cache, read front to back in 1 MiB reads).
 //!
 //! Every restore is checked: the first word of each array holds its handle, and the
 //! walk's sum must match.
@@ -45,8 +50,8 @@ use marvin_swap::external::ExternalApp;
 use marvin_swap::reclaimer::ReclaimReport;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
 
-use super::figure::{Chart, Curve};
-use super::{finish, median, CommonArgs, Sample};
+use super::figure::{Bar, Chart, Curve};
+use super::{finish, median, CommonArgs, Sample, FLOOR, FLOOR_RATIO};
 
 #[derive(Debug, Args)]
 #[command(mut_arg("reps", |a| a.default_value("3")))]
@@ -299,18 +304,16 @@ fn reclaim_rows(
             }
         }
         saved.restore_eager()?;
-        samples.push(
-            Sample::new(&scenario, floor.name, median(&mut floor_ns))
-                .with("bytes", size)
-                .with(floor.calls_key, 1),
-        );
+        let floor_row = Sample::new(&scenario, floor.name, median(&mut floor_ns))
+            .with("bytes", size)
+            .with(floor.calls_key, 1);
         for (k, (name, _)) in reclaims.iter().enumerate() {
-            samples.push(
-                Sample::new(&scenario, *name, median(&mut times[k]))
-                    .with("bytes", size)
-                    .with(floor.calls_key, calls[k]),
-            );
+            let row = Sample::new(&scenario, *name, median(&mut times[k]))
+                .with("bytes", size)
+                .with(floor.calls_key, calls[k]);
+            samples.push(against_floor(row, &floor_row));
         }
+        samples.push(floor_row);
     }
     saved.walk_first_words()?;
     Ok(samples)
@@ -340,12 +343,13 @@ fn memfd_rows(small: u64, large: u64, reps: usize) -> anyhow::Result<Vec<Sample>
     reclaim_rows(&saved, [small, large], reps, &floor, &mut reclaims)
 }
 
-/// Reads the file at `path` front to back in 1 MiB reads after dropping it from the
-/// page cache: what the disk gives a sequential reader. Returns bytes and ns.
-fn cold_file_read(path: &Path) -> anyhow::Result<(u64, f64)> {
+/// Reads the first `limit` bytes of the file at `path` (all of it if shorter) front to
+/// back in 1 MiB reads after dropping it from the page cache: what the disk gives a
+/// sequential reader of as many bytes as a restore reads. Returns bytes and ns.
+fn cold_file_read(path: &Path, limit: u64) -> anyhow::Result<(u64, f64)> {
     use std::io::Read;
     drop_page_cache(path)?;
-    let mut f = std::fs::File::open(path)?;
+    let mut f = std::fs::File::open(path)?.take(limit);
     let mut buf = vec![0u8; 1 << 20];
     let t = Instant::now();
     let mut bytes = 0u64;
@@ -359,12 +363,115 @@ fn cold_file_read(path: &Path) -> anyhow::Result<(u64, f64)> {
     Ok((bytes, t.elapsed().as_nanos() as f64))
 }
 
+/// Reads the first `limit` bytes of the file at `path` (all of it if shorter), already in
+/// the page cache, with one `pread` into a fresh anonymous mapping of that size: what a
+/// restore of as many bytes from a warm cache cannot beat (the copy, and the faults of
+/// the pages it lands in). Those bytes are read through once untimed so that all of them
+/// are cached. Returns bytes and ns.
+fn warm_file_read(path: &Path, limit: u64) -> anyhow::Result<(u64, f64)> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len().min(limit) as usize;
+    ensure!(len > 0, "{} is empty", path.display());
+    let mut buf = vec![0u8; 1 << 20];
+    let mut cache = (&f).take(len as u64);
+    while cache.read(&mut buf)? > 0 {}
+    drop(buf);
+    let t = Instant::now();
+    let mut map = memmap2::MmapMut::map_anon(len).context("mapping fresh anonymous memory")?;
+    // One call reads it all (Linux caps a read at 2 GiB less a page; loop only past it).
+    let mut done = 0;
+    while done < len {
+        let n = f.read_at(&mut map[done..], done as u64)?;
+        ensure!(n > 0, "{} ended early", path.display());
+        done += n;
+    }
+    let ns = t.elapsed().as_nanos() as f64;
+    drop(map);
+    Ok((len as u64, ns))
+}
+
+/// `row` with its floor's name and its ratio to it: time per byte over the floor's
+/// (when both carry `bytes`), else time over time.
+fn against_floor(row: Sample, floor: &Sample) -> Sample {
+    let bytes = |s: &Sample| s.extra.get("bytes").and_then(|b| b.as_f64());
+    let ratio = match (bytes(&row), bytes(floor)) {
+        (Some(b), Some(fb)) if b > 0.0 && fb > 0.0 => (row.median_ns / b) / (floor.median_ns / fb),
+        _ => row.median_ns / floor.median_ns,
+    };
+    let name = floor.implementation.clone();
+    row.with(FLOOR, name).with(FLOOR_RATIO, ratio)
+}
+
 const PUBLISHED: &str = "published";
+/// The cold restores' floor: the swap file read from the disk, front to back.
+const DISK_FLOOR: &str = "disk-sequential-read";
+/// The warm restores' floor: one `pread` of the cached swap file into fresh memory.
+const PAGE_CACHE_FLOOR: &str = "page-cache-read-floor";
+/// The anonymous reclaims' floor: one `madvise` over as many touched pages.
+const MADVISE_FLOOR: &str = "kernel-madvise-floor";
 /// Published Marvin restore throughput.
 const PUBLISHED_RESTORE_MB_S: f64 = 100.0;
 
 fn mb_per_s(bytes: u64, ns: f64) -> f64 {
     bytes as f64 / 1e6 / (ns / 1e9)
+}
+
+/// The restores of `large` MiB beside their floors, as bars of time: each mode's warm
+/// and cold restores, the page-cache and disk floors, and the published rate's time.
+fn restore_chart(samples: &[Sample], large: u64, reps: usize, quick: bool) -> Chart {
+    let scenario = |mode: &str, cache: &str| format!("restore {} MiB {mode} {cache}", large / MIB);
+    let get = |scenario: &str, imp: &str| {
+        samples
+            .iter()
+            .find(|s| s.scenario == scenario && s.implementation == imp)
+            .map(|s| s.median_ns / 1e6)
+    };
+    let mut bars = Vec::new();
+    let mut bar = |label: String, value: Option<f64>, published: bool| {
+        if let Some(value) = value {
+            bars.push(Bar {
+                label,
+                value,
+                published,
+            });
+        }
+    };
+    for cache in ["warm", "cold"] {
+        for mode in ["eager", "on-fault"] {
+            bar(
+                format!("{mode} {cache}"),
+                get(&scenario(mode, cache), "marvin"),
+                false,
+            );
+        }
+        let (floor, label) = if cache == "warm" {
+            (PAGE_CACHE_FLOOR, "page-cache floor")
+        } else {
+            (DISK_FLOOR, "disk floor")
+        };
+        bar(label.into(), get(&scenario("eager", cache), floor), false);
+    }
+    bar(
+        "published".into(),
+        get(&scenario("eager", "warm"), PUBLISHED),
+        true,
+    );
+    Chart {
+        name: "restore",
+        title: format!("Restore of {} MiB beside its floors", large / MIB),
+        x_label: "restore (mode, page cache) and floor",
+        y_label: "time to restore (ms)",
+        curves: Vec::new(),
+        bars,
+        y_log: true,
+        caption: format!(
+            "marvin bench reclaim{}, one-page arrays stubbed and saved, median of {reps}, commit {}",
+            if quick { " --quick" } else { "" },
+            crate::system::provenance::commit()
+        ),
+    }
 }
 
 pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
@@ -391,7 +498,7 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
         }
     }
     let floor = Floor {
-        name: "kernel-madvise-floor",
+        name: MADVISE_FLOOR,
         calls_key: "madvise_calls",
         time: madvise_floor,
     };
@@ -421,15 +528,20 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
         for (cache, cold) in [("warm", false), ("cold", true)] {
             let scenario = format!("restore {} MiB {mode} {cache}", large / MIB);
             let mut times = Vec::new();
-            let mut disk = Vec::new();
+            let mut floor_times = Vec::new();
             let mut file_bytes = 0;
             let mut bytes = 0;
             for rep in 0..=reps {
-                if cold && rep > 0 {
+                if rep > 0 {
                     let path = saved.swap.file.lock().path().to_path_buf();
-                    let (b, ns) = cold_file_read(&path)?;
+                    let limit = saved.object_bytes();
+                    let (b, ns) = if cold {
+                        cold_file_read(&path, limit)?
+                    } else {
+                        warm_file_read(&path, limit)?
+                    };
                     file_bytes = b;
-                    disk.push(ns);
+                    floor_times.push(ns);
                 }
                 let taken = saved.reclaim_all();
                 ensure!(
@@ -469,19 +581,19 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
                 .with("mb_per_s", PUBLISHED_RESTORE_MB_S)
                 .with("measured", false),
             );
-            samples.push(
-                Sample::new(&scenario, "marvin", ns)
-                    .with("bytes", bytes)
-                    .with("mb_per_s", mb_per_s(bytes, ns)),
-            );
-            if cold {
-                let ns = median(&mut disk);
-                samples.push(
-                    Sample::new(&scenario, "disk-sequential-read", ns)
-                        .with("bytes", file_bytes)
-                        .with("mb_per_s", mb_per_s(file_bytes, ns)),
-                );
-            }
+            let floor_ns = median(&mut floor_times);
+            let floor_row = Sample::new(
+                &scenario,
+                if cold { DISK_FLOOR } else { PAGE_CACHE_FLOOR },
+                floor_ns,
+            )
+            .with("bytes", file_bytes)
+            .with("mb_per_s", mb_per_s(file_bytes, floor_ns));
+            let row = Sample::new(&scenario, "marvin", ns)
+                .with("bytes", bytes)
+                .with("mb_per_s", mb_per_s(bytes, ns));
+            samples.push(against_floor(row, &floor_row));
+            samples.push(floor_row);
         }
     }
 
@@ -497,7 +609,7 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
     for size in [small, large] {
         let scenario = format!("reclaim {} MiB", size / MIB);
         let ours = get(&scenario, "marvin").unwrap_or(f64::NAN);
-        let floor = get(&scenario, "kernel-madvise-floor").unwrap_or(f64::NAN);
+        let floor = get(&scenario, MADVISE_FLOOR).unwrap_or(f64::NAN);
         notes.push(format!(
             "{scenario}: {:.1} ms; one madvise of as many freshly touched pages alone takes {:.1} ms here",
             ours / 1e6,
@@ -547,7 +659,7 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
             curves: vec![
                 curve("marvin", "marvin"),
                 curve("per-object-madvise", "one madvise per object"),
-                curve("kernel-madvise-floor", "kernel floor: one madvise"),
+                curve(MADVISE_FLOOR, "kernel floor: one madvise"),
                 Curve {
                     label: "published (Marvin, ATC 2020)".into(),
                     points: vec![(250.0, 52.0), (500.0, 108.0)],
@@ -563,6 +675,9 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
             ),
         };
         for f in super::figure::write(dir, &chart)? {
+            notes.push(format!("wrote {}", f.display()));
+        }
+        for f in super::figure::write(dir, &restore_chart(&samples, large, reps, args.quick))? {
             notes.push(format!("wrote {}", f.display()));
         }
     }
