@@ -246,6 +246,16 @@ fn duration_arg(d: Duration) -> String {
     }
 }
 
+/// A byte size as a flag takes it, exactly: in g, m or k where it is a whole number.
+fn size_arg(bytes: usize) -> String {
+    for (unit, shift) in [("g", 30), ("m", 20), ("k", 10)] {
+        if bytes > 0 && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Every setting of the experiment as `marvin pressure` arguments (the output flags
 /// and `--config` left out), with the resolved mode, policies and budget when given.
 fn to_args(a: &PressureArgs, resolved: Option<&Resolved>) -> Vec<String> {
@@ -697,7 +707,7 @@ fn apply_scale(
     ));
     out.push(choice(
         "gc-max-free",
-        a.gc_max_free.to_string(),
+        size_arg(a.gc_max_free),
         match early.gc_max_free {
             Some(_) => "ART's 8 MiB largest gap between collections, the published heap's \
                         (the model scales it down with its app to 1 MiB)"
@@ -733,13 +743,12 @@ fn apply_scale(
     let budget = a.budget.unwrap_or(DEFAULT_BUDGET) as u64;
     out.push(choice(
         "budget",
-        budget.to_string(),
+        size_arg(budget as usize),
         match late.budget {
             Some(_) => format!(
-                "{}: about {} apps of {app_gap}, rounded up to 16 MiB (as the default 240 MiB \
+                "about {} apps of {app_gap}, rounded up to 16 MiB (as the default 240 MiB \
                  holds ten of the model's apps), as the published phone held about ten under \
                  the killer",
-                scale::mib(budget),
                 scale::APPS_HELD
             ),
             None => kept("--budget"),
@@ -750,13 +759,11 @@ fn apply_scale(
     }
     out.push(choice(
         "swap-size",
-        a.swap_size.to_string(),
+        size_arg(a.swap_size),
         match late.swap_size {
             Some(_) => format!(
-                "{}: what kernel swap must hold with all {} apps alive ({} x {app_gap} less \
-                 the limit), plus one app, rounded up to a GiB",
-                scale::mib(a.swap_size as u64),
-                a.apps,
+                "what kernel swap must hold with every app alive ({} x {app_gap} less the \
+                 limit), plus one app, rounded up to a GiB",
                 a.apps
             ),
             None => kept("--swap-size"),
@@ -1745,6 +1752,14 @@ mod tests {
         assert_eq!(value("--policy"), "kill,marvin");
         assert_eq!(value("--budget"), (5 << 20).to_string());
         assert_eq!(value("--workload"), "builtin:buckets");
+    }
+
+    #[test]
+    fn sizes_are_written_exactly() {
+        for b in [1usize, 4096, 1000, 256 << 10, 2272 << 20, 5 << 30] {
+            assert_eq!(super::super::size::parse_size(&size_arg(b)), Ok(b), "{b}");
+        }
+        assert_eq!(size_arg(2272 << 20), "2272m");
     }
 
     #[test]
