@@ -321,7 +321,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("writing {}", list.display()))?;
         files.push(list);
         files.extend(system::write_figures(
-            out, &summaries, &series, budget, counted, &caption,
+            out, &summaries, &series, budget, counted, &caption, None,
         )?);
         errln!("wrote {}: {}", out.display(), system::file_names(&files));
     }

@@ -9,9 +9,10 @@ pub mod pressure;
 pub mod program;
 pub mod reclaim;
 pub mod record;
+pub mod scale;
 pub mod size;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::{errln, out};
 
@@ -88,10 +89,18 @@ pub struct GuardianArgs {
 
 /// Runs the command line; returns the process exit status.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return clap_exit(&e),
+    };
+    let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e),
     };
+    // `marvin pressure --scale` needs to know which flags were given.
+    if let (Cmd::Pressure(a), Some(("pressure", sub))) = (&mut cli.cmd, matches.subcommand()) {
+        a.given = pressure::given_ids(sub);
+    }
     let res = match &cli.cmd {
         Cmd::Run(a) => program::run(a),
         Cmd::Asm(a) => program::asm(a),

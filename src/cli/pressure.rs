@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
@@ -17,11 +17,13 @@ use super::paths;
 use super::plan::{self, Column, Shard, Sweep};
 use super::program::read_policy;
 use super::record::{self, ColumnRecord, Record, WorkloadRecord};
+use super::scale::{self, ScaleArg};
 use super::size::parse_size;
 use super::{EXIT_REJECTED, EXIT_USAGE};
 use crate::host::{cgroup, signals, swapdev};
 use crate::system::processes::{self, launcher, ProcessConfig, SettleMode};
 use crate::system::provenance::{self, Host};
+use crate::system::published::Published;
 use crate::system::workloads::Source;
 use crate::system::{self, summary, PolicySeries, Pressure, Summary, SystemConfig};
 use crate::{errln, out, outln};
@@ -150,6 +152,23 @@ pub struct PressureArgs {
     /// directory); only --out, --trace, --json and --quiet may be given beside it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// default: the small model (every setting its flag's default); paper: the published
+    /// experiment's memory scale (the full-size workload, 30 apps, a limit holding about
+    /// ten, kernel swap sized to fit, launches spaced for the bigger apps), each setting
+    /// derived and printed with its reason. A flag given beside it wins for its setting.
+    #[arg(long, value_enum, default_value = "default")]
+    pub scale: ScaleArg,
+    /// The ids of the flags given on the command line (filled in after parsing).
+    #[arg(skip)]
+    pub given: Vec<String>,
+}
+
+/// The ids of the arguments `m` got from the command line (not from a default).
+pub fn given_ids(m: &clap::ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.as_str().to_owned())
+        .collect()
 }
 
 /// One policy to run: a pressure policy, for marvin with a restore mode of its own.
@@ -202,7 +221,10 @@ impl PressureArgs {
     /// Parses `marvin pressure`'s arguments (without the program and subcommand names).
     pub fn parse_args(args: &[String]) -> Result<PressureArgs, clap::Error> {
         let argv = std::iter::once("marvin pressure".to_owned()).chain(args.iter().cloned());
-        Standalone::try_parse_from(argv).map(|s| s.args)
+        let m = Standalone::command().try_get_matches_from(argv)?;
+        let mut a = Standalone::from_arg_matches(&m)?.args;
+        a.given = given_ids(&m);
+        Ok(a)
     }
 }
 
@@ -222,6 +244,16 @@ fn duration_arg(d: Duration) -> String {
     } else {
         format!("{}ns", d.as_nanos())
     }
+}
+
+/// A byte size as a flag takes it, exactly: in g, m or k where it is a whole number.
+fn size_arg(bytes: usize) -> String {
+    for (unit, shift) in [("g", 30), ("m", 20), ("k", 10)] {
+        if bytes > 0 && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 /// Every setting of the experiment as `marvin pressure` arguments (the output flags
@@ -293,6 +325,9 @@ fn to_args(a: &PressureArgs, resolved: Option<&Resolved>) -> Vec<String> {
     }
     if let Some(s) = a.shard {
         flag("--shard", s.to_string());
+    }
+    if a.scale != ScaleArg::Default {
+        flag("--scale", a.scale.name().to_owned());
     }
     v
 }
@@ -583,9 +618,194 @@ fn defines(
     d
 }
 
+/// Applies `--scale paper` to `a`: every setting no flag gave is set to the scale's
+/// choice, derived from the app size of the workload `program` (with `-D ARRAYS=2560`
+/// unless given). Returns one choice per setting, with its reason (a given or recorded
+/// setting says so), and the published results to show beside the run's. An error when
+/// the workload is not of the shipped shape (its app size unknown).
+fn apply_scale(
+    a: &mut PressureArgs,
+    program: &marvin_interpreter::isa::Program,
+    recorded: bool,
+) -> Result<(Vec<scale::Choice>, Option<Published>), String> {
+    let given_ids = a.given.clone();
+    let given = |id: &str| given_ids.iter().any(|g| g == id);
+    let arrays_given = a.defines.iter().any(|(k, _)| k == "ARRAYS");
+    let kept = |flag: &str| {
+        if recorded {
+            "as recorded in the --config file".to_owned()
+        } else {
+            format!("given ({flag}), not the scale's choice")
+        }
+    };
+    let choice = |setting: &str, value: String, reason: String| scale::Choice {
+        setting: setting.to_owned(),
+        value,
+        reason,
+    };
+    let mut out = Vec::new();
+    let early = scale::early(&given, arrays_given);
+    if let Some(n) = early.arrays {
+        a.defines.push(("ARRAYS".to_owned(), n));
+    }
+    if let Some(n) = early.apps {
+        a.apps = n;
+    }
+    if let Some(n) = early.gc_max_free {
+        a.gc_max_free = n;
+    }
+    if let Some(x) = early.time_scale {
+        a.time_scale = x;
+    }
+    let defs = defines(a, program, a.seed);
+    let value = |name: &str| {
+        defs.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
+            .or_else(|| {
+                program
+                    .consts
+                    .iter()
+                    .find(|c| c.name == name)
+                    .map(|c| c.value)
+            })
+    };
+    let Some(app) = scale::app_bytes(value) else {
+        return Err(format!(
+            "the workload {} has no BUCKETS, ARRAYS and ARRAY_BYTES constants, so its app size \
+             is unknown; use builtin:buckets or builtin:mixed, or --scale default with every \
+             setting given",
+            a.workload.display()
+        ));
+    };
+    let mixed = value("MIXED").unwrap_or(0) != 0;
+    let arrays = value("ARRAYS").unwrap_or(0);
+    out.push(choice(
+        "-D ARRAYS",
+        arrays.to_string(),
+        match early.arrays {
+            Some(_) => format!(
+                "the published bucket (the model's is {}): {} per app{}",
+                scale::MODEL_ARRAYS,
+                scale::mib(app),
+                if mixed {
+                    " with the 4 KB/1 MB mix"
+                } else {
+                    ", about 230 MB"
+                }
+            ),
+            None => format!("{}: {} per app", kept("-D ARRAYS"), scale::mib(app)),
+        },
+    ));
+    out.push(choice(
+        "apps",
+        a.apps.to_string(),
+        match early.apps {
+            Some(_) => "the published experiment's 30 apps".to_owned(),
+            None => kept("--apps"),
+        },
+    ));
+    out.push(choice(
+        "gc-max-free",
+        size_arg(a.gc_max_free),
+        match early.gc_max_free {
+            Some(_) => "ART's 8 MiB largest gap between collections, the published heap's \
+                        (the model scales it down with its app to 1 MiB)"
+                .to_owned(),
+            None => kept("--gc-max-free"),
+        },
+    ));
+    out.push(choice(
+        "time-scale",
+        a.time_scale.to_string(),
+        match early.time_scale {
+            Some(_) => "every period compressed 10x, as in the default run (the launch \
+                        interval and duration below are stretched instead)"
+                .to_owned(),
+            None => kept("--time-scale"),
+        },
+    ));
+    let late = scale::late(
+        &given,
+        app,
+        a.apps,
+        a.gc_max_free,
+        a.budget.map(|b| b as u64),
+    );
+    let app_gap = format!(
+        "{} of arrays and a {} gap",
+        scale::mib(app),
+        scale::mib(a.gc_max_free as u64)
+    );
+    if let Some(b) = late.budget {
+        a.budget = Some(b as usize);
+    }
+    let budget = a.budget.unwrap_or(DEFAULT_BUDGET) as u64;
+    out.push(choice(
+        "budget",
+        size_arg(budget as usize),
+        match late.budget {
+            Some(_) => format!(
+                "about {} apps of {app_gap}, rounded up to 16 MiB (as the default 240 MiB \
+                 holds ten of the model's apps), as the published phone held about ten under \
+                 the killer",
+                scale::APPS_HELD
+            ),
+            None => kept("--budget"),
+        },
+    ));
+    if let Some(s) = late.swap_size {
+        a.swap_size = s as usize;
+    }
+    out.push(choice(
+        "swap-size",
+        size_arg(a.swap_size),
+        match late.swap_size {
+            Some(_) => format!(
+                "what kernel swap must hold with every app alive ({} x {app_gap} less the \
+                 limit), plus one app, rounded up to a GiB",
+                a.apps
+            ),
+            None => kept("--swap-size"),
+        },
+    ));
+    let ratio = app as f64 / scale::model_app_bytes() as f64;
+    if let Some(d) = late.launch_every {
+        a.launch_every = d;
+    }
+    out.push(choice(
+        "launch-every",
+        duration_arg(a.launch_every),
+        match late.launch_every {
+            Some(_) => format!(
+                "the default 1400ms stretched {ratio:.1}x with the app size, so each app is \
+                 built and older ones paged out before the next (an estimate: three policies \
+                 in about 25-30 minutes; not yet measured)"
+            ),
+            None => kept("--launch-every"),
+        },
+    ));
+    if let Some(d) = late.duration {
+        a.duration = d;
+    }
+    out.push(choice(
+        "duration",
+        duration_arg(a.duration),
+        match late.duration {
+            Some(_) => format!(
+                "the default 50s stretched {ratio:.1}x as the launches are, so all {} apps are \
+                 launched within it",
+                a.apps
+            ),
+            None => kept("--duration"),
+        },
+    ));
+    Ok((out, Some(Published { mixed })))
+}
+
 pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     // --config: the recorded experiment, with this invocation's output flags.
-    let (a, recorded) = match &given.config {
+    let (mut a, recorded) = match &given.config {
         None => (given.clone(), None),
         Some(path) => match from_record(given, path) {
             Ok(both) => both,
@@ -595,8 +815,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             }
         },
     };
-    let a = &a;
-    if let Err(e) = check_args(a) {
+    if let Err(e) = check_args(&a) {
         errln!("error: {e}");
         return Ok(EXIT_USAGE);
     }
@@ -625,6 +844,26 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             return Ok(EXIT_USAGE);
         }
     }
+    // --scale paper: the settings it derives from the workload's app size, with why.
+    let (choices_of_scale, published) = if a.scale == ScaleArg::Paper {
+        let program = match load::load_bytes(&source.display(), &bytes) {
+            Ok(p) => p,
+            Err(d) => {
+                errln!("{d}");
+                return Ok(EXIT_REJECTED);
+            }
+        };
+        match apply_scale(&mut a, &program, recorded.is_some()) {
+            Ok(both) => both,
+            Err(e) => {
+                errln!("error: --scale paper: {e}");
+                return Ok(EXIT_USAGE);
+            }
+        }
+    } else {
+        (Vec::new(), None)
+    };
+    let a = &a;
     // Loads, links with the run's defines and verifies the workload.
     let build = |seed: u64| -> Result<(Loaded, Vec<(String, i64)>), String> {
         let mut program = load::load_bytes(&source.display(), &bytes).map_err(|d| d.to_string())?;
@@ -774,6 +1013,9 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         errln!("error: {e}");
         return Ok(EXIT_USAGE);
     }
+    for c in &choices_of_scale {
+        errln!("{}", c.line());
+    }
     errln!("{}", mode.describe(budget));
     // Where the run makes its temporary directories: what its guardian and the start-up
     // sweep look through for what dead runs left.
@@ -855,6 +1097,8 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             })
             .collect(),
         runs: held.to_vec(),
+        scale: a.scale.name().to_owned(),
+        scale_settings: choices_of_scale.clone(),
     };
     let mut summaries: Vec<Summary> = Vec::new();
     let mut series: Vec<PolicySeries> = Vec::new();
@@ -1020,7 +1264,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
         outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
     } else {
         outln!("{}", mode.title(budget))?;
-        out!("{}", summary::table(&summaries))?;
+        out!("{}", summary::table_with(&summaries, published.as_ref()))?;
         for w in &warnings {
             outln!("warning: {w}")?;
         }
@@ -1055,6 +1299,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
             budget as u64,
             counted,
             &caption,
+            published.as_ref(),
         )?);
         errln!("wrote {}: {}", dir.display(), system::file_names(&files));
     }
@@ -1358,6 +1603,8 @@ mod tests {
         "coldness.window_rounds=1,2",
         "--shard",
         "1/2",
+        "--scale",
+        "paper",
     ];
 
     #[test]
@@ -1385,6 +1632,109 @@ mod tests {
         assert_eq!(again.defines, full.defines);
     }
 
+    fn buckets() -> marvin_interpreter::isa::Program {
+        let source = Source::parse(std::path::Path::new("builtin:buckets")).unwrap();
+        load::load_bytes("builtin:buckets", &source.read().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn scale_paper_derives_every_setting_it_is_not_given() {
+        let mut a = args(&["--scale", "paper"]);
+        let (choices, published) = apply_scale(&mut a, &buckets(), false).unwrap();
+        assert_eq!(published, Some(Published { mixed: false }));
+        assert_eq!(a.apps, 30);
+        assert_eq!(a.budget, Some(2272 << 20));
+        assert_eq!(a.swap_size, 5 << 30);
+        assert_eq!(a.launch_every, Duration::from_secs(14));
+        assert_eq!(a.duration, Duration::from_secs(500));
+        assert_eq!(a.time_scale, 0.1);
+        assert_eq!(a.gc_max_free, 8 << 20);
+        assert_eq!(a.defines, [("ARRAYS".to_owned(), 2560)]);
+        let settings: Vec<&str> = choices.iter().map(|c| c.setting.as_str()).collect();
+        assert_eq!(
+            settings,
+            [
+                "-D ARRAYS",
+                "apps",
+                "gc-max-free",
+                "time-scale",
+                "budget",
+                "swap-size",
+                "launch-every",
+                "duration"
+            ]
+        );
+        assert!(choices.iter().all(|c| !c.reason.contains("given")));
+        // The record of the run re-parses to the same settings, every one kept.
+        let mut again = PressureArgs::parse_args(&to_args(&a, None)).unwrap();
+        let (kept, _) = apply_scale(&mut again, &buckets(), true).unwrap();
+        assert_eq!(to_args(&again, None), to_args(&a, None));
+        assert!(
+            kept.iter().all(|c| c.reason.contains("recorded")),
+            "{kept:?}"
+        );
+        // The mix.
+        let mut m = args(&["--scale", "paper", "--workload", "builtin:mixed"]);
+        let source = Source::parse(std::path::Path::new("builtin:mixed")).unwrap();
+        let program = load::load_bytes("builtin:mixed", &source.read().unwrap()).unwrap();
+        let (_, published) = apply_scale(&mut m, &program, false).unwrap();
+        assert_eq!(published, Some(Published { mixed: true }));
+    }
+
+    #[test]
+    fn every_flag_given_beside_scale_paper_wins() {
+        let mut a = args(&[
+            "--scale",
+            "paper",
+            "--apps",
+            "2",
+            "--budget",
+            "64m",
+            "--swap-size",
+            "2g",
+            "--launch-every",
+            "50ms",
+            "--duration",
+            "2s",
+            "--time-scale",
+            "0.05",
+            "--gc-max-free",
+            "256k",
+            "-D",
+            "ARRAYS=8",
+        ]);
+        let (choices, _) = apply_scale(&mut a, &buckets(), false).unwrap();
+        assert_eq!(a.apps, 2);
+        assert_eq!(a.budget, Some(64 << 20));
+        assert_eq!(a.swap_size, 2 << 30);
+        assert_eq!(a.launch_every, Duration::from_millis(50));
+        assert_eq!(a.duration, Duration::from_secs(2));
+        assert_eq!(a.time_scale, 0.05);
+        assert_eq!(a.gc_max_free, 256 << 10);
+        assert_eq!(a.defines, [("ARRAYS".to_owned(), 8)]);
+        assert_eq!(choices.len(), 8);
+        assert!(
+            choices.iter().all(|c| c.reason.starts_with("given")),
+            "{choices:?}"
+        );
+        // One flag given: only that setting is kept, the rest derived from the app it
+        // implies (-D ARRAYS=8: 22 x 8 x 4,076 bytes).
+        let mut b = args(&["--scale", "paper", "-D", "ARRAYS=8"]);
+        apply_scale(&mut b, &buckets(), false).unwrap();
+        let app = 22 * 8 * 4076;
+        assert_eq!(
+            b.budget,
+            Some(scale::budget_for(app, scale::PAPER_GC_MAX_FREE) as usize)
+        );
+        assert_eq!(b.apps, 30);
+        // --scale default changes nothing; a bad scale is a usage error.
+        let d = args(&[]);
+        assert_eq!(d.scale, ScaleArg::Default);
+        assert!(!to_args(&d, None).contains(&"--scale".to_owned()));
+        let e = PressureArgs::parse_args(&["--scale".into(), "huge".into()]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+
     #[test]
     fn resolved_values_replace_auto_ones() {
         let a = args(&[]);
@@ -1402,6 +1752,14 @@ mod tests {
         assert_eq!(value("--policy"), "kill,marvin");
         assert_eq!(value("--budget"), (5 << 20).to_string());
         assert_eq!(value("--workload"), "builtin:buckets");
+    }
+
+    #[test]
+    fn sizes_are_written_exactly() {
+        for b in [1usize, 4096, 1000, 256 << 10, 2272 << 20, 5 << 30] {
+            assert_eq!(super::super::size::parse_size(&size_arg(b)), Ok(b), "{b}");
+        }
+        assert_eq!(size_arg(2272 << 20), "2272m");
     }
 
     #[test]

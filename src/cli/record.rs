@@ -12,6 +12,7 @@ use marvin_swap::policy::PolicyConfig;
 use serde::{Deserialize, Serialize};
 
 use super::plan::Run;
+use super::scale::Choice;
 use crate::system::provenance::Host;
 
 /// A column as recorded.
@@ -56,6 +57,16 @@ pub struct Record {
     pub columns: Vec<ColumnRecord>,
     /// The runs this directory holds.
     pub runs: Vec<Run>,
+    /// `--scale`: `default` or `paper` (records before the flag: `default`).
+    #[serde(default = "default_scale")]
+    pub scale: String,
+    /// With `--scale paper`: every setting it chose (or a flag beside it gave), with why.
+    #[serde(default)]
+    pub scale_settings: Vec<Choice>,
+}
+
+fn default_scale() -> String {
+    "default".to_owned()
 }
 
 const HEADER: &str = "# The settings of this experiment, written by marvin pressure.\n\
@@ -129,6 +140,12 @@ mod tests {
                 rep: 0,
                 column: 1,
                 seed: 7,
+            }],
+            scale: "paper".into(),
+            scale_settings: vec![Choice {
+                setting: "budget".into(),
+                value: "2382364672".into(),
+                reason: "about ten apps".into(),
             }],
         };
         let dir = tempfile::tempdir().unwrap();

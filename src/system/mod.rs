@@ -19,6 +19,7 @@ pub mod plot;
 pub mod plot_text;
 pub mod processes;
 pub mod provenance;
+pub mod published;
 pub mod series;
 pub mod spread;
 pub mod summary;
@@ -273,8 +274,10 @@ pub fn write_figures(
     budget: u64,
     counted: plot::Counted,
     caption: &str,
+    published: Option<&published::Published>,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files = plot::write_plots_counted(dir, series, budget, counted, caption)?.files;
+    let mut files =
+        plot::write_plots_published(dir, series, budget, counted, caption, published)?.files;
     files.extend(launch_plot::write_cdf(dir, &launches_per_run(summaries))?);
     Ok(files)
 }

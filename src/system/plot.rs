@@ -31,6 +31,7 @@ use super::figure_style::{
 #[cfg(test)]
 use super::figure_style::{okabe_ito, LEGEND_HEIGHT, POLICY_STYLES};
 use super::plot_text::Png;
+use super::published::Published;
 use super::series::{PolicySeries, SeriesPoint};
 
 /// The files written by [`write_plots`].
@@ -48,6 +49,8 @@ const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
 /// Colour of the legend's line-style key.
 const KEY_GREY: RGBColor = RGBColor(90, 90, 90);
+/// Colour of the published reference levels.
+const MARK_GREY: RGBColor = RGBColor(110, 110, 110);
 
 /// Writes `active_apps.svg/.png` and `resident.svg/.png` into `dir` (created if
 /// missing). Series without samples give empty charts; the budget line is drawn when
@@ -78,10 +81,27 @@ pub fn write_plots_counted(
     counted: Counted,
     caption: &str,
 ) -> anyhow::Result<PlotFiles> {
+    write_plots_published(dir, series, budget_bytes, counted, caption, None)
+}
+
+/// As [`write_plots_counted`], with the published results (a `--scale paper` run) as
+/// labelled dashed reference levels on the active-apps figure.
+pub fn write_plots_published(
+    dir: &Path,
+    series: &[PolicySeries],
+    budget_bytes: u64,
+    counted: Counted,
+    caption: &str,
+    published: Option<&Published>,
+) -> anyhow::Result<PlotFiles> {
     register_font()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut active = active_apps_figure(series);
+    if let Some(p) = published {
+        add_published_marks(&mut active, p);
+    }
     let figures = [
-        ("active_apps", active_apps_figure(series)),
+        ("active_apps", active),
         ("resident", resident_figure(series, budget_bytes, counted)),
     ];
     let mut files = Vec::with_capacity(3 * figures.len());
@@ -170,6 +190,9 @@ struct Figure {
     lines: Vec<Line>,
     /// Horizontal reference lines: value and colour.
     levels: Vec<(f64, RGBColor)>,
+    /// Labelled reference levels (the published results), drawn dashed in grey with
+    /// their label above the line at the left.
+    marks: Vec<(f64, String)>,
     legend: Vec<LegendEntry>,
 }
 
@@ -196,6 +219,7 @@ impl Figure {
         let y_max = points()
             .map(|p| p.1)
             .chain(self.levels.iter().map(|level| level.0))
+            .chain(self.marks.iter().map(|mark| mark.0))
             .fold(0.0, f64::max);
         let x_max = if x_max > x_min { x_max } else { x_min + 1.0 };
         let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
@@ -371,8 +395,30 @@ fn active_apps_figure(series: &[PolicySeries]) -> Figure {
         bands,
         lines,
         levels: Vec::new(),
+        marks: Vec::new(),
         legend,
     }
+}
+
+/// Adds the published peaks of active apps to the active-apps figure: a dashed grey
+/// level per policy with its label (`paper: kill 10`, ...), and a legend row.
+fn add_published_marks(figure: &mut Figure, published: &Published) {
+    figure.marks = published
+        .marks()
+        .into_iter()
+        .map(|(v, label)| (f64::from(v), label))
+        .collect();
+    figure.legend.push(LegendEntry {
+        label: format!(
+            "published peaks (Marvin, ATC'20, fig. 7; {})",
+            published.workload()
+        ),
+        colour: MARK_GREY,
+        stroke: DASHED,
+        width: 1,
+        marker: None,
+        hollow: false,
+    });
 }
 
 /// Resident memory over time in MiB, per policy: accounted (solid) and RSS (dashed),
@@ -406,6 +452,7 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
         bands,
         lines,
         levels,
+        marks: Vec::new(),
         legend,
     }
 }
@@ -456,6 +503,26 @@ fn draw_figure<DB: DrawingBackend>(
             [(x_start, level), (x_end, level)],
             colour.stroke_width(1),
         ))?;
+    }
+    {
+        let span = x_end - x_start;
+        let label_style = (FONT, 14)
+            .into_font()
+            .color(&MARK_GREY)
+            .pos(Pos::new(HPos::Left, VPos::Bottom));
+        for (level, label) in &figure.marks {
+            chart.draw_series(DashedLineSeries::new(
+                [(x_start, *level), (x_end, *level)],
+                6,
+                4,
+                MARK_GREY.stroke_width(1),
+            ))?;
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (x_start + span * 0.01, *level),
+                label_style.clone(),
+            )))?;
+        }
     }
     for line in &figure.lines {
         let style = line.colour.stroke_width(line.width);
@@ -779,6 +846,32 @@ mod tests {
             .filter(|p| p.iter().zip(pale).all(|(a, b)| a.abs_diff(b) <= 2))
             .count();
         assert!(n > 500, "band pixels: {n}");
+    }
+
+    #[test]
+    fn published_marks_are_labelled_on_the_active_apps_figure_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Published { mixed: false };
+        write_plots_published(
+            dir.path(),
+            &three_policies(),
+            1 << 30,
+            Counted::Runtime,
+            "",
+            Some(&p),
+        )
+        .unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("active_apps.svg")).unwrap();
+        for label in ["paper: kill 10", "paper: swap 13", "paper: marvin 27"] {
+            assert!(svg.contains(label), "{label} missing");
+        }
+        let resident = std::fs::read_to_string(dir.path().join("resident.svg")).unwrap();
+        assert!(!resident.contains("paper:"));
+        // The y axis reaches the highest mark, and without --scale paper there are none.
+        let mut figure = active_apps_figure(&three_policies());
+        assert!(figure.marks.is_empty());
+        add_published_marks(&mut figure, &p);
+        assert!(figure.ranges().1.end >= 27.0);
     }
 
     #[test]

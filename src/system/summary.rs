@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::launch::{LaunchClass, LaunchRecord, LaunchStats};
+use super::published::Published;
 use super::series::SeriesPoint;
 use super::spread::Spread;
 
@@ -484,6 +485,13 @@ pub fn columns(summaries: &[Summary]) -> Vec<(String, Vec<&Summary>)> {
 /// shows its values; a column of several repetitions shows each figure's median and,
 /// in brackets, its interquartile range `[q1-q3]`.
 pub fn table(summaries: &[Summary]) -> String {
+    table_with(summaries, None)
+}
+
+/// As [`table`], with the published results (a `--scale paper` run) as a row group
+/// `published` below the run's own: each column's policy's published peak of active
+/// apps ("-" for a policy the paper did not run).
+pub fn table_with(summaries: &[Summary], published: Option<&Published>) -> String {
     let cols = columns(summaries);
     let repeated = cols.iter().any(|(_, runs)| runs.len() > 1);
     let rows = rows(summaries.iter().any(|s| s.mode == "processes"));
@@ -533,6 +541,23 @@ pub fn table(summaries: &[Summary]) -> String {
         }
         out.push('\n');
     }
+    if let Some(p) = published {
+        out.push_str("published (Marvin, USENIX ATC 2020, figure 7)\n");
+        out.push_str(&format!("{:<26}", "  apps active (peak)"));
+        for (label, runs) in &cols {
+            let policy = runs.first().map_or(label.as_str(), |s| s.policy.as_str());
+            let cell = p
+                .peak_active(policy)
+                .or_else(|| p.peak_active(label))
+                .map_or("-".to_owned(), |n| n.to_string());
+            out.push_str(&format!("{cell:>width$}"));
+        }
+        out.push('\n');
+        out.push_str(&format!(
+            "published: apps active at the peak on the phone, {}\n",
+            p.workload()
+        ));
+    }
     if repeated {
         out.push_str("each cell: median [interquartile range] over the repetitions\n");
     }
@@ -577,6 +602,24 @@ mod tests {
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .collect()
+    }
+
+    #[test]
+    fn a_paper_scale_table_has_the_published_row_group() {
+        let mut kill = run("kill", 0, 8, 0);
+        kill.policy = "kill".into();
+        let marvin = run("marvin", 0, 20, 0);
+        let runs = [kill, marvin];
+        assert!(!table(&runs).contains("published"));
+        let t = table_with(&runs, Some(&Published { mixed: false }));
+        assert!(
+            t.contains("published (Marvin, USENIX ATC 2020, figure 7)"),
+            "{t}"
+        );
+        assert_eq!(row(&t, "  apps active (peak)"), ["10", "27"]);
+        let t = table_with(&runs, Some(&Published { mixed: true }));
+        assert_eq!(row(&t, "  apps active (peak)"), ["10", "30"]);
+        assert!(t.contains("4 KB/1 MB mix"), "{t}");
     }
 
     #[test]
