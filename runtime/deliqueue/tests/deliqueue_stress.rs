@@ -100,6 +100,24 @@ fn round(per_poster: usize, quit_after: Option<usize>) {
         })
         .collect();
 
+    // Once every poster is done, quit (safely without an early quit: what is due is still
+    // delivered): the looper, which may be asleep with nothing due (a remover took the
+    // last message after the looper's emptiness check; removals wake no looper), is woken
+    // to see the quit. With an early quit the looper's own `quit` may come first, and
+    // this one then changes nothing.
+    let closer = {
+        let (queue, done) = (queue.clone(), posting_done.clone());
+        thread::spawn(move || {
+            while done.load(Ordering::SeqCst) < POSTERS as usize {
+                thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if quit_after.is_none() {
+                queue.quit_safely();
+            } else {
+                queue.quit();
+            }
+        })
+    };
     let mut delivered: Vec<Vec<usize>> = vec![Vec::new(); POSTERS as usize];
     let mut count = 0;
     let mut quit_called = false;
@@ -131,6 +149,7 @@ fn round(per_poster: usize, quit_after: Option<usize>) {
     for p in posters {
         p.join().unwrap();
     }
+    closer.join().unwrap();
     let removed: usize = removers.into_iter().map(|r| r.join().unwrap()).sum();
     drop(queue);
 
