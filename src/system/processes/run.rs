@@ -453,10 +453,11 @@ impl Run<'_> {
                 let wait = self.trace.as_ref().map(SystemTrace::wait);
                 let critical = self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
                 drop(wait);
-                if let Ok(ws) = self.group.working_set() {
+                let working_set = self.group.working_set().ok();
+                if let Some(ws) = working_set {
                     self.working_set = ws;
                 }
-                if self.may_kill() && !self.hold_kill(critical) {
+                if self.may_kill() && !self.hold_kill(critical, working_set) {
                     self.killer.step(critical)?
                 } else {
                     None
@@ -961,8 +962,9 @@ impl Run<'_> {
     /// background app's saver is still writing its cold objects (bounded in memory and
     /// time, [`KillHold`]). Never on a critical event; a tick on which the killer's
     /// threshold is not reached ends a hold.
-    fn hold_kill(&mut self, critical: bool) -> bool {
-        let Ok(working_set) = self.group.working_set() else {
+    /// `working_set` is the group's, as this turn read it (`None`: it could not).
+    fn hold_kill(&mut self, critical: bool, working_set: Option<u64>) -> bool {
+        let Some(working_set) = working_set else {
             return false;
         };
         let limit = self.cfg.system.budget as u64;
