@@ -654,9 +654,6 @@ fn apply_scale(
     if let Some(n) = early.gc_max_free {
         a.gc_max_free = n;
     }
-    if let Some(x) = early.time_scale {
-        a.time_scale = x;
-    }
     let defs = defines(a, program, a.seed);
     let value = |name: &str| {
         defs.iter()
@@ -715,16 +712,6 @@ fn apply_scale(
             None => kept("--gc-max-free"),
         },
     ));
-    out.push(choice(
-        "time-scale",
-        a.time_scale.to_string(),
-        match early.time_scale {
-            Some(_) => "every period compressed 10x, as in the default run (the launch \
-                        interval and duration below are stretched instead)"
-                .to_owned(),
-            None => kept("--time-scale"),
-        },
-    ));
     let late = scale::late(
         &given,
         app,
@@ -732,6 +719,23 @@ fn apply_scale(
         a.gc_max_free,
         a.budget.map(|b| b as u64),
     );
+    let ratio = app as f64 / scale::model_app_bytes() as f64;
+    if let Some(x) = late.time_scale {
+        a.time_scale = x;
+    }
+    out.push(choice(
+        "time-scale",
+        a.time_scale.to_string(),
+        match late.time_scale {
+            Some(_) => format!(
+                "the default 0.1 stretched {ratio:.1}x with the app size, at most the \
+                 published periods (1.0): each round deletes and re-creates {ratio:.1}x the \
+                 bytes, so the group churns the default run's bytes per second, not \
+                 {ratio:.1}x them (docs/notes/2026-12-03-paper-scale.md)"
+            ),
+            None => kept("--time-scale"),
+        },
+    ));
     let app_gap = format!(
         "{} of arrays and a {} gap",
         scale::mib(app),
@@ -769,7 +773,6 @@ fn apply_scale(
             None => kept("--swap-size"),
         },
     ));
-    let ratio = app as f64 / scale::model_app_bytes() as f64;
     if let Some(d) = late.launch_every {
         a.launch_every = d;
     }
@@ -779,8 +782,7 @@ fn apply_scale(
         match late.launch_every {
             Some(_) => format!(
                 "the default 1400ms stretched {ratio:.1}x with the app size, so each app is \
-                 built and older ones paged out before the next (an estimate: three policies \
-                 in about 25-30 minutes; not yet measured)"
+                 built and older ones paged out before the next"
             ),
             None => kept("--launch-every"),
         },
@@ -1647,7 +1649,7 @@ mod tests {
         assert_eq!(a.swap_size, 5 << 30);
         assert_eq!(a.launch_every, Duration::from_secs(14));
         assert_eq!(a.duration, Duration::from_secs(500));
-        assert_eq!(a.time_scale, 0.1);
+        assert_eq!(a.time_scale, 1.0);
         assert_eq!(a.gc_max_free, 8 << 20);
         assert_eq!(a.defines, [("ARRAYS".to_owned(), 2560)]);
         let settings: Vec<&str> = choices.iter().map(|c| c.setting.as_str()).collect();
