@@ -94,8 +94,8 @@ pub fn swap_for(apps: usize, app_bytes: u64, gc_max_free: usize, budget: u64) ->
 /// Whole milliseconds for the interval, whole seconds for the duration.
 ///
 /// At the paper's size this gives a launch every 14 s and 500 s per policy: three
-/// policies of one heap in about 25 minutes (plus the launch phases and the settles), an
-/// estimate from the default run's 3-4 minutes; it must be confirmed by a measured run.
+/// policies of one heap took 25.9 minutes on a 2-core machine, launch phases and settles
+/// included (`docs/notes/2026-12-03-paper-scale.md`).
 pub fn stretched(app_bytes: u64) -> (Duration, Duration) {
     let ratio = app_bytes as f64 / model_app_bytes() as f64;
     let every = (MODEL_LAUNCH_EVERY.as_secs_f64() * ratio * 1000.0).round() as u64;
