@@ -15,11 +15,11 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use marvin::host::lmk::Killer;
-use marvin::host::lmk_policy::{AppState, Reason, Trigger};
-use marvin::host::pressure::{Level, PressureEvents};
-use marvin::host::swapdev::{self, SwapDevice};
-use marvin::host::{
+use marvin_machine::lmk::Killer;
+use marvin_machine::lmk_policy::{AppState, Reason, Trigger};
+use marvin_machine::pressure::{Level, PressureEvents};
+use marvin_machine::swapdev::{self, SwapDevice};
+use marvin_machine::{
     procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice,
     Version,
 };
@@ -160,7 +160,7 @@ fn child_process_role() {
 
 /// Starts an `alloc` child of `mib` MiB inside `group` and waits until it has touched
 /// its memory.
-fn start_allocator(group: &marvin::host::Group, mib: u64) -> Child {
+fn start_allocator(group: &marvin_machine::Group, mib: u64) -> Child {
     let mut child = group
         .spawn_inside(&mut child_command(&format!("alloc:{mib}")))
         .unwrap();
@@ -321,7 +321,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
     let Some(h) = hierarchy() else { return };
     let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let (_, out0) = marvin::host::memstat::machine_swap_pages().unwrap();
+    let (_, out0) = marvin_machine::memstat::machine_swap_pages().unwrap();
     // At a run's priority, the highest: the group's pages go to this file even if the
     // machine has other swap on.
     let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
@@ -351,7 +351,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
         mem.swap >> 20
     );
     let stat = group.stat().unwrap();
-    let (_, out1) = marvin::host::memstat::machine_swap_pages().unwrap();
+    let (_, out1) = marvin_machine::memstat::machine_swap_pages().unwrap();
     match group.version() {
         Version::V1 => assert!(
             stat.swap.unwrap() > 16 * MIB,

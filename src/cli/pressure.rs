@@ -13,21 +13,21 @@ use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{link, load, verify};
 use marvin_swap::policy::{PolicyConfig, RestoreMode};
 
-use super::paths;
-use super::plan::{self, Column, Shard, Sweep};
 use super::program::read_policy;
-use super::record::{self, ColumnRecord, Record, WorkloadRecord};
-use super::scale::{self, ScaleArg};
-use super::size::parse_size;
 use super::{EXIT_REJECTED, EXIT_USAGE};
-use crate::host::{cgroup, signals, swapdev};
-use crate::system::processes::{self, launcher, ProcessConfig, SettleMode};
-use crate::system::provenance::{self, Host};
-use crate::system::published::Published;
-use crate::system::workloads::Source;
-use crate::system::{self, summary, PolicySeries, Pressure, Summary, SystemConfig};
-use crate::{errln, out, outln};
+use marvin_console::size::parse_size;
+use marvin_console::{errln, out, outln};
+use marvin_machine::{cgroup, signals, swapdev};
 use marvin_runtime::duration::parse as parse_duration;
+use marvin_system::paths;
+use marvin_system::plan::{self, Column, Shard, Sweep};
+use marvin_system::processes::{self, launcher, ProcessConfig, SettleMode};
+use marvin_system::provenance::{self, Host};
+use marvin_system::published::Published;
+use marvin_system::record::{self, ColumnRecord, Record, WorkloadRecord};
+use marvin_system::scale::{self, ScaleArg, DEFAULT_BUDGET};
+use marvin_system::workloads::Source;
+use marvin_system::{self as system, summary, PolicySeries, Pressure, Summary, SystemConfig};
 
 /// Workload constants the small model sets unless `-D` says otherwise.
 const MODEL_DEFINES: &[(&str, i64)] = &[("ARRAYS", 256), ("STRIDE", 256)];
@@ -359,9 +359,6 @@ pub enum SettleArg {
     Wait,
     DropCaches,
 }
-
-/// The default budget (both modes).
-pub const DEFAULT_BUDGET: usize = 240 << 20;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCmd {
@@ -1056,7 +1053,7 @@ pub fn pressure(given: &PressureArgs) -> anyhow::Result<i32> {
     // The process mode holds the machine from the first policy to the last, so no other
     // real-mode run comes in between two of them.
     let _machine = match &mode {
-        Mode::Processes(_) => Some(crate::host::MachineLock::acquire()?),
+        Mode::Processes(_) => Some(marvin_machine::MachineLock::acquire()?),
         Mode::InProcess(_) => None,
     };
     // What runs that died left: in the process mode their cgroups (killing their apps)
@@ -1757,7 +1754,7 @@ mod tests {
     #[test]
     fn sizes_are_written_exactly() {
         for b in [1usize, 4096, 1000, 256 << 10, 2272 << 20, 5 << 30] {
-            assert_eq!(super::super::size::parse_size(&size_arg(b)), Ok(b), "{b}");
+            assert_eq!(marvin_console::size::parse_size(&size_arg(b)), Ok(b), "{b}");
         }
         assert_eq!(size_arg(2272 << 20), "2272m");
     }
