@@ -49,7 +49,7 @@ pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let policy = match &a.policy_file {
-        Some(f) => match super::program::read_policy(f) {
+        Some(f) => match marvin_system::experiment::read_policy(f) {
             Ok(p) => p,
             Err(code) => return Ok(code),
         },

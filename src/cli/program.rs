@@ -12,13 +12,14 @@ use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::{PolicyConfig, PolicyError};
+use marvin_swap::policy::PolicyConfig;
 
 use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 use marvin_console::output::{OutputError, EXIT_OUTPUT};
 use marvin_console::size::parse_size;
 use marvin_console::{errln, out};
 use marvin_machine::signals;
+use marvin_system::experiment::read_policy;
 use marvin_system::paths;
 
 /// Options shared by every command that loads a program.
@@ -165,21 +166,6 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, i32> {
     res.map_err(|e| {
         errln!("error: cannot read {}: {e}", path.display());
         EXIT_FAILURE
-    })
-}
-
-/// Reads a policy file: unreadable is status 1 (as every unreadable file), a bad policy
-/// status 2.
-pub fn read_policy(path: &Path) -> Result<PolicyConfig, i32> {
-    PolicyConfig::from_file(path).map_err(|e| match e {
-        PolicyError::Io { path, source } => {
-            errln!("error: cannot read {}: {source}", path.display());
-            EXIT_FAILURE
-        }
-        e => {
-            errln!("error: {e}");
-            EXIT_USAGE
-        }
     })
 }
 

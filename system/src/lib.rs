@@ -14,6 +14,7 @@
 pub mod activity;
 pub mod budget;
 pub mod engine;
+pub mod experiment;
 pub mod figure_style;
 pub mod guardian;
 pub mod launch;
