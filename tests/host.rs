@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use marvin_machine::lmk::Killer;
 use marvin_machine::lmk_policy::{AppState, Reason, Trigger};
-use marvin_machine::pressure::{Level, PressureEvents};
+use marvin_machine::psi::{Level, PsiEvents};
 use marvin_machine::swapdev::{self, SwapDevice};
 use marvin_machine::{
     procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice,
@@ -341,7 +341,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
             swappiness: Some(100),
         })
         .unwrap();
-    let mut events = PressureEvents::open(&group, Level::Low).unwrap();
+    let mut events = PsiEvents::open(&group, Level::Low).unwrap();
     // Twice the limit: half of it must go to swap.
     let mut child = start_allocator(&group, 64);
     let mem = procstat::mem(child.id()).unwrap();
@@ -460,7 +460,7 @@ fn psi_triggers_register_on_the_machine_pressure_file() {
         return println!("skipped: no PSI");
     }
     for level in [Level::Low, Level::Medium, Level::Critical] {
-        let mut ev = PressureEvents::open_psi(p, level).unwrap();
+        let mut ev = PsiEvents::open_psi(p, level).unwrap();
         // Waiting works (whether this shared machine stalls just now is not asserted).
         ev.wait(Duration::from_millis(1)).unwrap();
     }
@@ -470,7 +470,7 @@ fn psi_triggers_register_on_the_machine_pressure_file() {
 fn crossing_a_usage_threshold_wakes_the_watcher() {
     let Some(h) = hierarchy() else { return };
     let group = h.create(&Limits::hard(64 * MIB)).unwrap();
-    let Some(mut ev) = PressureEvents::usage_crossing(&group, 8 * MIB).unwrap() else {
+    let Some(mut ev) = PsiEvents::usage_crossing(&group, 8 * MIB).unwrap() else {
         assert_eq!(group.version(), Version::V2);
         return println!("skipped: cgroup v2 has no usage thresholds");
     };
@@ -496,7 +496,7 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
     if hierarchy().is_none() {
         return;
     }
-    let _one = machine_exclusive();
+    let (_one, lock) = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let cfg = MachineConfig {
         limits: Limits::hard(32 * MIB),
@@ -506,7 +506,7 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
         },
         state_dir: dir.path().join("state"),
     };
-    let machine = Machine::set_up(&cfg).unwrap();
+    let machine = Machine::set_up(&cfg, lock.clone()).unwrap();
     let group_path = machine.group().path().to_path_buf();
     let swap_path = machine.swap().unwrap().path().to_path_buf();
     assert!(group_path.exists());

@@ -2,7 +2,7 @@
 //! and reads back from the kernel. Each app runs as an OS process in one memory cgroup
 //! whose hard limit is the budget ([`cgroup`]); real Linux swap for the run ([`swapdev`]);
 //! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
-//! [`lmk_policy`], its pressure signals in [`pressure`]); per-process counters
+//! [`lmk_policy`], its pressure signals in [`psi`]); per-process counters
 //! ([`procstat`]); cgroup counters ([`memstat`]); the real-time UI thread of the app in
 //! front ([`uithread`]); the disks brought to rest before each policy ([`settle`]). Apart from the experiment,
 //! `marvin bench queue` places threads in cpu groups as Android places an app's threads
@@ -32,8 +32,8 @@ pub mod machine;
 pub mod machine_lock;
 pub mod memstat;
 pub mod owner;
-pub mod pressure;
 pub mod procstat;
+pub mod psi;
 pub mod settle;
 pub mod signals;
 pub mod swap_header;

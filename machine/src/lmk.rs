@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::cgroup::Group;
 use super::error::{HostError, Result};
 use super::lmk_policy::{self, AppState, Candidate, Reason, Sample, Trigger};
-use super::pressure::{self, PressureEvents, StallSource};
+use super::psi::{self, PsiEvents, StallSource};
 use super::swapdev::{self, SwapDevice};
 use super::{procstat, sys};
 
@@ -43,7 +43,7 @@ pub struct Killer<'g> {
     trigger: Trigger,
     /// What wakes the killer before its poll interval: critical pressure (when the
     /// trigger kills on it) and, on v1, the usage threshold crossing.
-    events: Vec<PressureEvents>,
+    events: Vec<PsiEvents>,
     /// Which of `events` is the complete-stall registration, and where it comes from.
     critical_at: Option<usize>,
     stall_source: Option<StallSource>,
@@ -57,7 +57,7 @@ pub struct Killer<'g> {
 
 impl<'g> Killer<'g> {
     /// A killer for `group`; with `trigger.on_critical` it registers for complete
-    /// stalls ([`PressureEvents::complete_stall`]), with a usage threshold for its
+    /// stalls ([`PsiEvents::complete_stall`]), with a usage threshold for its
     /// crossing where the kernel offers that (v1); an error if the kernel refuses a
     /// registration.
     pub fn new(group: &'g Group, trigger: Trigger) -> Result<Killer<'g>> {
@@ -66,13 +66,13 @@ impl<'g> Killer<'g> {
         let mut stall_source = None;
         if trigger.on_critical {
             critical_at = Some(events.len());
-            let (ev, source) = PressureEvents::complete_stall(group)?;
+            let (ev, source) = PsiEvents::complete_stall(group)?;
             events.push(ev);
             stall_source = Some(source);
         }
         if let Some(h) = trigger.headroom_bytes {
             let threshold = group.limit()?.saturating_sub(h);
-            events.extend(PressureEvents::usage_crossing(group, threshold)?);
+            events.extend(PsiEvents::usage_crossing(group, threshold)?);
         }
         Ok(Killer {
             group,
@@ -157,7 +157,7 @@ impl<'g> Killer<'g> {
             std::thread::sleep(interval);
             return Ok(false);
         }
-        let fired = pressure::wait_any(&mut self.events, interval)?;
+        let fired = psi::wait_any(&mut self.events, interval)?;
         Ok(self.critical_at.is_some_and(|i| fired[i]))
     }
 

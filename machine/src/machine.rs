@@ -61,13 +61,12 @@ pub struct SwapTraffic {
 }
 
 impl Machine {
-    /// Checks for root and a memory controller, installs the stop-signal handlers, takes
-    /// the machine (waiting for another real-mode run to end), sweeps what dead runs
-    /// left, then creates the swap and the group.
-    pub fn set_up(cfg: &MachineConfig) -> Result<Machine> {
+    /// Checks for root and a memory controller, installs the stop-signal handlers, sweeps
+    /// what dead runs left, then creates the swap and the group; `lock` is the caller's
+    /// hold on the machine, kept until the swap is off.
+    pub fn set_up(cfg: &MachineConfig, lock: Arc<MachineLock>) -> Result<Machine> {
         let hierarchy = Hierarchy::available()?;
         signals::install().map_err(|e| super::HostError::io("installing", "signal handlers", e))?;
-        let lock = MachineLock::acquire()?;
         let mut swept = hierarchy.sweep()?;
         let file_dirs: Vec<&std::path::Path> = match &cfg.swap {
             SwapChoice::File { dir, .. } => vec![dir.as_path()],

@@ -35,7 +35,7 @@ use super::reclaim::{ARRAY_BYTES, ARRAY_WORDS};
 use super::{finish, median, CommonArgs, Sample};
 use marvin_console::size::parse_size;
 use marvin_system::budget::{Budget, BudgetHook, Member};
-use marvin_system::Pressure;
+use marvin_system::PressurePolicy;
 
 #[derive(Debug, Args)]
 #[command(mut_arg("reps", |a| a.default_value("3")))]
@@ -103,7 +103,7 @@ fn alloc_arrays(app: &App, n: u64) -> anyhow::Result<Vec<Handle>> {
 impl World {
     /// Builds the background apps for `pressure` (none for `None`, the free case) and a
     /// foreground app; the budget is `bytes` (or unlimited when free).
-    fn build(pressure: Option<Pressure>, bytes: u64) -> anyhow::Result<World> {
+    fn build(pressure: Option<PressurePolicy>, bytes: u64) -> anyhow::Result<World> {
         let loaded = loaded()?;
         let dir = tempfile::tempdir().context("creating the swap directory")?;
         let kills = Arc::new(AtomicU64::new(0));
@@ -122,13 +122,13 @@ impl World {
             let foreground = id == background;
             let app = new_app(&loaded, if foreground { arrays } else { per_app })?;
             let name = format!("app{id}");
-            if let Some(mode) = pressure.and_then(Pressure::swap_mode) {
+            if let Some(mode) = pressure.and_then(PressurePolicy::swap_mode) {
                 app.enable_swap(dir.path(), &name, policy.clone(), mode)?;
             }
             if !foreground {
                 let handles = alloc_arrays(&app, per_app)?;
                 std::mem::forget(handles); // kept alive by the app's handle table
-                if pressure == Some(Pressure::Marvin) {
+                if pressure == Some(PressurePolicy::Marvin) {
                     app.enter_background()?;
                     let saved = app.save_now(true)?;
                     ensure!(
@@ -160,7 +160,7 @@ impl World {
         };
         let budget = Arc::new(Budget::new(
             limit,
-            pressure.unwrap_or(Pressure::Marvin),
+            pressure.unwrap_or(PressurePolicy::Marvin),
             policy,
             Box::new(move |_| {
                 k.fetch_add(1, Ordering::Relaxed);
@@ -210,8 +210,8 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
     )];
     for (name, pressure) in [
         (FREE, None),
-        ("marvin", Some(Pressure::Marvin)),
-        ("page-swap", Some(Pressure::PageSwap)),
+        ("marvin", Some(PressurePolicy::Marvin)),
+        ("page-swap", Some(PressurePolicy::PageSwap)),
     ] {
         let mut times = Vec::new();
         let (mut kills, mut over, mut reclaimed) = (0, 0, 0);

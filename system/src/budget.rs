@@ -28,7 +28,7 @@ use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
 use marvin_swap::reclaimer;
 use parking_lot::Mutex;
 
-use super::Pressure;
+use super::PressurePolicy;
 
 /// What one make-room call asks for at least, as a kernel reclaims towards a watermark
 /// rather than page by page (4 MiB: 1,024 pages), so that a run of small allocations
@@ -61,7 +61,7 @@ pub struct PressureStats {
 /// The budget shared by every app of a run.
 pub struct Budget {
     pub limit: u64,
-    pub pressure: Pressure,
+    pub pressure: PressurePolicy,
     pub members: Mutex<Vec<Arc<Member>>>,
     /// Marvin's policy: victim order and batch size of the reclaimer.
     policy: Arc<dyn SwapPolicy>,
@@ -84,7 +84,7 @@ pub struct Budget {
 impl Budget {
     pub fn new(
         limit: u64,
-        pressure: Pressure,
+        pressure: PressurePolicy,
         policy: Arc<dyn SwapPolicy>,
         kill: Box<dyn Fn(usize) + Send + Sync>,
     ) -> Budget {
@@ -311,15 +311,15 @@ impl Budget {
             return 0;
         }
         match self.pressure {
-            Pressure::Kill | Pressure::KernelSwap => 0,
-            Pressure::Marvin => {
+            PressurePolicy::Kill | PressurePolicy::KernelSwap => 0,
+            PressurePolicy::Marvin => {
                 let victims = self.marvin_victims(Some(app));
                 self.take(victims, short, &|a, want| {
                     a.reclaim(self.policy.reclaim_batch_bytes(want))
                         .map_or(0, |r| r.bytes)
                 })
             }
-            Pressure::PageSwap => {
+            PressurePolicy::PageSwap => {
                 let order = self.lru_background(Some(app));
                 self.take(order, short, &|a, want| a.page_out(want).bytes)
             }
@@ -332,10 +332,10 @@ impl Budget {
         let requester = self.member_of(heap);
         match self.pressure {
             // Kernel swap never runs in this model (`system::run` refuses it).
-            Pressure::Kill | Pressure::KernelSwap => self.kill_for(requester, bytes),
+            PressurePolicy::Kill | PressurePolicy::KernelSwap => self.kill_for(requester, bytes),
             // Saved, clean, cold objects of background apps, in the policy's order,
             // at most the policy's batch from each; then the killer.
-            Pressure::Marvin => {
+            PressurePolicy::Marvin => {
                 let victims = self.marvin_victims(requester);
                 let got = self.take(victims, short, &|a, want| {
                     a.reclaim(self.policy.reclaim_batch_bytes(want))
@@ -345,7 +345,7 @@ impl Budget {
             }
             // Any page run, background apps first, then the foreground ones with the
             // requester last: a kernel's LRU spans every process.
-            Pressure::PageSwap => {
+            PressurePolicy::PageSwap => {
                 let mut order = self.lru_background(requester);
                 let (fg, rest): (Vec<_>, Vec<_>) = self
                     .alive()
@@ -422,7 +422,7 @@ mod tests {
         // Full: the foreground app's next array does not fit.
         let budget = Arc::new(Budget::new(
             total,
-            Pressure::Marvin,
+            PressurePolicy::Marvin,
             policy.clone(),
             Box::new(|_| {}),
         ));

@@ -22,7 +22,7 @@ use super::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::timeline::Timeline;
-use super::{Pressure, SystemConfig};
+use super::{PressurePolicy, SystemConfig};
 use marvin_machine::{signals, uithread};
 
 /// An app instance slot: the app while it lives, and what is known of it after.
@@ -62,7 +62,7 @@ struct Retired {
 /// callback and the sampler.
 struct Run {
     cfg: SystemConfig,
-    pressure: Pressure,
+    pressure: PressurePolicy,
     loaded: Arc<Loaded>,
     policy: Arc<PolicyConfig>,
     slots: Mutex<Vec<Slot>>,
@@ -99,7 +99,7 @@ pub type Progress<'a> = &'a (dyn Fn(Duration, u32, u32, u64, u64) + Sync);
 /// Runs one policy and returns its summary and time series.
 pub fn run_policy(
     cfg: &SystemConfig,
-    pressure: Pressure,
+    pressure: PressurePolicy,
     loaded: Arc<Loaded>,
     policy: Arc<PolicyConfig>,
     progress: Progress<'_>,
@@ -220,10 +220,10 @@ pub fn run_policy(
 impl Run {
     fn app_config(&self, id: usize) -> RunConfig {
         let policy_index = match self.pressure {
-            Pressure::Kill => 1,
-            Pressure::PageSwap => 2,
-            Pressure::Marvin => 3,
-            Pressure::KernelSwap => 4,
+            PressurePolicy::Kill => 1,
+            PressurePolicy::PageSwap => 2,
+            PressurePolicy::Marvin => 3,
+            PressurePolicy::KernelSwap => 4,
         };
         RunConfig {
             trace: self.cfg.tracer.as_ref().map(|tracer| TraceTarget {
@@ -407,7 +407,7 @@ impl Run {
                 let mut restored_objects = 0;
                 // Its heap task leaves the launch alone until the frame.
                 app.begin_launch_quiet();
-                if self.pressure == Pressure::Marvin {
+                if self.pressure == PressurePolicy::Marvin {
                     if let Ok(t) = app.enter_foreground() {
                         restored_objects = t.objects;
                     }
@@ -459,7 +459,7 @@ impl Run {
         member
             .last_foreground_ns
             .store(self.start.elapsed().as_nanos() as u64, Ordering::SeqCst);
-        if let (Some(app), Pressure::Marvin) = (app, self.pressure) {
+        if let (Some(app), PressurePolicy::Marvin) = (app, self.pressure) {
             if member.alive.load(Ordering::SeqCst) {
                 let _ = app.enter_background();
             }

@@ -153,13 +153,21 @@ fn left_on_the_machine(owner: Owner) -> bool {
 /// and their swap; then their temporary directories in `dirs`.
 pub fn sweep_dead_runs(machine: bool, dirs: &[PathBuf]) -> anyhow::Result<()> {
     if machine {
-        let _lock = MachineLock::acquire()?;
+        let _lock = take_machine()?;
         sweep_machine()?;
     }
     for d in dirs {
         super::tempdirs::sweep(d, None);
     }
     Ok(())
+}
+
+/// Takes the machine, waiting while another real-mode run holds it: the one place marvin
+/// takes the [`MachineLock`]. A process-mode experiment holds it from before its sweep
+/// to its last policy's end and passes the hold down (to the process mode's runner, and
+/// from there to [`marvin_machine::Machine::set_up`]); a guardian holds it for its sweep.
+pub fn take_machine() -> anyhow::Result<std::sync::Arc<MachineLock>> {
+    Ok(MachineLock::acquire()?)
 }
 
 /// The machine part of [`sweep_dead_runs`]; the caller holds the machine lock.

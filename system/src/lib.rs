@@ -1,11 +1,13 @@
-//! The System: many apps in one process under one memory budget, and the pressure
-//! experiment that compares three ways of handling pressure on the same workload.
+//! The System: many apps under one memory budget, and the pressure experiment that
+//! compares ways of handling memory pressure ([`PressurePolicy`]) on the same workload.
 //!
-//! [`run`] is the front door: it runs each chosen [`Pressure`] policy one after the
-//! other on identical settings ([`SystemConfig`]) and returns their summaries and time
-//! series. The engine ([`engine`]) owns the apps, the activity manager and the sampler;
-//! [`budget`] the shared budget and the pressure policies; [`activity`] when an app
-//! counts as active; [`launch`] the launch phase and its latencies; [`summary`], [`series`] and [`plot`] the results.
+//! [`experiment::run`] is the experiment's one entry point (`marvin pressure`): it
+//! resolves its flags into a plan ([`plan`]), runs every run of it and writes the results
+//! ([`record`], [`summary`], [`series`], [`plot`]). A run of one policy goes through
+//! [`run`] with the apps as threads of this process (the engine, [`engine`]) or through
+//! [`processes::run`] with every app a process of its own. [`budget`] holds the shared
+//! budget and the policies; [`activity`] when an app counts as active; [`launch`] the
+//! launch phase and its latencies.
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
 // error handled): `print!` and `eprint!` panic when the stream cannot be written.
@@ -48,7 +50,7 @@ pub use summary::Summary;
 
 /// How memory pressure is handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Pressure {
+pub enum PressurePolicy {
     /// Android's low-memory killer.
     Kill,
     /// A model of a Linux swap file inside the runtime: page-granular, synchronous, on
@@ -60,13 +62,13 @@ pub enum Pressure {
     Marvin,
 }
 
-impl Pressure {
+impl PressurePolicy {
     pub fn name(self) -> &'static str {
         match self {
-            Pressure::Kill => "kill",
-            Pressure::PageSwap => "page-swap",
-            Pressure::KernelSwap => "kernel-swap",
-            Pressure::Marvin => "marvin",
+            PressurePolicy::Kill => "kill",
+            PressurePolicy::PageSwap => "page-swap",
+            PressurePolicy::KernelSwap => "kernel-swap",
+            PressurePolicy::Marvin => "marvin",
         }
     }
 
@@ -74,18 +76,18 @@ impl Pressure {
     pub fn swap_mode(self) -> Option<marvin_app::SwapMode> {
         match self {
             // Kernel swap is the kernel's business: the app runs a plain heap.
-            Pressure::Kill | Pressure::KernelSwap => None,
-            Pressure::PageSwap => Some(marvin_app::SwapMode::PageSwap),
-            Pressure::Marvin => Some(marvin_app::SwapMode::Objects),
+            PressurePolicy::Kill | PressurePolicy::KernelSwap => None,
+            PressurePolicy::PageSwap => Some(marvin_app::SwapMode::PageSwap),
+            PressurePolicy::Marvin => Some(marvin_app::SwapMode::Objects),
         }
     }
 
-    pub fn parse(s: &str) -> Result<Pressure, String> {
+    pub fn parse(s: &str) -> Result<PressurePolicy, String> {
         match s.trim() {
-            "kill" => Ok(Pressure::Kill),
-            "page-swap" | "pageswap" => Ok(Pressure::PageSwap),
-            "kernel-swap" => Ok(Pressure::KernelSwap),
-            "marvin" => Ok(Pressure::Marvin),
+            "kill" => Ok(PressurePolicy::Kill),
+            "page-swap" | "pageswap" => Ok(PressurePolicy::PageSwap),
+            "kernel-swap" => Ok(PressurePolicy::KernelSwap),
+            "marvin" => Ok(PressurePolicy::Marvin),
             other => Err(format!(
                 "unknown policy '{other}' (expected kill, page-swap, kernel-swap or marvin)"
             )),
@@ -123,12 +125,12 @@ pub struct SystemConfig {
 /// accounted bytes) as each run goes.
 pub fn run(
     cfg: &SystemConfig,
-    policies: &[Pressure],
+    policies: &[PressurePolicy],
     loaded: Arc<Loaded>,
     policy: Arc<PolicyConfig>,
-    progress: &(dyn Fn(Pressure, Duration, u32, u32, u64, u64) + Sync),
+    progress: &(dyn Fn(PressurePolicy, Duration, u32, u32, u64, u64) + Sync),
 ) -> anyhow::Result<Vec<(Summary, PolicySeries)>> {
-    if let Some(p) = policies.iter().find(|p| **p == Pressure::KernelSwap) {
+    if let Some(p) = policies.iter().find(|p| **p == PressurePolicy::KernelSwap) {
         anyhow::bail!(
             "{} is real Linux swap and runs only in the process mode (--mode processes); \
              the in-process model's swap baseline is page-swap",
@@ -174,7 +176,7 @@ impl RunDir {
 /// name by which the next run's sweep ([`tempdirs::sweep`]) knows it for a dead run's.
 pub(crate) fn policy_dir(
     swap_dir: Option<&std::path::Path>,
-    pressure: Pressure,
+    pressure: PressurePolicy,
     prefix: &str,
 ) -> anyhow::Result<RunDir> {
     if let Some(d) = swap_dir {

@@ -10,7 +10,7 @@
 use marvin_swap::policy::PolicyConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::Pressure;
+use crate::PressurePolicy;
 
 /// One column of the table: a pressure policy and the swap policy it runs with.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,7 +18,7 @@ pub struct Column {
     /// `kill`, `page-swap`, `kernel-swap`, `marvin`, or `marvin:NAME` for a variant or
     /// sweep point.
     pub label: String,
-    pub pressure: Pressure,
+    pub pressure: PressurePolicy,
     /// The swap policy before `--time-scale` (the experiment scales it).
     pub policy: PolicyConfig,
 }
@@ -161,12 +161,13 @@ pub fn set_knob(policy: &PolicyConfig, key: &str, value: &str) -> Result<PolicyC
 /// variant (`marvin:NAME`, in the order given), and each of those one per point of the
 /// sweeps' grid (`marvin:KEY=V` or `marvin:NAME:KEY=V,KEY2=W`).
 pub fn columns(
-    pressures: &[Pressure],
+    pressures: &[PressurePolicy],
     base: &PolicyConfig,
     variants: &[(String, PolicyConfig)],
     sweeps: &[Sweep],
 ) -> Result<Vec<Column>, String> {
-    if (!variants.is_empty() || !sweeps.is_empty()) && !pressures.contains(&Pressure::Marvin) {
+    if (!variants.is_empty() || !sweeps.is_empty()) && !pressures.contains(&PressurePolicy::Marvin)
+    {
         return Err(
             "--variant and --sweep vary Marvin's policy, but marvin is not among the policies run"
                 .into(),
@@ -178,7 +179,7 @@ pub fn columns(
     }
     let mut out = Vec::new();
     for &p in pressures {
-        if p != Pressure::Marvin {
+        if p != PressurePolicy::Marvin {
             out.push(Column {
                 label: p.name().to_owned(),
                 pressure: p,
@@ -295,7 +296,11 @@ mod tests {
     #[test]
     fn variants_and_sweeps_make_labelled_marvin_columns() {
         let base = PolicyConfig::default();
-        let all = [Pressure::Kill, Pressure::PageSwap, Pressure::Marvin];
+        let all = [
+            PressurePolicy::Kill,
+            PressurePolicy::PageSwap,
+            PressurePolicy::Marvin,
+        ];
         let plain = columns(&all, &base, &[], &[]).unwrap();
         let labels = |c: &[Column]| c.iter().map(|c| c.label.clone()).collect::<Vec<_>>();
         assert_eq!(labels(&plain), ["kill", "page-swap", "marvin"]);
@@ -320,7 +325,7 @@ mod tests {
         assert_ne!(cols[4].policy, cols[5].policy);
         let swept = columns(&all, &base, &[], &[sweep]).unwrap();
         assert_eq!(labels(&swept)[2], "marvin:restore.mode=eager");
-        assert!(columns(&[Pressure::Kill], &base, &variants, &[]).is_err());
+        assert!(columns(&[PressurePolicy::Kill], &base, &variants, &[]).is_err());
         let twice = vec![
             ("a".to_owned(), base.clone()),
             ("a".to_owned(), base.clone()),

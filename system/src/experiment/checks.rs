@@ -8,7 +8,7 @@ use marvin_machine::swapdev;
 use super::flags::{PressureArgs, SwapDeviceArg};
 use crate::paths;
 use crate::plan::{self, Column};
-use crate::Pressure;
+use crate::PressurePolicy;
 
 /// The smallest `--budget`: below it not even one app's heap fits.
 pub const MIN_BUDGET: usize = 1 << 20;
@@ -101,11 +101,11 @@ pub(super) fn check_room(
     for r in runs {
         let p = columns[r.column].pressure;
         let files = match p {
-            Pressure::Kill => false,
-            Pressure::KernelSwap => a.swap_device == SwapDeviceArg::File,
-            Pressure::PageSwap | Pressure::Marvin => true,
+            PressurePolicy::Kill => false,
+            PressurePolicy::KernelSwap => a.swap_device == SwapDeviceArg::File,
+            PressurePolicy::PageSwap | PressurePolicy::Marvin => true,
         };
-        swap_file |= processes && p == Pressure::KernelSwap && files;
+        swap_file |= processes && p == PressurePolicy::KernelSwap && files;
         if files && !swapping.contains(&p.name()) {
             swapping.push(p.name());
         }
@@ -114,7 +114,7 @@ pub(super) fn check_room(
         && a.swap_device == SwapDeviceArg::Zram
         && runs
             .iter()
-            .any(|r| columns[r.column].pressure == Pressure::KernelSwap);
+            .any(|r| columns[r.column].pressure == PressurePolicy::KernelSwap);
     if zram {
         if let Err(e) = swapdev::zram_free() {
             return Err(paths::PathError {

@@ -6,7 +6,7 @@ use marvin_swap::policy::PolicyConfig;
 use super::flags::{to_args, PolicyChoice, PressureArgs};
 use crate::plan::{self, Column};
 use crate::record::Record;
-use crate::Pressure;
+use crate::PressurePolicy;
 
 /// The experiment a config record holds, with `given`'s output flags; an error when
 /// `given` sets anything else (the record decides every setting).
@@ -52,7 +52,7 @@ pub(super) fn new_columns(
     }
     let plain_marvin = choices
         .iter()
-        .any(|c| c.pressure == Pressure::Marvin && c.restore.is_none());
+        .any(|c| c.pressure == PressurePolicy::Marvin && c.restore.is_none());
     if (!variants.is_empty() || !a.sweep.is_empty()) && !plain_marvin {
         return Err(
             "--variant and --sweep vary Marvin's policy, but marvin is not among the policies run"
@@ -61,7 +61,7 @@ pub(super) fn new_columns(
     }
     let mut out = Vec::new();
     for c in choices {
-        let marvin = c.pressure == Pressure::Marvin;
+        let marvin = c.pressure == PressurePolicy::Marvin;
         match c.restore {
             None => out.extend(plan::columns(
                 &[c.pressure],
@@ -74,7 +74,7 @@ pub(super) fn new_columns(
                 policy.restore.mode = mode;
                 out.push(Column {
                     label: c.name().to_owned(),
-                    pressure: Pressure::Marvin,
+                    pressure: PressurePolicy::Marvin,
                     policy,
                 });
             }
@@ -90,7 +90,7 @@ pub(super) fn recorded_columns(rec: &Record) -> Result<Vec<Column>, String> {
         .map(|c| {
             Ok(Column {
                 label: c.label.clone(),
-                pressure: Pressure::parse(&c.pressure)?,
+                pressure: PressurePolicy::parse(&c.pressure)?,
                 policy: c.policy.clone(),
             })
         })

@@ -20,7 +20,7 @@ use crate::provenance::{self, Host};
 use crate::record::{self, ColumnRecord, Record, WorkloadRecord};
 use crate::scale::{ScaleArg, DEFAULT_BUDGET};
 use crate::workloads::Source;
-use crate::{summary, PolicySeries, Pressure, Summary, SystemConfig};
+use crate::{summary, PolicySeries, PressurePolicy, Summary, SystemConfig};
 
 use super::checks::{check_args, check_room};
 use super::columns::{from_record, new_columns, recorded_columns};
@@ -143,8 +143,16 @@ pub fn run(given: &PressureArgs) -> anyhow::Result<i32> {
     };
     let choices: Vec<PolicyChoice> = if a.policy.is_empty() {
         let three = match mode {
-            Mode::Processes(_) => [Pressure::Kill, Pressure::KernelSwap, Pressure::Marvin],
-            Mode::InProcess(_) => [Pressure::Kill, Pressure::PageSwap, Pressure::Marvin],
+            Mode::Processes(_) => [
+                PressurePolicy::Kill,
+                PressurePolicy::KernelSwap,
+                PressurePolicy::Marvin,
+            ],
+            Mode::InProcess(_) => [
+                PressurePolicy::Kill,
+                PressurePolicy::PageSwap,
+                PressurePolicy::Marvin,
+            ],
         };
         three
             .into_iter()
@@ -156,10 +164,10 @@ pub fn run(given: &PressureArgs) -> anyhow::Result<i32> {
     } else {
         a.policy.clone()
     };
-    let policies: Vec<Pressure> = choices.iter().map(|c| c.pressure).collect();
+    let policies: Vec<PressurePolicy> = choices.iter().map(|c| c.pressure).collect();
     let refused = match mode {
-        Mode::Processes(_) => Pressure::PageSwap,
-        Mode::InProcess(_) => Pressure::KernelSwap,
+        Mode::Processes(_) => PressurePolicy::PageSwap,
+        Mode::InProcess(_) => PressurePolicy::KernelSwap,
     };
     if policies.contains(&refused) {
         errln!(
@@ -286,8 +294,8 @@ pub fn run(given: &PressureArgs) -> anyhow::Result<i32> {
     let lines = !std::io::stderr().is_terminal() && !a.quiet;
     // The process mode holds the machine from the first policy to the last, so no other
     // real-mode run comes in between two of them.
-    let _machine = match &mode {
-        Mode::Processes(_) => Some(marvin_machine::MachineLock::acquire()?),
+    let machine = match &mode {
+        Mode::Processes(_) => Some(crate::guardian::take_machine()?),
         Mode::InProcess(_) => None,
     };
     // What runs that died left: in the process mode their cgroups (killing their apps)
@@ -359,7 +367,7 @@ pub fn run(given: &PressureArgs) -> anyhow::Result<i32> {
             "kills"
         };
         let progress =
-            |_: Pressure, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
+            |_: PressurePolicy, t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
                 bar.set_position(t.as_millis() as u64);
                 bar.set_message(format!(
                 "alive {alive:>3}  active {active:>3}  {deaths} {kills:>3}  resident {:>6.1} MiB",
@@ -394,6 +402,9 @@ pub fn run(given: &PressureArgs) -> anyhow::Result<i32> {
             ),
             Mode::Processes(_) => {
                 let pcfg = ProcessConfig {
+                    machine: machine
+                        .clone()
+                        .context("the process mode holds the machine")?,
                     headroom: ProcessConfig::default_headroom(budget as u64),
                     system: cfg.clone(),
                     exe: launcher::app_exe()?,

@@ -13,7 +13,7 @@ use marvin_swap::policy::RestoreMode;
 
 use crate::plan::{self, Shard, Sweep};
 use crate::scale::ScaleArg;
-use crate::Pressure;
+use crate::PressurePolicy;
 
 #[derive(Clone, Debug, Args)]
 pub struct PressureArgs {
@@ -157,7 +157,7 @@ pub fn given_ids(m: &clap::ArgMatches) -> Vec<String> {
 /// One policy to run: a pressure policy, for marvin with a restore mode of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PolicyChoice {
-    pub pressure: Pressure,
+    pub pressure: PressurePolicy,
     /// Overrides the policy file's `[restore] mode` (marvin-eager, marvin-on-demand).
     pub restore: Option<RestoreMode>,
 }
@@ -168,7 +168,7 @@ impl PolicyChoice {
             "marvin-eager" => Some(RestoreMode::Eager),
             "marvin-on-demand" => Some(RestoreMode::OnDemand),
             other => {
-                return Pressure::parse(other)
+                return PressurePolicy::parse(other)
                     .map(|pressure| PolicyChoice {
                         pressure,
                         restore: None,
@@ -177,7 +177,7 @@ impl PolicyChoice {
             }
         };
         Ok(PolicyChoice {
-            pressure: Pressure::Marvin,
+            pressure: PressurePolicy::Marvin,
             restore,
         })
     }

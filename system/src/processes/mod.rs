@@ -22,25 +22,24 @@ pub use run::{ProcessConfig, SettleMode};
 
 use anyhow::Context;
 
-use super::{PolicySeries, Pressure, Summary};
+use super::{PolicySeries, PressurePolicy, Summary};
 
 /// Runs every policy in turn in the process mode; `progress` as for
 /// [`super::run`].
 pub fn run(
     cfg: &ProcessConfig,
-    policies: &[Pressure],
-    progress: &(dyn Fn(Pressure, std::time::Duration, u32, u32, u64, u64) + Sync),
+    policies: &[PressurePolicy],
+    progress: &(dyn Fn(PressurePolicy, std::time::Duration, u32, u32, u64, u64) + Sync),
 ) -> anyhow::Result<Vec<(Summary, PolicySeries)>> {
-    if let Some(p) = policies.iter().find(|p| **p == Pressure::PageSwap) {
+    if let Some(p) = policies.iter().find(|p| **p == PressurePolicy::PageSwap) {
         anyhow::bail!(
             "{} is the in-process model's swap baseline; the process mode runs real \
              Linux swap as kernel-swap",
             p.name()
         );
     }
-    // The machine is this run's from before the first settle to the last policy's end,
-    // so no other real-mode run comes in between.
-    let _machine = marvin_machine::MachineLock::acquire()?;
+    // The machine is this run's from before the first settle to the last policy's end
+    // (`cfg.machine`, held by the experiment), so no other real-mode run comes in between.
     // The System's pages stay in memory, as lmkd's do: a fault on its code or on an app's
     // reclaim table would wait for the disk the apps keep busy (seconds, measured).
     let _locked = match marvin_machine::sys::lock_memory() {
@@ -66,7 +65,7 @@ pub fn run(
 /// Brings the disks to rest before `p` starts, as `mode` asks, and says what it found.
 fn settle_before(
     mode: SettleMode,
-    p: Pressure,
+    p: PressurePolicy,
 ) -> anyhow::Result<Option<marvin_machine::settle::Settled>> {
     use marvin_machine::settle;
     let drop_caches = match mode {

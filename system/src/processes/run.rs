@@ -42,7 +42,7 @@ use crate::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::series::{PolicySeries, SeriesPoint};
 use crate::summary::{AppRecord, Crash, Summary};
 use crate::timeline::{self, Timeline};
-use crate::{Pressure, SystemConfig};
+use crate::{PressurePolicy, SystemConfig};
 use marvin_machine::lmk_policy::{AppState, Trigger};
 use marvin_machine::machine::{Machine, MachineConfig, SwapChoice};
 use marvin_machine::{cgroup, lmk, procstat, signals, swapdev, uithread};
@@ -80,6 +80,9 @@ const SWAP_NAME: &str = "swap";
 /// What the process mode adds to the shared settings.
 #[derive(Clone, Debug)]
 pub struct ProcessConfig {
+    /// The machine, held by the experiment from before its sweep to its last policy's
+    /// end ([`crate::guardian::take_machine`]).
+    pub machine: Arc<marvin_machine::MachineLock>,
     pub system: SystemConfig,
     /// The program apps are started with (`marvin`).
     pub exe: PathBuf,
@@ -164,17 +167,17 @@ struct Ended {
 /// Runs one policy in the process mode.
 pub fn run_policy(
     cfg: &ProcessConfig,
-    pressure: Pressure,
+    pressure: PressurePolicy,
     progress: crate::engine::Progress<'_>,
 ) -> anyhow::Result<(Summary, PolicySeries)> {
     let sys = &cfg.system;
     let run_dir = crate::policy_dir(sys.swap_dir.as_deref(), pressure, "marvin-processes-")?;
     let swap = match (pressure, cfg.swap_device) {
-        (Pressure::KernelSwap, swapdev::Kind::File) => SwapChoice::File {
+        (PressurePolicy::KernelSwap, swapdev::Kind::File) => SwapChoice::File {
             dir: run_dir.path().to_path_buf(),
             bytes: cfg.swap_bytes,
         },
-        (Pressure::KernelSwap, swapdev::Kind::Zram) => SwapChoice::Zram {
+        (PressurePolicy::KernelSwap, swapdev::Kind::Zram) => SwapChoice::Zram {
             bytes: cfg.swap_bytes,
         },
         _ => SwapChoice::None,
@@ -182,14 +185,17 @@ pub fn run_policy(
     // Only kernel-swap swaps: the other policies' groups are kept off any swap the
     // machine may have (v1 swappiness 0), as a phone without swap would be.
     let limits = cgroup::Limits {
-        swappiness: (pressure != Pressure::KernelSwap).then_some(0),
+        swappiness: (pressure != PressurePolicy::KernelSwap).then_some(0),
         ..cgroup::Limits::hard(sys.budget as u64)
     };
-    let machine = Machine::set_up(&MachineConfig {
-        limits,
-        swap,
-        state_dir: swapdev::default_state_dir(),
-    })
+    let machine = Machine::set_up(
+        &MachineConfig {
+            limits,
+            swap,
+            state_dir: swapdev::default_state_dir(),
+        },
+        cfg.machine.clone(),
+    )
     .context("setting up the run's cgroup and swap")?;
     // The control loop runs real-time, as lmkd does, so that on a busy machine its killer
     // and reclaimer still act before the kernel's OOM killer must; where that is not
@@ -207,7 +213,7 @@ pub fn run_policy(
     let trigger = match pressure {
         // lmkd's PSI strategy: a complete stall, or swap below lmkd's
         // swap_free_low_percentage (10 % of the device) while memory is low too.
-        Pressure::KernelSwap => Trigger::pressure()
+        PressurePolicy::KernelSwap => Trigger::pressure()
             .with_swap_free_low(cfg.swap_bytes / 10)
             .with_swap_low_needing_headroom(cfg.headroom),
         _ => Trigger::usage(cfg.headroom),
@@ -223,7 +229,7 @@ pub fn run_policy(
         );
     }
     let pass_delay = reclaimer::Settings::pass_delay_from_env();
-    if !pass_delay.is_zero() && pressure == Pressure::Marvin {
+    if !pass_delay.is_zero() && pressure == PressurePolicy::Marvin {
         marvin_console::errln!(
             "marvin: every reclaim pass sleeps {} ms first ({} is set)",
             pass_delay.as_millis(),
@@ -243,7 +249,7 @@ pub fn run_policy(
         // Marvin's reclaimer acts on its own thread, so the killer and the sampler never
         // wait behind a pass.
         let (link, reclaimer) = match pressure {
-            Pressure::Marvin => {
+            PressurePolicy::Marvin => {
                 let settings = reclaimer::Settings {
                     limit: sys.budget as u64,
                     headroom: cfg.headroom,
@@ -341,7 +347,7 @@ pub fn run_policy(
 
 struct Run<'a> {
     cfg: &'a ProcessConfig,
-    pressure: Pressure,
+    pressure: PressurePolicy,
     group: &'a cgroup::Group,
     machine: &'a Machine,
     killer: lmk::Killer<'a>,
@@ -446,7 +452,7 @@ impl Run<'_> {
             let kill = if self.lmk_off {
                 self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
                 None
-            } else if self.pressure == Pressure::Marvin {
+            } else if self.pressure == PressurePolicy::Marvin {
                 // The reclaimer works on its own thread; the killer decides on the
                 // working set now and on what the reclaimer's last pass found.
                 let wait = self.trace.as_ref().map(SystemTrace::wait);
@@ -471,8 +477,8 @@ impl Run<'_> {
                     .as_ref()
                     .is_some_and(|r| r.shared().short() && !r.shared().held_up(boottime_ns()));
                 let why = match self.pressure {
-                    Pressure::Marvin if short => "nothing-reclaimable",
-                    Pressure::Marvin => "reclaim-behind",
+                    PressurePolicy::Marvin if short => "nothing-reclaimable",
+                    PressurePolicy::Marvin => "reclaim-behind",
                     _ => kill.reason.name(),
                 };
                 *self.kill_reasons.entry(why.to_string()).or_default() += 1;
@@ -534,7 +540,7 @@ impl Run<'_> {
             a.push("-D".into());
             a.push(format!("{k}={v}"));
         }
-        let mode = if self.pressure == Pressure::Marvin {
+        let mode = if self.pressure == PressurePolicy::Marvin {
             "marvin"
         } else {
             "plain"

@@ -26,7 +26,7 @@ use marvin_runtime::cpuclock::current_tid;
 use marvin_runtime::trace::{ArgValue, Tracer, TrackId};
 use parking_lot::Mutex;
 
-use crate::Pressure;
+use crate::PressurePolicy;
 
 /// The name of an app life's trace file in its directory: `trace-LIFE.perfetto-trace`.
 const FILE_PREFIX: &str = "trace-";
@@ -168,7 +168,7 @@ impl Drop for Span {
 
 /// One policy's trace on the control loop's side: its tracks, and the lives of its apps.
 pub struct SystemTrace {
-    policy: Pressure,
+    policy: PressurePolicy,
     tracks: Tracks,
     control: ThreadTrace,
     declared: Declared,
@@ -178,7 +178,7 @@ pub struct SystemTrace {
 
 impl SystemTrace {
     /// The trace of policy `policy` in `tracer`, made on the control loop's thread.
-    pub fn new(tracer: &Tracer, policy: Pressure) -> SystemTrace {
+    pub fn new(tracer: &Tracer, policy: PressurePolicy) -> SystemTrace {
         let declared = declared(tracer);
         let tracks = Tracks {
             tracer: tracer.clone(),
@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn each_life_gets_a_file_of_its_own_and_the_merge_takes_them_in_order() {
         let tracer = Tracer::new();
-        let mut t = SystemTrace::new(&tracer, Pressure::Kill);
+        let mut t = SystemTrace::new(&tracer, PressurePolicy::Kill);
         let run = tempfile::tempdir().unwrap();
         let mut lives = Vec::new();
         for id in [0, 1, 0] {
@@ -416,8 +416,8 @@ mod tests {
     #[test]
     fn policies_share_the_system_tracks() {
         let tracer = Tracer::new();
-        let a = SystemTrace::new(&tracer, Pressure::Kill);
-        let b = SystemTrace::new(&tracer, Pressure::Marvin);
+        let a = SystemTrace::new(&tracer, PressurePolicy::Kill);
+        let b = SystemTrace::new(&tracer, PressurePolicy::Marvin);
         assert_eq!(a.declared.process, b.declared.process);
         assert_eq!(a.control.track, b.control.track);
         assert_eq!(
@@ -426,7 +426,7 @@ mod tests {
         );
         let other = Tracer::new();
         assert_ne!(
-            SystemTrace::new(&other, Pressure::Kill)
+            SystemTrace::new(&other, PressurePolicy::Kill)
                 .declared
                 .process
                 .uuid(),

@@ -50,7 +50,7 @@ impl Level {
 /// The machine's memory pressure file (PSI).
 pub const MACHINE_PSI: &str = "/proc/pressure/memory";
 
-/// Where the complete-stall signal of [`PressureEvents::complete_stall`] comes from.
+/// Where the complete-stall signal of [`PsiEvents::complete_stall`] comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StallSource {
     /// The group's own `memory.pressure` (cgroup v2).
@@ -81,23 +81,23 @@ enum Source {
 }
 
 /// A registration for memory events of one kind; dropping it unregisters.
-pub struct PressureEvents {
+pub struct PsiEvents {
     source: Source,
 }
 
-impl PressureEvents {
+impl PsiEvents {
     /// Registers for `level` events of `group`.
-    pub fn open(group: &Group, level: Level) -> Result<PressureEvents> {
+    pub fn open(group: &Group, level: Level) -> Result<PsiEvents> {
         match group.version() {
             Version::V1 => register_v1(group, "memory.pressure_level", level.name()),
-            Version::V2 => PressureEvents::open_psi(&group.path().join("memory.pressure"), level),
+            Version::V2 => PsiEvents::open_psi(&group.path().join("memory.pressure"), level),
         }
     }
 
     /// v1 only: an event each time the group's usage crosses `bytes` (either way), so
     /// a killer with a usage threshold wakes at once instead of at its next poll.
     /// `None` on v2, which has no such notification (the killer polls there).
-    pub fn usage_crossing(group: &Group, bytes: u64) -> Result<Option<PressureEvents>> {
+    pub fn usage_crossing(group: &Group, bytes: u64) -> Result<Option<PsiEvents>> {
         match group.version() {
             Version::V1 => {
                 register_v1(group, "memory.usage_in_bytes", &bytes.to_string()).map(Some)
@@ -109,7 +109,7 @@ impl PressureEvents {
     /// Registers a PSI trigger on a `memory.pressure` file (a v2 group's, or the
     /// machine's `/proc/pressure/memory`): the level's 1-second trigger, or its
     /// 2-second one where the kernel refuses the first.
-    pub fn open_psi(path: &Path, level: Level) -> Result<PressureEvents> {
+    pub fn open_psi(path: &Path, level: Level) -> Result<PsiEvents> {
         let mut last = None;
         for trigger in level.psi_triggers() {
             let mut file = OpenOptions::new()
@@ -122,7 +122,7 @@ impl PressureEvents {
             bytes.push(0);
             match file.write_all(&bytes) {
                 Ok(()) => {
-                    return Ok(PressureEvents {
+                    return Ok(PsiEvents {
                         source: Source::Psi { file },
                     })
                 }
@@ -139,19 +139,17 @@ impl PressureEvents {
     /// machine's `/proc/pressure/memory` where the kernel has PSI (every stall of the
     /// group's tasks counts there, and so do other processes' stalls, if any), else
     /// v1's `critical` vmpressure level. Says which it chose.
-    pub fn complete_stall(group: &Group) -> Result<(PressureEvents, StallSource)> {
+    pub fn complete_stall(group: &Group) -> Result<(PsiEvents, StallSource)> {
         match group.version() {
             Version::V2 => {
-                let ev = PressureEvents::open_psi(
-                    &group.path().join("memory.pressure"),
-                    Level::Critical,
-                )?;
+                let ev =
+                    PsiEvents::open_psi(&group.path().join("memory.pressure"), Level::Critical)?;
                 Ok((ev, StallSource::GroupPsi))
             }
             Version::V1 => {
                 let machine = Path::new(MACHINE_PSI);
                 if machine.exists() {
-                    if let Ok(ev) = PressureEvents::open_psi(machine, Level::Critical) {
+                    if let Ok(ev) = PsiEvents::open_psi(machine, Level::Critical) {
                         return Ok((ev, StallSource::MachinePsi));
                     }
                 }
@@ -169,14 +167,14 @@ impl PressureEvents {
 
 /// Registers an eventfd with a v1 group's `cgroup.event_control` for events of the
 /// control file `file` with argument `arg`.
-fn register_v1(group: &Group, file: &str, arg: &str) -> Result<PressureEvents> {
+fn register_v1(group: &Group, file: &str, arg: &str) -> Result<PsiEvents> {
     let path = group.path().join(file);
     let watched = File::open(&path).map_err(|e| HostError::io("opening", &path, e))?;
     let efd: OwnedFd = sys::eventfd().map_err(|e| HostError::io("eventfd for", &path, e))?;
     let control = group.path().join("cgroup.event_control");
     let line = format!("{} {} {arg}", efd.as_raw_fd(), watched.as_raw_fd());
     std::fs::write(&control, line).map_err(|e| HostError::io("registering with", &control, e))?;
-    Ok(PressureEvents {
+    Ok(PsiEvents {
         source: Source::V1 {
             eventfd: File::from(efd),
             _level: watched,
@@ -186,7 +184,7 @@ fn register_v1(group: &Group, file: &str, arg: &str) -> Result<PressureEvents> {
 
 /// Waits up to `timeout` until any of `events` fires; returns which did (and resets
 /// their counters).
-pub fn wait_any(events: &mut [PressureEvents], timeout: Duration) -> Result<Vec<bool>> {
+pub fn wait_any(events: &mut [PsiEvents], timeout: Duration) -> Result<Vec<bool>> {
     let fds: Vec<_> = events
         .iter()
         .map(|e| match &e.source {
