@@ -12,7 +12,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::plot::FONT;
+use super::figure_font::FONT;
 
 /// The Okabe-Ito palette's colours.
 pub mod okabe_ito {

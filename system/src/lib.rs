@@ -17,6 +17,7 @@ pub mod activity;
 pub mod budget;
 pub mod engine;
 pub mod experiment;
+pub mod figure_font;
 pub mod figure_style;
 pub mod guardian;
 pub mod launch;

@@ -17,13 +17,13 @@
 //! A figure is first described as data ([`Figure`]), then drawn on either backend.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use anyhow::{anyhow, ensure, Context};
+use anyhow::{anyhow, Context};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+pub use super::figure_font::{register_font, FONT};
 use super::figure_style::{
     column_styles, draw_legend, draw_marker, split_for_legend, tick_label, LegendEntry, Marker,
     Stroke, DASHED,
@@ -43,8 +43,6 @@ pub struct PlotFiles {
 
 /// Width and height of every figure, in pixels.
 const FIGURE_SIZE: (u32, u32) = (1000, 640);
-/// The family name the embedded font is registered under.
-pub const FONT: &str = "sans-serif";
 const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
 /// Colour of the legend's line-style key.
@@ -144,20 +142,6 @@ pub fn add_svg_description(svg: &Path, text: &str) -> anyhow::Result<()> {
         &body[open_end..]
     );
     std::fs::write(svg, out).with_context(|| format!("writing {}", svg.display()))
-}
-
-/// Registers the embedded DejaVu Sans as the figures' font, once per process (the
-/// benchmarks' figures use it too).
-pub fn register_font() -> anyhow::Result<()> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let registered = *REGISTERED.get_or_init(|| {
-        plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
-    });
-    ensure!(
-        registered,
-        "the embedded DejaVu Sans font could not be loaded"
-    );
-    Ok(())
 }
 
 /// One polyline of a figure, in data coordinates.
