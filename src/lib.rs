@@ -1,11 +1,9 @@
-//! The `marvin` package: the command line's building blocks and, with the experiments,
-//! the System facade (many apps, one memory budget).
+//! The `marvin` package: the command line. It parses flags, calls the library crates
+//! (the System in `marvin-system`, the machine side in `marvin-machine`, the benchmarks
+//! in `marvin-sidebyside`) and prints what they return.
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
-// handled): `print!` and `eprint!` panic when the stream cannot be written.
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
+// error handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod bench;
 pub mod cli;
-pub mod host;
-pub mod system;

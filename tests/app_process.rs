@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use marvin::system::processes::launcher::AppProcess;
-use marvin::system::processes::protocol::Command;
+use marvin_system::processes::launcher::AppProcess;
+use marvin_system::processes::protocol::Command;
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_marvin"))
@@ -47,7 +47,7 @@ fn args(mode: &str, swap_dir: &Path, extra: &[&str]) -> Vec<String> {
 fn wait_for(
     p: &AppProcess,
     what: &str,
-    cond: impl Fn(&marvin::system::processes::launcher::Seen) -> bool,
+    cond: impl Fn(&marvin_system::processes::launcher::Seen) -> bool,
 ) {
     for _ in 0..3000 {
         if cond(&p.seen()) {

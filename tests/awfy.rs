@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use marvin::bench::interp::{
+use marvin_sidebyside::interp::{
     geomean_samples, run_timed, Implementation, Suite, AWFY_PROGRAMS, BASELINE, GEOMEAN,
 };
-use marvin::bench::{Sample, ROUND_RATIO};
+use marvin_sidebyside::{Sample, ROUND_RATIO};
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 

@@ -4,9 +4,9 @@
 use std::process::Command;
 
 use clap::Parser;
-use marvin::bench::inversion::{schedule, InversionArgs};
-use marvin::bench::queue::delay_plan;
-use marvin::bench::stream_seed;
+use marvin_sidebyside::inversion::{schedule, InversionArgs};
+use marvin_sidebyside::queue::delay_plan;
+use marvin_sidebyside::stream_seed;
 use serde_json::Value;
 
 #[derive(Parser)]

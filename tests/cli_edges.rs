@@ -308,7 +308,7 @@ fn pid_in(lock: &Path) -> Option<u32> {
 /// stayed held by others for [`MACHINE_WAIT`] (the child is then killed: it waited in
 /// the lock and had set nothing up).
 fn wait_for_the_machine(child: &mut Child) -> bool {
-    let lock = marvin::host::machine_lock::lock_path();
+    let lock = marvin_machine::machine_lock::lock_path();
     let start = Instant::now();
     let mut told = None;
     loop {
@@ -728,7 +728,7 @@ fn knobs_that_would_do_nothing_are_rejected() {
 
 #[test]
 fn a_stop_signal_during_the_process_mode_removes_its_group_swap_and_directories() {
-    if let Err(e) = marvin::host::cgroup::Hierarchy::available() {
+    if let Err(e) = marvin_machine::cgroup::Hierarchy::available() {
         println!("skipped: the process mode cannot run here: {e}");
         return;
     }
@@ -782,7 +782,7 @@ fn a_stop_signal_during_the_process_mode_removes_its_group_swap_and_directories(
     let o = wait_bounded(child, tmp.path());
     assert_eq!(o.status.code(), Some(143), "{}", stderr_of(&o));
     assert_eq!(entries(tmp.path()), Vec::<String>::new(), "temporary root");
-    let h = marvin::host::cgroup::Hierarchy::available().unwrap();
+    let h = marvin_machine::cgroup::Hierarchy::available().unwrap();
     let prefix = format!("marvin-run-{pid}-");
     let groups: Vec<_> = std::fs::read_dir(&h.parent)
         .unwrap()

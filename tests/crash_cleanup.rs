@@ -46,7 +46,7 @@ fn read_all(mut from: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 /// Waits until the run `child` holds the machine-wide lock (the lock file names its
 /// pid); `false` when other runs held it for [`MACHINE_WAIT`] (the child is then ended).
 fn wait_for_the_machine(child: &mut Child) -> bool {
-    let lock = marvin::host::machine_lock::lock_path();
+    let lock = marvin_machine::machine_lock::lock_path();
     let start = Instant::now();
     let mut told = false;
     loop {
@@ -126,7 +126,7 @@ struct Objects {
 }
 
 fn objects(pid: u32, tmp: &Path) -> Objects {
-    let h = marvin::host::cgroup::Hierarchy::available().unwrap();
+    let h = marvin_machine::cgroup::Hierarchy::available().unwrap();
     let prefix = format!("marvin-run-{pid}-");
     let groups = std::fs::read_dir(&h.parent)
         .unwrap()
@@ -134,7 +134,7 @@ fn objects(pid: u32, tmp: &Path) -> Objects {
         .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .map(|e| e.path())
         .collect();
-    let swaps = marvin::host::swapdev::active_swaps()
+    let swaps = marvin_machine::swapdev::active_swaps()
         .unwrap()
         .into_iter()
         .map(|s| s.path)
@@ -167,7 +167,7 @@ fn removals(text: &str, path: &Path) -> usize {
 
 #[test]
 fn a_sigkilled_run_leaves_nothing_once_the_next_run_has_started() {
-    if let Err(e) = marvin::host::cgroup::Hierarchy::available() {
+    if let Err(e) = marvin_machine::cgroup::Hierarchy::available() {
         println!("skipped: the process mode cannot run here: {e}");
         return;
     }

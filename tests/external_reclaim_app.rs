@@ -8,11 +8,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use marvin::system::processes::launcher::{AppProcess, Seen};
-use marvin::system::processes::protocol::Command;
 use marvin_runtime::heap::region_dir::RegionDirectory;
 use marvin_runtime::memfd;
 use marvin_swap::external::{regions_path, ExternalApp};
+use marvin_system::processes::launcher::{AppProcess, Seen};
+use marvin_system::processes::protocol::Command;
 
 fn wait_for(p: &AppProcess, what: &str, cond: impl Fn(&Seen) -> bool) {
     for _ in 0..3000 {

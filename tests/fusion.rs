@@ -12,11 +12,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use marvin::bench::interp::{default_dir, PROGRAMS};
 use marvin_app::RunConfig;
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
+use marvin_sidebyside::interp::{default_dir, PROGRAMS};
 use proptest::prelude::*;
 
 mod in_process;

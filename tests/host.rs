@@ -15,11 +15,11 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use marvin::host::lmk::Killer;
-use marvin::host::lmk_policy::{AppState, Reason, Trigger};
-use marvin::host::pressure::{Level, PressureEvents};
-use marvin::host::swapdev::{self, SwapDevice};
-use marvin::host::{
+use marvin_machine::lmk::Killer;
+use marvin_machine::lmk_policy::{AppState, Reason, Trigger};
+use marvin_machine::psi::{Level, PsiEvents};
+use marvin_machine::swapdev::{self, SwapDevice};
+use marvin_machine::{
     procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice,
     Version,
 };
@@ -160,7 +160,7 @@ fn child_process_role() {
 
 /// Starts an `alloc` child of `mib` MiB inside `group` and waits until it has touched
 /// its memory.
-fn start_allocator(group: &marvin::host::Group, mib: u64) -> Child {
+fn start_allocator(group: &marvin_machine::Group, mib: u64) -> Child {
     let mut child = group
         .spawn_inside(&mut child_command(&format!("alloc:{mib}")))
         .unwrap();
@@ -321,7 +321,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
     let Some(h) = hierarchy() else { return };
     let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let (_, out0) = marvin::host::memstat::machine_swap_pages().unwrap();
+    let (_, out0) = marvin_machine::memstat::machine_swap_pages().unwrap();
     // At a run's priority, the highest: the group's pages go to this file even if the
     // machine has other swap on.
     let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
@@ -341,7 +341,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
             swappiness: Some(100),
         })
         .unwrap();
-    let mut events = PressureEvents::open(&group, Level::Low).unwrap();
+    let mut events = PsiEvents::open(&group, Level::Low).unwrap();
     // Twice the limit: half of it must go to swap.
     let mut child = start_allocator(&group, 64);
     let mem = procstat::mem(child.id()).unwrap();
@@ -351,7 +351,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
         mem.swap >> 20
     );
     let stat = group.stat().unwrap();
-    let (_, out1) = marvin::host::memstat::machine_swap_pages().unwrap();
+    let (_, out1) = marvin_machine::memstat::machine_swap_pages().unwrap();
     match group.version() {
         Version::V1 => assert!(
             stat.swap.unwrap() > 16 * MIB,
@@ -460,7 +460,7 @@ fn psi_triggers_register_on_the_machine_pressure_file() {
         return println!("skipped: no PSI");
     }
     for level in [Level::Low, Level::Medium, Level::Critical] {
-        let mut ev = PressureEvents::open_psi(p, level).unwrap();
+        let mut ev = PsiEvents::open_psi(p, level).unwrap();
         // Waiting works (whether this shared machine stalls just now is not asserted).
         ev.wait(Duration::from_millis(1)).unwrap();
     }
@@ -470,7 +470,7 @@ fn psi_triggers_register_on_the_machine_pressure_file() {
 fn crossing_a_usage_threshold_wakes_the_watcher() {
     let Some(h) = hierarchy() else { return };
     let group = h.create(&Limits::hard(64 * MIB)).unwrap();
-    let Some(mut ev) = PressureEvents::usage_crossing(&group, 8 * MIB).unwrap() else {
+    let Some(mut ev) = PsiEvents::usage_crossing(&group, 8 * MIB).unwrap() else {
         assert_eq!(group.version(), Version::V2);
         return println!("skipped: cgroup v2 has no usage thresholds");
     };
@@ -496,7 +496,7 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
     if hierarchy().is_none() {
         return;
     }
-    let _one = machine_exclusive();
+    let (_one, lock) = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let cfg = MachineConfig {
         limits: Limits::hard(32 * MIB),
@@ -506,7 +506,7 @@ fn a_machine_is_set_up_and_taken_down_in_order() {
         },
         state_dir: dir.path().join("state"),
     };
-    let machine = Machine::set_up(&cfg).unwrap();
+    let machine = Machine::set_up(&cfg, lock.clone()).unwrap();
     let group_path = machine.group().path().to_path_buf();
     let swap_path = machine.swap().unwrap().path().to_path_buf();
     assert!(group_path.exists());

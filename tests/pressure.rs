@@ -267,7 +267,7 @@ fn the_policy_files_reclaimer_batch_limits_what_each_victim_gives() {
 fn an_app_that_fails_is_counted_as_crashed_and_its_error_named() {
     let mut modes = vec!["in-process"];
     // The process mode counts crashes from the apps' exit reports, where it can run.
-    match marvin::host::cgroup::Hierarchy::available() {
+    match marvin_machine::cgroup::Hierarchy::available() {
         Ok(_) => modes.push("processes"),
         Err(e) => eprintln!("the process mode is skipped: {e}"),
     }

@@ -15,7 +15,7 @@ use tiny_pressure::{process_summary_invariants as consistent, TINY_CLOCK};
 
 /// Why the process mode cannot run here, if it cannot.
 fn skip_reason() -> Option<String> {
-    match marvin::host::cgroup::Hierarchy::available() {
+    match marvin_machine::cgroup::Hierarchy::available() {
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
     }
@@ -195,7 +195,7 @@ fn an_app_the_kernel_kills_for_memory_is_oom_killed_counted_warned_and_restarted
         ],
         out.path(),
         swap.path(),
-        &[(marvin::system::processes::run::NO_LMK_ENV, "1")],
+        &[(marvin_system::processes::run::NO_LMK_ENV, "1")],
     );
     let (v, stderr) = finish(child);
     let s = &v[0];
@@ -247,7 +247,7 @@ fn a_slow_reclaim_pass_does_not_stop_the_control_loop() {
         ],
         out.path(),
         swap.path(),
-        &[(marvin::system::processes::reclaimer::PASS_DELAY_ENV, "1500")],
+        &[(marvin_system::processes::reclaimer::PASS_DELAY_ENV, "1500")],
     );
     let (v, stderr) = finish(child);
     let s = &v[0];

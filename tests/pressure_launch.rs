@@ -57,7 +57,7 @@ fn records<'a>(s: &'a Value, class: &str) -> Vec<&'a Value> {
 #[test]
 fn launches_are_timed_and_classified_per_policy() {
     let out = tempfile::tempdir().unwrap();
-    let fifo_ui = marvin::host::sys::RealtimeThread::enter(1).is_ok();
+    let fifo_ui = marvin_machine::sys::RealtimeThread::enter(1).is_ok();
     let summaries = run(out.path());
     let by = |name: &str| {
         summaries

@@ -19,7 +19,7 @@ fn u(v: &Value, key: &str) -> u64 {
 
 #[test]
 fn launches_of_app_processes_are_timed_and_classified() {
-    if let Err(why) = marvin::host::cgroup::Hierarchy::available() {
+    if let Err(why) = marvin_machine::cgroup::Hierarchy::available() {
         eprintln!("skipped: the process mode cannot run here: {why}");
         return;
     }
@@ -52,7 +52,7 @@ fn launches_of_app_processes_are_timed_and_classified() {
     args.extend(TINY_CLOCK);
     // Where this machine lets the System run real-time, the app in front draws its
     // frames on a SCHED_FIFO UI thread.
-    let fifo_ui = marvin::host::sys::RealtimeThread::enter(1).is_ok();
+    let fifo_ui = marvin_machine::sys::RealtimeThread::enter(1).is_ok();
     let v = &summaries(&args);
     assert_eq!(v.len(), 4);
     let records = |s: &Value, class: &str| -> Vec<Value> {

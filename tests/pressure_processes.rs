@@ -13,7 +13,7 @@ use tiny_pressure::TINY_CLOCK;
 
 /// Why the process mode cannot run here, if it cannot.
 fn skip_reason() -> Option<String> {
-    match marvin::host::cgroup::Hierarchy::available() {
+    match marvin_machine::cgroup::Hierarchy::available() {
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
     }
@@ -130,7 +130,7 @@ fn kills_only_for(s: &Value, allowed: &[&str]) {
 
 /// Nothing of the run stays on the machine: no cgroup named after it, no swap of ours.
 fn nothing_left_behind(pid: u32) {
-    let h = marvin::host::cgroup::Hierarchy::available().unwrap();
+    let h = marvin_machine::cgroup::Hierarchy::available().unwrap();
     let prefix = format!("marvin-run-{pid}-");
     let left: Vec<_> = std::fs::read_dir(&h.parent)
         .unwrap()

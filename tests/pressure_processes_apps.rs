@@ -40,7 +40,7 @@ fn rows(csv: &str) -> Vec<Row> {
 
 #[test]
 fn the_process_mode_apps_csv_has_consistent_foreground_and_active_intervals() {
-    if let Err(e) = marvin::host::cgroup::Hierarchy::available() {
+    if let Err(e) = marvin_machine::cgroup::Hierarchy::available() {
         println!("skipped: the process mode cannot run here: {e}");
         return;
     }

@@ -131,7 +131,7 @@ fn a_small_temporary_root_is_refused_before_any_policy_runs() {
         "nothing was made"
     );
 
-    if let Err(e) = marvin::host::cgroup::Hierarchy::available() {
+    if let Err(e) = marvin_machine::cgroup::Hierarchy::available() {
         println!("skipped the process mode's part: {e}");
         return;
     }

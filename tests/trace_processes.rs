@@ -26,7 +26,7 @@ const KILL_REASONS: [&str; 3] = ["headroom", "nothing-reclaimable", "reclaim-beh
 
 /// Why the process mode cannot run here, if it cannot.
 fn skip_reason() -> Option<String> {
-    marvin::host::cgroup::Hierarchy::available()
+    marvin_machine::cgroup::Hierarchy::available()
         .err()
         .map(|e| e.to_string())
 }

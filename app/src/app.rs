@@ -24,8 +24,9 @@ use marvin_interpreter::exec::{Loaded, Trap};
 
 use crate::config::RunConfig;
 use crate::error::AppError;
-use crate::memory::{SwapMode, Transition};
-use crate::messages::MasmMessage;
+use crate::launch_state::LaunchState;
+use crate::pin::{MasmMessage, PinnedRoots};
+use crate::swapping::{SwapMode, Transition};
 use crate::tracing::AppTrace;
 
 /// Collector totals of one app.
@@ -64,7 +65,7 @@ pub struct App {
     /// The main looper's queue.
     pub(crate) queue: Arc<DeliQueue<MasmMessage>>,
     /// References pinned as roots by pending messages and starting threads (count per value).
-    pub(crate) pinned: Mutex<HashMap<u64, u32>>,
+    pub(crate) pinned: Arc<PinnedRoots>,
     /// Spawned threads still running.
     pub(crate) threads_alive: AtomicUsize,
     pub(crate) handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
@@ -87,7 +88,7 @@ pub struct App {
     /// Process CPU time when the app started.
     cpu_start_ns: u64,
     /// Its foreground message and frames ([`foreground`](crate::foreground)).
-    pub(crate) launch: crate::foreground::LaunchState,
+    pub(crate) launch: LaunchState,
 }
 
 impl App {
@@ -119,7 +120,7 @@ impl App {
             gc: Mutex::new(GcTotals::default()),
             start: Instant::now(),
             queue: Arc::new(DeliQueue::new()),
-            pinned: Mutex::new(HashMap::new()),
+            pinned: Arc::new(Mutex::new(HashMap::new())),
             threads_alive: AtomicUsize::new(0),
             handles: Mutex::new(Vec::new()),
             outcome: Mutex::new(None),
@@ -131,7 +132,7 @@ impl App {
             trace,
             cpu: CpuAccount::new(),
             cpu_start_ns: process_cpu_time_ns(),
-            launch: crate::foreground::LaunchState::new(&loaded_strings),
+            launch: LaunchState::new(&loaded_strings),
         })
     }
 

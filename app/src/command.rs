@@ -6,10 +6,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::app::App;
-use crate::error::AppError;
-use crate::memory::Transition;
-
 /// One thing an app is asked to do from outside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -26,26 +22,6 @@ pub enum Command {
     Gc,
     /// End the app: its threads unwind and its main looper stops ([`App::end`]).
     Stop,
-}
-
-impl App {
-    /// Carries out `cmd`; returns the memory transition it made, if it made one.
-    pub fn apply(&self, cmd: Command) -> Result<Option<Transition>, AppError> {
-        Ok(match cmd {
-            Command::Background => Some(self.enter_background()?),
-            Command::Foreground => Some(self.enter_foreground()?),
-            Command::Save => Some(self.save_now(true)?),
-            Command::Reclaim(want) => Some(self.reclaim_now(want)?.0),
-            Command::Gc => {
-                self.collect();
-                None
-            }
-            Command::Stop => {
-                self.end();
-                None
-            }
-        })
-    }
 }
 
 /// A command's text is not one of the known words.

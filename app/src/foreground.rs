@@ -16,81 +16,25 @@
 //! saver pass and no working-set walk (a walk stops every thread, the looper drawing
 //! the frame among them) until the frame, or [`LAUNCH_QUIET_MAX`] at most.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use marvin_interpreter::exec::{Post, PostAt};
 use marvin_runtime::cpuclock::boottime_ns;
-use parking_lot::Mutex;
 
 use crate::app::App;
 use crate::error::AppError;
-use crate::memory::SwapIo;
-use crate::messages::Pin;
+use crate::launch_state::Registered;
+pub use crate::launch_state::{FrameHook, Frames, FRAME_MARK};
+use crate::pin::Pin;
 
 /// The handler a program names to register its foreground message.
 pub const FOREGROUND_HANDLER: &str = "on_foreground";
-/// The mark that ends a launch: the program's first unit of work in the foreground.
-pub const FRAME_MARK: &str = "frame";
 
 /// The longest a launch keeps the heap task quiet when no frame comes (a program that
 /// never marks one, or a frame stuck behind a long message): its saves and working-set
 /// rounds then go on.
 pub const LAUNCH_QUIET_MAX: Duration = Duration::from_secs(2);
-
-/// What is called on every frame, with the frames so far.
-pub type FrameHook = Box<dyn Fn(&Frames) + Send + Sync>;
-
-/// The registered foreground message, its argument pinned as a root while registered.
-struct Registered {
-    method: u32,
-    what: i64,
-    arg: u64,
-    arg_is_ref: bool,
-    _pin: Option<Pin>,
-}
-
-/// The launch state of one app.
-#[derive(Default)]
-pub(crate) struct LaunchState {
-    registered: Mutex<Option<Registered>>,
-    /// The program's strings that are `frame` (marks are by string index).
-    frame_strings: Vec<u32>,
-    last: Mutex<Frames>,
-    hook: OnceLock<FrameHook>,
-    /// When the launch under way began (a foreground transition) until its frame.
-    quiet_since: Mutex<Option<Instant>>,
-}
-
-impl LaunchState {
-    pub(crate) fn new(strings: &[String]) -> LaunchState {
-        LaunchState {
-            frame_strings: strings
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.as_str() == FRAME_MARK)
-                .map(|(i, _)| i as u32)
-                .collect(),
-            ..LaunchState::default()
-        }
-    }
-
-    /// Whether `mark` of string `s` is a frame.
-    #[inline]
-    pub(crate) fn is_frame(&self, s: u32) -> bool {
-        self.frame_strings.contains(&s)
-    }
-}
-
-/// Frames so far, the time of the last one, and the app's swap counters at it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Frames {
-    pub count: u64,
-    /// `CLOCK_BOOTTIME` ns of the last frame (0 before the first).
-    pub last_ns: u64,
-    /// The app's swap counters when it made its last frame.
-    pub io: SwapIo,
-}
 
 impl App {
     /// Whether `method` is the foreground handler (its `send` registers, not posts).
@@ -106,7 +50,7 @@ impl App {
     /// `send on_foreground`: registers the message, replacing an earlier one.
     pub(crate) fn register_foreground(self: &Arc<Self>, post: &Post) {
         let pin = if post.arg_is_ref {
-            Pin::new(self, post.arg)
+            Pin::new(&self.pinned, post.arg)
         } else {
             None
         };

@@ -32,11 +32,14 @@ pub mod config;
 pub mod error;
 pub mod foreground;
 pub mod launch;
+mod launch_state;
 pub mod lifecycle;
 pub mod memory;
 pub mod messages;
+mod pin;
 pub mod run;
 pub mod stats;
+mod swapping;
 pub mod threads;
 pub mod tracing;
 

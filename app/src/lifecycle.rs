@@ -3,11 +3,8 @@
 //! reclaimable at 3 s and brings the app back to the foreground at 6 s (times from the
 //! app's start). Each step is a [`Command`], carried out as a command from outside is.
 
-use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::app::App;
 use crate::command::Command;
 
 /// Why a lifecycle script was refused.
@@ -61,44 +58,6 @@ impl Lifecycle {
         }
         steps.sort_by_key(|s| s.0);
         Ok(Lifecycle { steps })
-    }
-}
-
-/// Runs the script on its own thread against `app`, stopping early when the app ends.
-/// Errors are reported on stderr and do not stop the app.
-pub fn start(app: &Arc<App>, lifecycle: Lifecycle) -> std::thread::JoinHandle<()> {
-    let app = app.clone();
-    std::thread::Builder::new()
-        .name("lifecycle".into())
-        .spawn(move || {
-            for (at, action) in lifecycle.steps {
-                let until = app.started_at() + at;
-                app.sleep_until(until);
-                if app.is_ending() {
-                    return;
-                }
-                if let Err(e) = app.apply(action) {
-                    // Not eprintln!, which panics when stderr cannot be written.
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "lifecycle: {} at {at:?}: {e}",
-                        step_name(action)
-                    );
-                }
-            }
-        })
-        .expect("start the lifecycle thread")
-}
-
-/// The name the script's error lines give a step (as they did before steps were commands).
-fn step_name(c: Command) -> &'static str {
-    match c {
-        Command::Background => "Background",
-        Command::Foreground => "Foreground",
-        Command::Save => "Save",
-        Command::Reclaim(_) => "Reclaim",
-        Command::Gc => "Gc",
-        Command::Stop => "Stop",
     }
 }
 

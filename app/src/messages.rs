@@ -16,49 +16,7 @@ use marvin_runtime::fasttrack;
 use marvin_runtime::trace::names;
 
 use crate::app::App;
-
-/// What a MASM message carries.
-pub struct MasmMessage {
-    pub method: u32,
-    pub arg: u64,
-    _pin: Option<Pin>,
-}
-
-/// Keeps a reference alive as a root while a message or a thread start holds it. It
-/// holds its app weakly: pending messages live in the app's own queue, and a strong
-/// reference would keep an ended app (and its heap) alive forever.
-pub struct Pin {
-    app: std::sync::Weak<App>,
-    value: u64,
-}
-
-impl Pin {
-    pub fn new(app: &Arc<App>, value: u64) -> Option<Pin> {
-        if value == 0 {
-            return None;
-        }
-        *app.pinned.lock().entry(value).or_insert(0) += 1;
-        Some(Pin {
-            app: Arc::downgrade(app),
-            value,
-        })
-    }
-}
-
-impl Drop for Pin {
-    fn drop(&mut self) {
-        let Some(app) = self.app.upgrade() else {
-            return;
-        };
-        let mut p = app.pinned.lock();
-        if let Some(n) = p.get_mut(&self.value) {
-            *n -= 1;
-            if *n == 0 {
-                p.remove(&self.value);
-            }
-        }
-    }
-}
+pub use crate::pin::{MasmMessage, Pin};
 
 /// `send` / `sendfront`: posts `post` to the main looper's queue; a reference argument
 /// is pinned as a root until the message is delivered, removed or dropped.
@@ -70,7 +28,7 @@ pub(crate) fn post(app: &Arc<App>, post: Post) -> Result<(), Fault> {
         return Ok(());
     }
     let pin = if post.arg_is_ref {
-        Pin::new(app, post.arg)
+        Pin::new(&app.pinned, post.arg)
     } else {
         None
     };

@@ -1,6 +1,7 @@
 //! The front door used by the command line and the experiments: [`run`] runs a verified
 //! program as one app to its end.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,11 +10,13 @@ use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_interpreter::isa::VerifiedProgram;
 
 use crate::app::App;
+use crate::command::Command;
 use crate::config::RunConfig;
 use crate::error::AppError;
+use crate::lifecycle::Lifecycle;
+use crate::memory;
 use crate::memory::SwapMode;
 use crate::stats::RunStats;
-use crate::{lifecycle, memory};
 
 /// How a run ended.
 #[derive(Debug)]
@@ -59,7 +62,7 @@ pub fn run_until(
         }
         helpers.extend(memory::start_heap_task(&app));
         if let Some(l) = setup.lifecycle {
-            helpers.push(lifecycle::start(&app, l));
+            helpers.push(start_lifecycle(&app, l));
         }
     }
     let done = AtomicBool::new(false);
@@ -102,4 +105,42 @@ pub fn run_until(
         stopped: stopped.load(Ordering::Acquire),
         stats: app.stats(),
     })
+}
+
+/// Runs the script on its own thread against `app`, stopping early when the app ends.
+/// Errors are reported on stderr and do not stop the app.
+fn start_lifecycle(app: &Arc<App>, lifecycle: Lifecycle) -> std::thread::JoinHandle<()> {
+    let app = app.clone();
+    std::thread::Builder::new()
+        .name("lifecycle".into())
+        .spawn(move || {
+            for (at, action) in lifecycle.steps {
+                let until = app.started_at() + at;
+                app.sleep_until(until);
+                if app.is_ending() {
+                    return;
+                }
+                if let Err(e) = app.apply(action) {
+                    // Not eprintln!, which panics when stderr cannot be written.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "lifecycle: {} at {at:?}: {e}",
+                        step_name(action)
+                    );
+                }
+            }
+        })
+        .expect("start the lifecycle thread")
+}
+
+/// The name the script's error lines give a step (as they did before steps were commands).
+fn step_name(c: Command) -> &'static str {
+    match c {
+        Command::Background => "Background",
+        Command::Foreground => "Foreground",
+        Command::Save => "Save",
+        Command::Reclaim(_) => "Reclaim",
+        Command::Gc => "Gc",
+        Command::Stop => "Stop",
+    }
 }

@@ -8,11 +8,15 @@ use marvin_deliqueue::MessageQueue;
 use marvin_interpreter::exec::{Fault, Thread};
 
 use crate::app::App;
-use crate::messages::Pin;
+use crate::pin::Pin;
 
 /// Starts a background thread running `method(arg)`.
 pub(crate) fn spawn(app: &Arc<App>, method: u32, arg: u64, arg_is_ref: bool) -> Result<(), Fault> {
-    let pin = if arg_is_ref { Pin::new(app, arg) } else { None };
+    let pin = if arg_is_ref {
+        Pin::new(&app.pinned, arg)
+    } else {
+        None
+    };
     app.threads_alive.fetch_add(1, Ordering::SeqCst);
     let a = app.clone();
     let spawned = std::thread::Builder::new()

@@ -11,6 +11,7 @@
 
 use std::sync::atomic::Ordering;
 
+pub use crate::access::{AccessError, AccessKind};
 use crate::header::HeaderBits;
 use crate::heap::{Handle, Heap, ENTRY_STUB};
 use crate::object::Obj;
@@ -33,27 +34,6 @@ impl BarrierMode for Barriers {
 pub struct NoBarriers;
 impl BarrierMode for NoBarriers {
     const ON: bool = false;
-}
-
-/// What an access does to the object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AccessKind {
-    Read,
-    Write,
-}
-
-/// Why an access could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum AccessError {
-    #[error("dangling reference {0}")]
-    Dangling(u64),
-    /// The swap layer could not read the object back.
-    #[error("cannot fault in object {handle}: {reason}")]
-    Fault {
-        handle: u64,
-        #[source]
-        reason: crate::stub::FaultError,
-    },
 }
 
 /// One access in progress: the resident object, and the stub entry's shared lock when

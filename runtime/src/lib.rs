@@ -19,6 +19,7 @@
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod access;
 pub mod barrier;
 pub mod cpuaccount;
 pub mod cpuclock;

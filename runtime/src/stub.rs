@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::barrier::{AccessError, AccessKind};
+use crate::access::{AccessError, AccessKind};
 use crate::header::{HeaderBits, ObjKind};
 use crate::heap::{Handle, Heap, ENTRY_STUB};
 use crate::object::Obj;
@@ -27,9 +27,7 @@ use crate::reclaim_table::{
     EntryError, EntryFault, EntryFlags, EntryId, ReclaimTable, SharedGuard,
 };
 
-/// Why the swap layer could not read an object back: its own error, boxed, since the
-/// runtime knows stubs, not swap files.
-pub type FaultError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::access::FaultError;
 
 /// Why an object could not be stubbed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -11,9 +11,9 @@ use marvin_interpreter::exec::Loaded;
 use marvin_swap::policy::PolicyConfig;
 
 use super::program::{load_verified, LoadArgs};
-use super::size::parse_size;
-use crate::system::processes::app_process::{self, AppMode, AppProcessConfig, AppTraceConfig};
+use marvin_console::size::parse_size;
 use marvin_runtime::duration::parse as parse_duration;
+use marvin_system::processes::app_process::{self, AppMode, AppProcessConfig, AppTraceConfig};
 
 #[derive(Debug, Args)]
 pub struct AppArgs {
@@ -49,7 +49,7 @@ pub fn app(a: &AppArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let policy = match &a.policy_file {
-        Some(f) => match super::program::read_policy(f) {
+        Some(f) => match marvin_system::experiment::read_policy(f) {
             Ok(p) => p,
             Err(code) => return Ok(code),
         },

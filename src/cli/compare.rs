@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
-use super::record::Record;
-use crate::system::{self, series, summary, PolicySeries, Summary};
-use crate::{errln, out, outln};
+use marvin_console::{errln, out, outln};
+use marvin_system::record::Record;
+use marvin_system::{self as system, series, summary, PolicySeries, Summary};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -162,7 +162,12 @@ fn merged_record(dirs: &[Loaded]) -> Option<Record> {
     merged.shard = None;
     merged.args = without_shard(first);
     merged.command = std::iter::once("marvin pressure".to_owned())
-        .chain(merged.args.iter().map(|a| super::record::shell_quote(a)))
+        .chain(
+            merged
+                .args
+                .iter()
+                .map(|a| marvin_system::record::shell_quote(a)),
+        )
         .collect::<Vec<_>>()
         .join(" ");
     merged.runs.clear();
@@ -246,7 +251,7 @@ fn merge(mut dirs: Vec<Loaded>) -> anyhow::Result<(Vec<Summary>, Vec<PolicySerie
 
 pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(out) = &a.out {
-        if let Err(e) = super::paths::check_output_dir("--out", out) {
+        if let Err(e) = marvin_system::paths::check_output_dir("--out", out) {
             errln!("error: {e}");
             return Ok(super::EXIT_USAGE);
         }

@@ -2,27 +2,16 @@
 
 pub mod app;
 pub mod compare;
-pub mod output;
-pub mod paths;
-pub mod plan;
 pub mod pressure;
 pub mod program;
 pub mod reclaim;
-pub mod record;
-pub mod scale;
-pub mod size;
+pub mod report;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::{errln, out};
+use marvin_console::{errln, out};
 
-/// The exit status of a program rejected before it runs.
-pub const EXIT_REJECTED: i32 = 65;
-/// The exit status of a wrong flag, policy or lifecycle given to marvin itself.
-pub const EXIT_USAGE: i32 = 2;
-/// The exit status when a file given to marvin cannot be read, or another error ends a
-/// command (with a message).
-pub const EXIT_FAILURE: i32 = 1;
+pub use marvin_console::exit::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -60,14 +49,14 @@ pub enum Cmd {
     #[command(hide = true)]
     App(app::AppArgs),
     /// A run's guardian, started by `marvin pressure` and `marvin run`: removes what
-    /// the run leaves if it dies without cleaning up (src/system/guardian.rs).
+    /// the run leaves if it dies without cleaning up (system/src/guardian.rs).
     #[command(hide = true)]
     Guardian(GuardianArgs),
     /// Reclaim a running app's saved, clean, cold objects from outside its process.
     Reclaim(reclaim::ReclaimArgs),
     /// Side-by-side benchmarks.
     #[command(subcommand)]
-    Bench(crate::bench::BenchCmd),
+    Bench(marvin_sidebyside::BenchCmd),
 }
 
 /// The guardian's arguments: the run it guards and what it may have left.
@@ -110,8 +99,8 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => compare::compare(a),
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
-        Cmd::Guardian(a) => Ok(crate::system::guardian::serve(
-            crate::host::owner::Owner {
+        Cmd::Guardian(a) => Ok(marvin_system::guardian::serve(
+            marvin_machine::owner::Owner {
                 pid: a.pid,
                 start_time: a.start,
             },
@@ -119,11 +108,11 @@ pub fn main() -> i32 {
             &a.dir,
         )),
         Cmd::Reclaim(a) => reclaim::reclaim(a),
-        Cmd::Bench(b) => crate::bench::run(b),
+        Cmd::Bench(b) => marvin_sidebyside::run(b),
     };
     match res {
         Ok(code) => code,
-        Err(e) => output::report(&e),
+        Err(e) => report::report(&e),
     }
 }
 
@@ -147,6 +136,6 @@ fn clap_exit(e: &clap::Error) -> i32 {
     };
     match out!("{text}") {
         Ok(()) => e.exit_code(),
-        Err(o) => output::report(&o.into()),
+        Err(o) => report::report(&o.into()),
     }
 }

@@ -12,14 +12,15 @@ use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::{PolicyConfig, PolicyError};
+use marvin_swap::policy::PolicyConfig;
 
-use super::output::{OutputError, EXIT_OUTPUT};
-use super::paths;
-use super::size::parse_size;
 use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
-use crate::host::signals;
-use crate::{errln, out};
+use marvin_console::output::{OutputError, EXIT_OUTPUT};
+use marvin_console::size::parse_size;
+use marvin_console::{errln, out};
+use marvin_machine::signals;
+use marvin_system::experiment::read_policy;
+use marvin_system::paths;
 
 /// Options shared by every command that loads a program.
 #[derive(Debug, Clone, Args)]
@@ -168,21 +169,6 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, i32> {
     })
 }
 
-/// Reads a policy file: unreadable is status 1 (as every unreadable file), a bad policy
-/// status 2.
-pub fn read_policy(path: &Path) -> Result<PolicyConfig, i32> {
-    PolicyConfig::from_file(path).map_err(|e| match e {
-        PolicyError::Io { path, source } => {
-            errln!("error: cannot read {}: {source}", path.display());
-            EXIT_FAILURE
-        }
-        e => {
-            errln!("error: {e}");
-            EXIT_USAGE
-        }
-    })
-}
-
 /// Checks every output path of `run` before anything runs.
 fn check_run_paths(a: &RunArgs) -> Result<(), paths::PathError> {
     if let Some(p) = &a.stats_json {
@@ -277,17 +263,17 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         let dir = match &a.swap_dir {
             Some(d) => d.clone(),
             None => {
-                crate::system::sweep_stale_temp_dirs(None);
-                _guardian = crate::system::processes::launcher::app_exe()
+                marvin_system::sweep_stale_temp_dirs(None);
+                _guardian = marvin_system::processes::launcher::app_exe()
                     .and_then(|exe| {
-                        crate::system::guardian::Guardian::spawn(
+                        marvin_system::guardian::Guardian::spawn(
                             &exe,
                             false,
                             &[std::env::temp_dir()],
                         )
                     })
                     .ok();
-                let t = crate::system::tempdirs::create("marvin-swap-", None, None)?;
+                let t = marvin_system::tempdirs::create("marvin-swap-", None, None)?;
                 let p = t.path().to_path_buf();
                 _tmp = Some(t);
                 p

@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use marvin_swap::external::ExternalApp;
 
-use super::size::parse_size;
+use marvin_console::size::parse_size;
 
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {
@@ -52,13 +52,13 @@ pub fn reclaim(a: &ReclaimArgs) -> anyhow::Result<i32> {
         )
     })?;
     if app.table().is_foreground() {
-        crate::outln!("process {} is in the foreground: nothing taken", a.pid)?;
+        marvin_console::outln!("process {} is in the foreground: nothing taken", a.pid)?;
         return Ok(0);
     }
     let before = rss_shmem(a.pid);
     let r = app.reclaim(a.bytes.map_or(u64::MAX, |b| b as u64));
     let after = rss_shmem(a.pid);
-    crate::outln!(
+    marvin_console::outln!(
         "reclaimed {} objects, {} bytes from process {} in {:.3} ms ({} fallocate calls, {} failed; {} entries contended, {} unreachable)",
         r.objects,
         r.bytes,
@@ -70,9 +70,9 @@ pub fn reclaim(a: &ReclaimArgs) -> anyhow::Result<i32> {
         r.unreachable
     )?;
     if let (Some(b), Some(f)) = (before, after) {
-        crate::outln!("RssShmem of process {}: {b} -> {f} bytes", a.pid)?;
+        marvin_console::outln!("RssShmem of process {}: {b} -> {f} bytes", a.pid)?;
     }
     let (bytes, objects) = app.table().reclaimed_out();
-    crate::outln!("reclaimed from outside so far: {objects} objects, {bytes} bytes")?;
+    marvin_console::outln!("reclaimed from outside so far: {objects} objects, {bytes} bytes")?;
     Ok(0)
 }

@@ -1,0 +1,65 @@
+//! The machine side of the real pressure experiment: what a run creates on the machine
+//! and reads back from the kernel. Each app runs as an OS process in one memory cgroup
+//! whose hard limit is the budget ([`cgroup`]); real Linux swap for the run ([`swapdev`]);
+//! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
+//! [`lmk_policy`], its pressure signals in [`psi`]); per-process counters
+//! ([`procstat`]); cgroup counters ([`memstat`]); the real-time UI thread of the app in
+//! front ([`uithread`]); the disks brought to rest before each policy ([`settle`]). Apart from the experiment,
+//! `marvin bench queue` places threads in cpu groups as Android places an app's threads
+//! in `top-app` and `background` ([`cpugroup`]).
+//!
+//! [`Machine`] is the front door: it sets all of that up for one run, in order, and
+//! takes it down in reverse, holding the [`MachineLock`] throughout: one real-mode run
+//! on the machine at a time, since swap and the kernel's OOM killer are machine-wide.
+//!
+//! Everything machine-wide is announced on stderr when it is created and when it is
+//! removed. Guards remove it on drop (also while a panic unwinds), [`signals`] turns
+//! Ctrl-C, SIGTERM and SIGHUP into an unwind of the run, and the start-up sweeps
+//! ([`cgroup::Hierarchy::sweep`], [`swapdev::sweep`]) remove what a run killed with
+//! SIGKILL left behind; names carry the owner's pid and start time ([`owner`]).
+//! All `unsafe` of this layer is in [`sys`].
+
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
+// error handled): `print!` and `eprint!` panic when the stream cannot be written.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod cgroup;
+pub mod cpugroup;
+pub mod error;
+pub mod lmk;
+pub mod lmk_policy;
+pub mod machine;
+pub mod machine_lock;
+pub mod memstat;
+pub mod owner;
+pub mod procstat;
+pub mod psi;
+pub mod settle;
+pub mod signals;
+pub mod swap_header;
+pub mod swapdev;
+pub mod sys;
+pub mod uithread;
+
+pub use cgroup::{Group, Hierarchy, Limits, Version};
+pub use error::{HostError, Result};
+pub use machine::{Machine, MachineConfig, SwapChoice};
+pub use machine_lock::MachineLock;
+
+/// Says on stderr what the run does to the machine.
+pub fn announce(msg: &str) {
+    #[cfg(not(test))]
+    marvin_console::errln!("marvin: {msg}");
+    // In unit tests through the harness's captured stderr, so a passing test prints
+    // nothing.
+    #[cfg(test)]
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("marvin: {msg}");
+    }
+}
+
+/// Bytes as whole MiB, for announcements.
+pub fn mib(bytes: u64) -> u64 {
+    bytes >> 20
+}
