@@ -118,7 +118,7 @@ fn scale_paper_derives_every_setting_it_is_not_given() {
     assert_eq!(a.swap_size, 5 << 30);
     assert_eq!(a.launch_every, Duration::from_secs(14));
     assert_eq!(a.duration, Duration::from_secs(500));
-    assert_eq!(a.time_scale, 0.1);
+    assert_eq!(a.time_scale, 1.0);
     assert_eq!(a.gc_max_free, 8 << 20);
     assert_eq!(a.defines, [("ARRAYS".to_owned(), 2560)]);
     let settings: Vec<&str> = choices.iter().map(|c| c.setting.as_str()).collect();
