@@ -13,9 +13,15 @@
 
 use std::ops::Range;
 
-/// The page size the drops round to (a drop covers whole pages only: a page holding
-/// the start of a checkpoint not read yet stays).
-const PAGE: u64 = 4096;
+/// What the drops behind a reader round to: the largest folio the page cache holds a
+/// file's pages in (2 MiB, a PMD on x86-64), naturally aligned. The advice drops nothing
+/// of a folio that its range does not cover whole, and the kernel's read-ahead brings
+/// large folios, so a drop of only what the last read covered would leave most of them.
+pub const DROP_ALIGN: u64 = 2 << 20;
+
+fn align_down(at: u64) -> u64 {
+    at / DROP_ALIGN * DROP_ALIGN
+}
 
 /// Ahead-of-the-reader prefetch and behind-the-reader drop of one forward read.
 #[derive(Clone, Debug)]
@@ -41,7 +47,7 @@ impl ReadWindow {
             step: step.max(1),
             asked_to: start,
             start,
-            dropped_to: start / PAGE * PAGE,
+            dropped_to: align_down(start),
         }
     }
 
@@ -61,16 +67,16 @@ impl ReadWindow {
         Some(start..want)
     }
 
-    /// The reader read `[from, to)`: the whole pages behind it to drop, from where the
-    /// last drop ended (the page holding `to` stays: the next checkpoint may start in
-    /// it). A read behind the last drop drops nothing.
-    pub fn after(&mut self, from: u64, to: u64) -> Option<Range<u64>> {
-        let lo = self.dropped_to.max(from.max(self.start) / PAGE * PAGE);
-        let hi = to / PAGE * PAGE;
-        if hi <= lo {
+    /// The reader read up to `to`: what behind it to drop, from where the last drop
+    /// ended to the [`DROP_ALIGN`] boundary at or below `to` (what lies past it may
+    /// share a folio with checkpoints not read yet). A reader behind the last drop
+    /// drops nothing.
+    pub fn after(&mut self, to: u64) -> Option<Range<u64>> {
+        let hi = align_down(to);
+        if hi <= self.dropped_to {
             return None;
         }
-        self.dropped_to = hi;
+        let lo = std::mem::replace(&mut self.dropped_to, hi);
         Some(lo..hi)
     }
 
@@ -135,16 +141,15 @@ impl FaultRun {
         let mut drop = Vec::new();
         if self.continues(from) {
             self.length = self.length.saturating_add(1);
-            let lo = self.dropped_to.max(from / PAGE * PAGE);
-            let hi = to / PAGE * PAGE;
-            if hi > lo {
-                drop.push(lo..hi);
+            let hi = align_down(to);
+            if hi > self.dropped_to {
+                drop.push(self.dropped_to..hi);
                 self.dropped_to = hi;
             }
         } else {
             drop.extend(self.end());
             self.length = 1;
-            self.dropped_to = from / PAGE * PAGE;
+            self.dropped_to = align_down(from);
         }
         self.last_end = to;
         drop
@@ -155,8 +160,8 @@ impl FaultRun {
     pub fn end(&mut self) -> Option<Range<u64>> {
         let ran = self.length > 1;
         self.length = 0;
-        let lo = self.dropped_to.max(self.last_end / PAGE * PAGE);
-        ran.then(|| lo..self.last_end + self.max_ahead)
+        let hi = (self.last_end + self.max_ahead).next_multiple_of(DROP_ALIGN);
+        (ran && hi > self.dropped_to).then(|| self.dropped_to..hi)
     }
 }
 
@@ -164,21 +169,27 @@ impl FaultRun {
 mod tests {
     use super::*;
 
+    const MIB: u64 = 1 << 20;
+
     #[test]
-    fn a_forward_read_asks_ahead_in_steps_and_drops_whole_pages_behind() {
-        let mut w = ReadWindow::new(64, 1 << 20, 256 << 10);
+    fn a_forward_read_asks_ahead_in_steps_and_drops_whole_folios_behind() {
+        let mut w = ReadWindow::new(64, 8 * MIB, 2 * MIB);
         // The first read asks for itself and the window ahead of it.
-        assert_eq!(w.before(64, 100_000), Some(64..100_000 + (1 << 20)));
-        assert_eq!(w.after(64, 100_000), Some(0..98_304));
+        assert_eq!(w.before(64, MIB), Some(64..9 * MIB));
+        // Nothing behind it is a whole 2 MiB yet.
+        assert_eq!(w.after(MIB), None);
         // The next read is covered; a step's worth is not due yet.
-        assert_eq!(w.before(100_000, 200_000), None);
-        assert_eq!(w.after(100_000, 200_000), Some(98_304..196_608));
+        assert_eq!(w.before(MIB, 2 * MIB + 5), None);
+        assert_eq!(w.after(2 * MIB + 5), Some(0..2 * MIB));
         // Once the reader moved a step, the window moves with it.
-        let asked = w.asked_to();
-        assert_eq!(w.before(200_000, 400_000), Some(asked..400_000 + (1 << 20)));
+        assert_eq!(
+            w.before(2 * MIB + 5, 3 * MIB + 5),
+            Some(9 * MIB..11 * MIB + 5)
+        );
+        assert_eq!(w.after(5 * MIB), Some(2 * MIB..4 * MIB));
         // The end drops what was asked for and never read.
-        assert_eq!(w.finish(400_000), Some(196_608..400_000 + (1 << 20)));
-        assert_eq!(w.finish(400_000), None);
+        assert_eq!(w.finish(6 * MIB), Some(4 * MIB..11 * MIB + 5));
+        assert_eq!(w.finish(6 * MIB), None);
     }
 
     #[test]
@@ -186,27 +197,26 @@ mod tests {
         let mut w = ReadWindow::new(0, 8192, 4096);
         assert_eq!(w.before(0, 4096), Some(0..12_288));
         assert_eq!(w.before(100_000, 104_096), Some(100_000..112_288));
-        assert_eq!(w.after(100_000, 104_096), Some(98_304..102_400));
-        assert_eq!(w.after(0, 4096), None);
+        assert_eq!(w.after(3 * MIB), Some(0..2 * MIB));
+        assert_eq!(w.after(MIB), None);
     }
 
     #[test]
     fn faults_in_a_row_drop_what_they_read_and_a_jump_drops_what_was_read_ahead() {
         let win = 128 << 10;
-        let mut run = FaultRun::new(1 << 20);
+        let mut run = FaultRun::new(MIB);
         // One fault alone is no run: it drops nothing and the next one continues it.
         assert!(!run.continues(0));
         assert!(run.fault(0, win).is_empty());
         assert!(run.continues(win));
         assert!(!run.continues(5 * win));
-        // The second in a row drops its window.
-        assert_eq!(run.fault(win, 2 * win), vec![win..2 * win]);
-        assert_eq!(run.fault(2 * win, 3 * win), vec![2 * win..3 * win]);
+        // Faults in a row drop each 2 MiB they are past.
+        for k in 1..15 {
+            assert!(run.fault(k * win, (k + 1) * win).is_empty(), "fault {k}");
+        }
+        assert_eq!(run.fault(15 * win, 16 * win), vec![0..2 * MIB]);
         // A fault elsewhere drops what the kernel may have read ahead of the run.
-        assert_eq!(
-            run.fault(100 * win, 101 * win),
-            vec![3 * win..3 * win + (1 << 20)]
-        );
+        assert_eq!(run.fault(100 * win, 101 * win), vec![2 * MIB..4 * MIB]);
         // A run of one fault read nothing ahead: a jump after it drops nothing.
         assert!(run.fault(7 * win, 8 * win).is_empty());
         assert_eq!(run.end(), None);

@@ -89,7 +89,9 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
             batch.run(&stubs, reader.as_ref(), &mut window, &mut r, &mut alone);
             {
                 let file = swap.file.lock();
-                if let Some(left) = window.finish(file.used_end()) {
+                // To the end of the file: the kernel's read-ahead may reach past the
+                // last slot, into the room the file has to grow.
+                if let Some(left) = window.finish(file.file_bytes()) {
                     file.drop_range(left.start, left.end);
                 }
             }
@@ -367,7 +369,7 @@ fn read_held(
         });
         start = end;
     }
-    if let Some(done) = window.after(from, to) {
+    if let Some(done) = window.after(to) {
         file.drop_range(done.start, done.end);
     }
     results
