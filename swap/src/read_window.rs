@@ -32,9 +32,7 @@ pub struct ReadWindow {
     step: u64,
     /// Everything below this was asked for (from where the window started).
     asked_to: u64,
-    /// Where the window started: nothing below it is dropped.
-    start: u64,
-    /// Everything from `start` below this was dropped.
+    /// Everything below this (from where the window started) was dropped.
     dropped_to: u64,
 }
 
@@ -46,7 +44,6 @@ impl ReadWindow {
             ahead,
             step: step.max(1),
             asked_to: start,
-            start,
             dropped_to: align_down(start),
         }
     }
@@ -161,7 +158,7 @@ impl FaultRun {
         let ran = self.length > 1;
         self.length = 0;
         let hi = (self.last_end + self.max_ahead).next_multiple_of(DROP_ALIGN);
-        (ran && hi > self.dropped_to).then(|| self.dropped_to..hi)
+        (ran && hi > self.dropped_to).then_some(self.dropped_to..hi)
     }
 }
 
