@@ -172,19 +172,23 @@ impl<'a> Batch<'a> {
             out += bytes;
             rest = &rest[n..];
         }
-        let parallel = out >= PARALLEL_BYTES;
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::channel::<Vec<(usize, usize)>>();
-            if parallel {
-                scope.spawn(move || {
-                    for runs in rx {
-                        for (addr, len) in runs {
-                            // Only a speed-up: pages it did not bring in fault in during the read.
-                            let _ = prefault::populate_write(addr, len);
+            // A thread that cannot be started (no memory for its stack, a thread limit)
+            // leaves the prefaulting to this one.
+            let parallel = out >= PARALLEL_BYTES
+                && std::thread::Builder::new()
+                    .name("marvin-prefault".into())
+                    .spawn_scoped(scope, move || {
+                        for runs in rx {
+                            for (addr, len) in runs {
+                                // Only a speed-up: pages it did not bring in fault in
+                                // during the read.
+                                let _ = prefault::populate_write(addr, len);
+                            }
                         }
-                    }
-                });
-            }
+                    })
+                    .is_ok();
             let mut reserved = std::collections::VecDeque::new();
             let mut sent = 0;
             for (k, &(batch, _)) in batches.iter().enumerate() {
