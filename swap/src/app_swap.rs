@@ -14,8 +14,9 @@ use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
 
 use crate::policy::SwapPolicy;
+use crate::read_window::FaultRun;
 use crate::swap_dir::{SwapDirError, SwapDirLock};
-use crate::swap_file::{SlotId, SlotRead, SwapError, SwapFile};
+use crate::swap_file::{SequentialReader, SlotId, SlotRead, SwapError, SwapFile};
 
 /// Counters of one app's swap activity.
 #[derive(Debug, Default)]
@@ -72,6 +73,11 @@ pub struct AppSwap {
     warned_full: std::sync::atomic::AtomicBool,
     /// The prefetch of the launch under way, if any.
     prefetch: Mutex<LaunchPrefetch>,
+    /// Faults in a row through the file, outside launches: the kernel reads ahead of
+    /// them ([`FaultRun`]).
+    fault_run: Mutex<FaultRun>,
+    /// The descriptor a run of faults reads through (opened at the first run).
+    run_reader: Mutex<Option<SequentialReader>>,
 }
 
 /// A launch's prefetch: from the foreground transition until its frame, each fault
@@ -98,6 +104,11 @@ struct LaunchPrefetch {
 /// windows in flight at once). A default-workload frame faults about 1.2 MiB in 9-11
 /// faults; 1 MiB ahead had launches ask for 2.9 MiB each (median), 512 KiB for less.
 pub const PREFETCH_AHEAD_BYTES: u64 = 512 << 10;
+
+/// How far past a run of faults the kernel may have read ahead, dropped when the run
+/// ends: twice a virtio disk's `read_ahead_kb` (8 MiB), as far as it reads ahead of a
+/// descriptor advised `POSIX_FADV_SEQUENTIAL`.
+pub const FAULT_RUN_MAX_AHEAD: u64 = 16 << 20;
 
 /// Why an app's swap side could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -196,6 +207,8 @@ impl AppSwap {
             dir_lock,
             warned_full: std::sync::atomic::AtomicBool::new(warned_full),
             prefetch: Mutex::new(LaunchPrefetch::default()),
+            fault_run: Mutex::new(FaultRun::new(FAULT_RUN_MAX_AHEAD)),
+            run_reader: Mutex::new(None),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;
@@ -278,6 +291,61 @@ impl AppSwap {
             self.counters
                 .prefetched_bytes
                 .fetch_add(asked, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a fault whose window starts at `from` continues a run of faults through
+    /// the file ([`FaultRun`]) that the kernel should read ahead of: not during an
+    /// eager restore, which reads ahead of itself, nor during a launch, whose own
+    /// prefetch does, nor for the page-swap baseline, which models the kernel's swap-in
+    /// and its cluster alone.
+    fn in_run(&self, from: u64) -> bool {
+        self.bookmarking
+            && !self.batch.load(Ordering::Relaxed)
+            && !self.prefetch.lock().active
+            && self.fault_run.lock().continues(from)
+    }
+
+    /// A fault's read of `reads` (its window starting at `from`): through the
+    /// descriptor the kernel reads ahead of when the fault continues a run, else
+    /// through the file's own, which reads nothing ahead.
+    fn read_in_run(
+        &self,
+        file: &SwapFile,
+        from: u64,
+        reads: &mut [SlotRead<'_>],
+    ) -> Vec<Result<(), SwapError>> {
+        if self.in_run(from) {
+            let mut reader = self.run_reader.lock();
+            if reader.is_none() {
+                *reader = file.sequential_reader();
+            }
+            if let Some(reader) = reader.as_ref() {
+                return file.read_many_sequential(reader, reads);
+            }
+        }
+        file.read_many(reads)
+    }
+
+    /// After a fault (not one of an eager restore's) read the window `window` of the
+    /// file: drops what the run of faults it belongs to left in the page cache
+    /// ([`FaultRun`]). During a launch its own prefetch reads ahead instead, and the
+    /// run ends.
+    fn follow_run(&self, file: &SwapFile, window: std::ops::Range<u64>) {
+        if !self.bookmarking || self.batch.load(Ordering::Relaxed) {
+            return;
+        }
+        let launch = self.prefetch.lock().active;
+        let drops = {
+            let mut run = self.fault_run.lock();
+            if launch {
+                run.end().into_iter().collect()
+            } else {
+                run.fault(window.start, window.end)
+            }
+        };
+        for d in drops {
+            file.drop_range(d.start, d.end);
         }
     }
 
@@ -377,7 +445,7 @@ impl AppSwap {
     /// # Safety
     /// The payload must have just been read into the object's pages, with its entry
     /// locked shared and its state locked.
-    unsafe fn install_header(stub: &Stub) {
+    pub(crate) unsafe fn install_header(stub: &Stub) {
         let header = ObjHeader::new(stub.kind, stub.class, stub.len, stub.nrefs);
         // SAFETY: the caller holds the object's locks; its pages are its own page-aligned
         // allocation of `stub.bytes()` bytes, the header goes in front of the payload.
@@ -396,7 +464,7 @@ impl AppSwap {
 /// (no reclaimer) and its state locked (no saver, no other fault), and no other slice
 /// of its pages may be alive while the returned one is; the caller holds those locks
 /// for as long as it uses the slice.
-unsafe fn payload_of<'a>(stub: &Stub) -> &'a mut [u8] {
+pub(crate) unsafe fn payload_of<'a>(stub: &Stub) -> &'a mut [u8] {
     let len = stub.kind.payload_bytes(stub.len);
     // SAFETY: the object's page-aligned allocation holds `stub.bytes()` bytes, header and
     // payload, and lives as long as its stub; the caller guarantees nothing else
@@ -489,9 +557,13 @@ impl StubHooks for AppSwap {
                 out,
             });
         }
-        let mut results = file.read_many(&mut reads).into_iter();
+        let window = self.read_ahead_range(slot);
+        let mut results = self
+            .read_in_run(&file, window.start, &mut reads)
+            .into_iter();
         drop(reads);
-        self.prefetch_after(&file, self.read_ahead_range(slot).end);
+        self.prefetch_after(&file, window.end);
+        self.follow_run(&file, window);
         drop(file);
         if let Some(Err(e)) = results.next() {
             self.record_error(&e);

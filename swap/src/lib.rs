@@ -15,7 +15,11 @@
 //! * [`reclaimer`]: the "kernel" side, dropping pages of saved, clean, cold objects.
 //! * [`external`]: the same reclaimer acting on another process, through its reclaim
 //!   table and the memory files of its large-object space.
-//! * [`restore`]: eager restore when an app comes back to the foreground.
+//! * [`restore`]: eager restore when an app comes back to the foreground, in batches read
+//!   front to back with the kernel reading ahead of them.
+//! * [`read_window`]: how far ahead of a restore (or of faults in a row) the kernel reads
+//!   the swap file, and what the reads leave behind in the page cache.
+//! * [`prefault`]: the pages a restore fills, made resident in bulk.
 //! * [`pageout`]: the page-swap baseline's synchronous swap-out on the allocation path.
 //!
 //! The mechanisms hold no policy constants of their own: they ask the policy.
@@ -28,6 +32,8 @@ pub mod app_swap;
 pub mod external;
 pub mod pageout;
 pub mod policy;
+pub mod prefault;
+pub mod read_window;
 pub mod reclaimer;
 pub mod restore;
 pub mod saver;

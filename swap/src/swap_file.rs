@@ -31,6 +31,8 @@
 mod crc32;
 mod error;
 pub mod layout;
+mod page_cache;
+mod sequential;
 mod vectored;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +49,7 @@ use layout::{
     FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
 use marvin_runtime::run_identity::RunIdentity;
+pub use sequential::SequentialReader;
 
 /// The data region a new file starts with.
 const INITIAL_DATA_BYTES: u64 = 64 * 1024;
@@ -409,6 +412,11 @@ impl SwapFile {
     /// `out`. Like [`SwapFile::read_checked`], it assumes the file itself was
     /// [`check`](SwapFile::check)ed; a file truncated since is reported as such.
     pub fn read_many(&self, reads: &mut [SlotRead<'_>]) -> Vec<Result<(), SwapError>> {
+        self.read_many_via(&self.file, reads)
+    }
+
+    /// [`SwapFile::read_many`] through `via`, a descriptor of this very file.
+    fn read_many_via(&self, via: &File, reads: &mut [SlotRead<'_>]) -> Vec<Result<(), SwapError>> {
         let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(reads.len());
         // The slots to read, by offset: those the index knows, with room for `out`.
         let mut order = Vec::with_capacity(reads.len());
@@ -472,7 +480,7 @@ impl SwapFile {
             }
             cursor = offset + SLOT_HEADER_BYTES + capacity;
         }
-        let got = vectored::pread_all(&self.file, &mut bufs, start);
+        let got = vectored::pread_all(via, &mut bufs, start);
         drop(bufs);
         drop(outs);
         let got = match got {
@@ -589,6 +597,17 @@ impl SwapFile {
             Ok(()) => to - from,
             Err(_) => 0,
         }
+    }
+
+    /// Drops the clean pages of `[from, to)` from the page cache: what a restore read into
+    /// its objects, or asked for and did not read.
+    pub fn drop_range(&self, from: u64, to: u64) {
+        page_cache::drop_range(&self.file, from, to.min(self.len));
+    }
+
+    /// The end of the last slot: no checkpoint lies at or past it.
+    pub fn used_end(&self) -> u64 {
+        self.end
     }
 
     /// Drops the file's clean pages from the page cache ([`drop_cached`]), without

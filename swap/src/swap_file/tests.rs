@@ -806,3 +806,81 @@ fn a_fault_reads_its_checkpoint_and_nothing_ahead_of_it() {
         "a prefetch of {wanted} pages left {prefetched} cached"
     );
 }
+
+#[test]
+fn the_sequential_reader_reads_what_was_saved_and_refuses_what_any_read_refuses() {
+    let (dir, mut f, slots, _) = synced_file(300, 5000);
+    let reader = f.sequential_reader().expect("/proc/self/fd");
+    let read_all = |f: &SwapFile, reader: &SequentialReader, slots: &[(u64, SlotId)]| {
+        let mut outs = vec![vec![0u8; 5000]; slots.len()];
+        let mut reads: Vec<SlotRead<'_>> = slots
+            .iter()
+            .zip(outs.iter_mut())
+            .map(|(&(key, slot), out)| SlotRead { slot, key, out })
+            .collect();
+        let results = f.read_many_sequential(reader, &mut reads);
+        drop(reads);
+        (results, outs)
+    };
+    let (results, outs) = read_all(&f, &reader, &slots);
+    for ((key, _), (result, out)) in slots.iter().zip(results.into_iter().zip(&outs)) {
+        result.unwrap();
+        assert_eq!(out, &object(*key, 5000), "object {key}");
+    }
+    // A flipped payload byte fails its object alone.
+    damage(&f, slots[7].1.offset() + SLOT_HEADER_BYTES + 10, &[0xEE]);
+    let (results, _) = read_all(&f, &reader, &slots);
+    assert!(matches!(
+        results[7],
+        Err(SwapError::Corrupt {
+            key: 7,
+            kind: CorruptKind::BadPayloadChecksum { .. },
+            ..
+        })
+    ));
+    assert_eq!(results.iter().filter(|r| r.is_err()).count(), 1);
+    // A compaction replaces the file: the reader, a descriptor of the old one, is not
+    // read; the reads go to the file as it is now.
+    f.free(slots[7].1).unwrap();
+    for &(_, slot) in slots.iter().skip(100).take(100) {
+        f.free(slot).unwrap();
+    }
+    let report = f.compact().unwrap();
+    let moved: Vec<(u64, SlotId)> = slots
+        .iter()
+        .filter_map(|&(key, slot)| Some((key, report.new_slot(slot)?)))
+        .collect();
+    assert!(
+        slots
+            .iter()
+            .any(|&(_, s)| report.new_slot(s).is_some_and(|n| n != s)),
+        "slots moved"
+    );
+    let (results, outs) = read_all(&f, &reader, &moved);
+    for ((key, _), (result, out)) in moved.iter().zip(results.into_iter().zip(&outs)) {
+        result.unwrap();
+        assert_eq!(out, &object(*key, 5000), "object {key}");
+    }
+    drop(dir);
+}
+
+#[test]
+fn a_dropped_range_leaves_the_page_cache_and_the_rest_stays() {
+    let (dir, f, slots, end) = synced_file(100, 20_000);
+    if marvin_runtime::memfd::on_tmpfs(dir.path()) {
+        eprintln!("skipping the page-cache check: the swap directory is on tmpfs");
+        return;
+    }
+    for &(key, slot) in &slots {
+        assert_eq!(read_back(&f, slot, key).unwrap(), object(key, 20_000));
+    }
+    let all = cached_pages(f.path(), 0, end);
+    assert!(
+        all as u64 >= (end - 4096) / 4096,
+        "{all} pages cached after reading all"
+    );
+    let (from, to) = (512 << 10, 1536 << 10);
+    f.drop_range(from, to);
+    assert_eq!(cached_pages(f.path(), from, to), 0);
+    assert!(cached_pages(f.path(), to, end) as u64 >= (end - to) / 4096 - 1);
+}
