@@ -1089,8 +1089,8 @@ fn is_register_op(op: &Op) -> bool {
 
 #[test]
 fn integer_statements_of_any_shape_become_register_ops() {
-    // s = s + (i xor j) and t = (s - j) * (i and 3) - t, over nested counted loops: shapes
-    // no superinstruction names, each statement a few register ops.
+    // t = (s - j) * (i and 3) - t and s = s + (i xor j), over nested counted loops: shapes
+    // no superinstruction names.
     let text = ".method main args=0 locals=4
   push 0
   store 1
@@ -1107,12 +1107,6 @@ inner:
   lt
   jz next
   load 0
-  load 1
-  load 2
-  xor
-  add
-  store 0
-  load 0
   load 2
   sub
   load 1
@@ -1122,6 +1116,12 @@ inner:
   load 3
   sub
   store 3
+  load 0
+  load 1
+  load 2
+  xor
+  add
+  store 0
   load 2
   push 1
   add
@@ -1143,9 +1143,13 @@ done:
 .end
 ";
     let code = fused_main(text);
-    // `load 0; load 1; load 2; xor; add; store 0` (positions 12 to 17): two ops.
+    // `load 0; load 1; load 2; xor; add; store 0` (positions 22 to 27): two ops, the last
+    // falling through to a copy of the loop's closing increment and test, written into
+    // the run's free positions.
     assert!(
-        matches!(code[12], Op::RegXor(_)) && matches!(code[13], Op::RegAdd(r) if r.d == 0),
+        matches!(code[22], Op::RegXor(_))
+            && matches!(code[23], Op::RegAdd(r) if r.d == 0 && r.skip == 0)
+            && matches!(code[24], Op::IncBrConst { a: 2, .. }),
         "{code:?}"
     );
     let (fs, fo, fe, _) = run_in_process(text, true);
@@ -1154,8 +1158,8 @@ done:
     let (mut s, mut t) = (0i64, 0i64);
     for i in 0..30i64 {
         for j in 0..20i64 {
-            s += i ^ j;
             t = (s - j) * (i & 3) - t;
+            s += i ^ j;
         }
     }
     assert_eq!(fo, format!("{s}\n{t}\n"));

@@ -9,7 +9,7 @@
 //! transfer to a lower position (a backward branch), polled with the destination's stack
 //! map, or its call's, polled at the `call`'s position.
 //!
-//! Fusion runs in three passes over the translated code of a method:
+//! Fusion runs in four passes over the translated code of a method:
 //! 1. Choosing runs. Every position gets one of the runs that start there (or its own
 //!    instruction), chosen so that straight-line code from there to its next jump takes
 //!    the fewest dispatches; positions are decided from the end backwards, so the choice
@@ -26,6 +26,13 @@
 //!    right before such a closing increment and test becomes one op with it
 //!    (`AddIncBr`): a summing loop then runs one dispatch per iteration. Neither part can
 //!    fail; the op is not made when its taken side lands inside its own run.
+//!
+//! 4. Register runs ([`super::regs`]) are candidates in pass 1 beside the fixed runs: any
+//!    straight-line integer, array or field code of a basic block becomes a few ops on
+//!    frame slots, taken where it leaves fewer dispatches than the fixed runs. Its ops fill
+//!    the run's first positions and the last skips the rest; when the run is followed by
+//!    an op that names both its successors (a loop's closing test), that op is copied
+//!    right after the run's last op, which then falls through.
 //!
 //! Calls and returns fuse with the instructions that push a call's arguments or a
 //! return's value (`load a; push k; sub; call m`, `push k; call m`, `load a; ret`,
@@ -641,6 +648,7 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
     // those are `dead`, and no choice further up may continue at one.
     let mut cost = vec![0u32; n + 1];
     let mut dead = vec![false; n + 1];
+    let mut runs: Vec<(usize, regs::Run)> = Vec::new();
     for i in (0..n).rev() {
         let after = |j: usize| -> Option<u32> {
             match j {
@@ -667,14 +675,15 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
                 let k = r.ops.len() as u32 + c;
                 if k < best_cost {
                     best_cost = k;
-                    run = Some(r.ops);
+                    run = Some(r);
                 }
             }
         }
         match run {
-            Some(ops) => {
-                code[i..i + ops.len()].copy_from_slice(&ops);
-                dead[i + 1..i + ops.len()].fill(true);
+            Some(r) => {
+                code[i..i + r.ops.len()].copy_from_slice(&r.ops);
+                dead[i + 1..i + r.len].fill(true);
+                runs.push((i, r));
             }
             None => code[i] = best,
         }
@@ -723,6 +732,24 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
     for (i, op) in code.iter_mut().enumerate() {
         if let Some(fused) = add_then(&closed, i) {
             *op = fused;
+        }
+    }
+    // Pass 4: a register run that skips to an op naming both its successors (a loop's
+    // closing test) gets a copy of that op right after its last op, in its free positions,
+    // so it falls through: no dispatch waits for the skip to be loaded.
+    for (i, run) in runs {
+        let m = run.ops.len();
+        if code[i..i + m] != run.ops[..] || m >= run.len {
+            continue;
+        }
+        let Some(&next) = code.get(i + run.len) else {
+            continue;
+        };
+        if let (true, Some(copy)) = (movable(next), placed(next, i + m)) {
+            code[i + m] = copy;
+            if let Some(skip) = regs::skip_mut(&mut code[i + m - 1]) {
+                *skip = 0;
+            }
         }
     }
 }

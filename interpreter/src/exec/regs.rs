@@ -453,7 +453,7 @@ fn dest(op: &mut Op) -> Option<&mut u16> {
 }
 
 /// The register op's `skip`, for the last op of a run (`None` for a branch).
-fn skip_of(op: &mut Op) -> Option<&mut u8> {
+pub fn skip_mut(op: &mut Op) -> Option<&mut u8> {
     match op {
         Op::RegBin { r, .. }
         | Op::RegAdd(r)
@@ -556,7 +556,7 @@ pub fn runs(code: &[Op], frame: &Frame, targets: &[bool], i: usize) -> Vec<Run> 
                 continue;
             }
             let skip = u8::try_from(len - done.ops.len()).ok();
-            let last = done.ops.last_mut().and_then(skip_of);
+            let last = done.ops.last_mut().and_then(skip_mut);
             if let (Some(skip), Some(s)) = (skip, last) {
                 *s = skip;
                 out.push(Run { ops: done.ops, len });
