@@ -573,6 +573,23 @@ fn placed(op: Op, at: usize) -> Option<Op> {
     })
 }
 
+/// Whether `original[j]` is a test of local `a` against a constant or a local followed by
+/// `jz`/`jnz`, or a `jmp` to one: what pass 2 fuses an increment of `a` before it with.
+fn closes_loop(original: &[Op], j: usize, a: u32) -> bool {
+    let j = match original.get(j) {
+        Some(&Op::Jmp(t)) => t as usize,
+        _ => j,
+    };
+    let is_test = |k: usize| {
+        let cmp = original.get(j + 2).copied().and_then(Bin::of);
+        let br = branch(original.get(j + 3).copied());
+        matches!(original.get(k), Some(&Op::Load(x)) if x == a)
+            && matches!(original.get(j + 1), Some(Op::Push(_) | Op::Load(_)))
+            && cmp.zip(br).is_some_and(|(c, (on, _))| c.cond(on).is_some())
+    };
+    is_test(j)
+}
+
 /// `IncLocal(a, inc)` followed by the test-and-branch `br` (on `a`), as one op.
 fn inc_then(a: u32, inc: i64, br: Op) -> Option<Op> {
     let inc = i32::try_from(inc).ok()?;
@@ -656,8 +673,10 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
                 j => Some(cost[j]),
             }
         };
-        let cost_of = |op: Op| match next(op, i) {
-            Some(j) if j <= n => after(j).map(|c| 1 + c),
+        let cost_of = |op: Op| match (op, next(op, i)) {
+            // Pass 2 makes an increment and the test after it one op.
+            (Op::IncLocal(a, _), _) if closes_loop(&original, i + 4, a) => Some(1),
+            (_, Some(j)) if j <= n => after(j).map(|c| 1 + c),
             _ => Some(1),
         };
         let mut best = original[i];
@@ -673,7 +692,9 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
         for r in frame.map_or_else(Vec::new, |f| regs::runs(&original, f, &targets, i)) {
             if let Some(c) = after(i + r.len) {
                 let k = r.ops.len() as u32 + c;
-                if k < best_cost {
+                // Of two runs as good, the longer (they come shortest first): it may end
+                // where pass 4 can give it a loop's test to fall through to.
+                if k < best_cost || (k == best_cost && run.is_some()) {
                     best_cost = k;
                     run = Some(r);
                 }

@@ -7,7 +7,11 @@
 //! bounds checks (see [`ValueStack`]). The loop keeps what every op needs in locals the
 //! compiler can hold in registers: a pointer to the next op (not an index, so a dispatch
 //! is one load), and cursors to the stack and to the running frame's locals ([`Slots`]),
-//! rather than reaching them through `self` on every op. Every object access goes through
+//! rather than reaching them through `self` on every op. Register ops (`super::regs`) read
+//! and write frame slots at fixed indices and never move the stack pointer; a failing one
+//! reports its instruction's position (`fail!(at, ...)`), and one that ends a run continues
+//! past the run's free positions with a predicted branch (`skip!`) rather than an add, so
+//! the next dispatch does not wait for the load of the distance. Every object access goes through
 //! the runtime's access barrier (`Heap::access`); safepoints are polled at calls, backward
 //! branches and allocations.
 //!
