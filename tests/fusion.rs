@@ -4,7 +4,9 @@
 //! field accesses, divisions that may fail, calls of helper methods with loops of their
 //! own) print the same, end with the same status and report the same runtime error at the
 //! same `METHOD+PC (FILE:LINE)` fused as unfused (`marvin run --no-fuse`, one dispatch per
-//! instruction). A fixed set of seeded random programs also runs on every executor path:
+//! instruction). Random programs include the shapes register runs must get right (a swap
+//! of two locals through the stack, `dup`, `pop`, `neg`, array indices with a displacement,
+//! constant elements). A fixed set of seeded random programs also runs on every executor path:
 //! fused or not, field operands resolved at load or by name (`--no-resolve`), barriers on
 //! or off (`--no-barrier`); `MARVIN_GEN_SEEDS=A..B cargo test --test fusion generated`
 //! runs other seeds, and a seed that finds a difference joins `FOUND_SEEDS`.
@@ -200,6 +202,10 @@ enum Expr {
     Field,
     /// `fk(arr, obj, a, b)`, a helper below the caller
     Call(usize, Box<Expr>, Box<Expr>),
+    /// `neg e`
+    Neg(Box<Expr>),
+    /// `arr[(v & 7) + k]`, `k` from -1 to 1 (so it may fail): an index with a displacement
+    ElemOff(u32, i64),
 }
 
 /// A statement; loops count with their own counter, so they always end.
@@ -210,6 +216,15 @@ enum Stmt {
     /// `arr[i] = v`, the index masked into range unless the flag says raw
     SetElem(Expr, bool, Expr),
     SetField(Expr),
+    /// `a, b = b, a` through the stack (`load a; load b; store a; store b`): a store into
+    /// a local that a pushed `load` still names
+    Swap(u32, u32),
+    /// `a = b = e` through `dup`
+    SetTwo(u32, u32, Expr),
+    /// `e` evaluated and dropped with `pop`
+    Discard(Expr),
+    /// `arr[(v & 7) + k] = c`, a constant element at an index with a displacement
+    SetElemConst(u32, i64, i64),
     If(usize, u32, Expr, Vec<Stmt>),
     /// `for c = 0; c < n; c += step` tested at the top (`jz` out, `jmp` back) or at the
     /// bottom (`jmp` to the test first), bound a constant, a variable or the field
@@ -244,12 +259,14 @@ fn expr(calls: usize) -> BoxedStrategy<Expr> {
             .prop_map(|(o, a, b)| Expr::Bin(o, Box::new(a), Box::new(b)));
         let elem = (inner.clone(), prop::bool::weighted(0.2))
             .prop_map(|(e, raw)| Expr::Elem(Box::new(e), raw));
+        let neg = inner.clone().prop_map(|e| Expr::Neg(Box::new(e)));
+        let elem_off = (0..VARS, -1i64..=1).prop_map(|(v, k)| Expr::ElemOff(v, k));
         if calls == 0 {
-            return prop_oneof![4 => bin, 1 => elem].boxed();
+            return prop_oneof![4 => bin, 1 => elem, 1 => neg, 1 => elem_off].boxed();
         }
         let call = (0..calls, inner.clone(), inner)
             .prop_map(|(k, a, b)| Expr::Call(k, Box::new(a), Box::new(b)));
-        prop_oneof![4 => bin, 1 => elem, 1 => call].boxed()
+        prop_oneof![4 => bin, 1 => elem, 1 => call, 1 => neg, 1 => elem_off].boxed()
     })
     .boxed()
 }
@@ -266,6 +283,10 @@ fn stmts(depth: u32, calls: usize) -> BoxedStrategy<Vec<Stmt>> {
             Stmt::Set(d, Expr::Bin(o, Box::new(Expr::Var(a)), Box::new(Expr::Var(b))))
         }),
         1 => expr(calls).prop_map(Stmt::SetField),
+        1 => (0..VARS, 0..VARS).prop_map(|(a, b)| Stmt::Swap(a, b)),
+        1 => (0..VARS, 0..VARS, expr(calls)).prop_map(|(a, b, e)| Stmt::SetTwo(a, b, e)),
+        1 => expr(calls).prop_map(Stmt::Discard),
+        1 => (0..VARS, -1i64..=1, -5i64..5).prop_map(|(v, k, c)| Stmt::SetElemConst(v, k, c)),
     ];
     if depth == 0 {
         return prop::collection::vec(simple, 1..6).boxed();
@@ -377,7 +398,25 @@ impl Gen {
                 self.expr(b);
                 self.line(format!("call f{k}"));
             }
+            Expr::Neg(e) => {
+                self.expr(e);
+                self.line("neg");
+            }
+            Expr::ElemOff(v, k) => {
+                self.line(format!("load {ARR}"));
+                self.elem_index(*v, *k);
+                self.line("aload");
+            }
         }
+    }
+
+    /// The index `(v & 7) + k`.
+    fn elem_index(&mut self, v: u32, k: i64) {
+        self.line(format!("load {}", VAR0 + v));
+        self.line("push 7");
+        self.line("and");
+        self.line(format!("push {k}"));
+        self.line("add");
     }
 
     /// An array index: `e`, masked into the array's 8 elements unless `raw`.
@@ -410,6 +449,28 @@ impl Gen {
                     self.line(format!("load {OBJ}"));
                     self.expr(v);
                     self.line("putfield C.f");
+                }
+                Stmt::Swap(a, b) => {
+                    self.line(format!("load {}", VAR0 + a));
+                    self.line(format!("load {}", VAR0 + b));
+                    self.line(format!("store {}", VAR0 + a));
+                    self.line(format!("store {}", VAR0 + b));
+                }
+                Stmt::SetTwo(a, b, e) => {
+                    self.expr(e);
+                    self.line("dup");
+                    self.line(format!("store {}", VAR0 + a));
+                    self.line(format!("store {}", VAR0 + b));
+                }
+                Stmt::Discard(e) => {
+                    self.expr(e);
+                    self.line("pop");
+                }
+                Stmt::SetElemConst(v, k, c) => {
+                    self.line(format!("load {ARR}"));
+                    self.elem_index(*v, *k);
+                    self.line(format!("push {c}"));
+                    self.line("astore");
                 }
                 Stmt::If(c, v, e, then) => {
                     let skip = self.label();
@@ -634,7 +695,7 @@ fn seeds_to_run() -> Vec<u64> {
 /// and runtime errors.
 #[test]
 fn generated_programs_run_the_same_on_every_executor_path() {
-    let mut covered = [0usize; 5];
+    let mut covered = [0usize; 6];
     for seed in seeds_to_run() {
         let text = generated_from_seed(seed).text();
         let runs: Vec<Outcome3> = PATHS
@@ -654,21 +715,23 @@ fn generated_programs_run_the_same_on_every_executor_path() {
             text.contains("getfield C.f"),
             text.contains("aload"),
             runs[0].2.is_some(),
+            fused_main(&text).iter().any(is_register_op),
         ];
         for (n, f) in covered.iter_mut().zip(features) {
             *n += usize::from(f);
         }
     }
-    let [calls, loops, fields, arrays, errors] = covered;
+    let [calls, loops, fields, arrays, errors, regs] = covered;
     eprintln!(
         "generated programs: {calls} with calls, {loops} with loops, {fields} with the \
-         field, {arrays} with arrays, {errors} that fail"
+         field, {arrays} with arrays, {errors} that fail, {regs} with register ops"
     );
     if std::env::var("MARVIN_GEN_SEEDS").is_err() {
         assert!(
-            calls >= 16 && loops >= 16 && fields >= 16 && arrays >= 16 && errors >= 4,
+            calls >= 16 && loops >= 16 && fields >= 16 && arrays >= 16 && errors >= 4 && regs >= 32,
             "the fixed seeds cover too little: {calls} programs with calls, {loops} with \
-             loops, {fields} with the field, {arrays} with arrays, {errors} that fail"
+             loops, {fields} with the field, {arrays} with arrays, {errors} that fail, \
+             {regs} with register ops"
         );
     }
 }
@@ -1016,5 +1079,209 @@ fn the_hash_step_with_a_constant_modulus_fuses_and_runs_as_unfused() {
         let (fs, fo, fe, _) = run_in_process(&text, true);
         let (ps, po, pe, _) = run_in_process(&text, false);
         assert_eq!((fs, &fo, &fe), (ps, &po, &pe), "{text}");
+    }
+}
+
+/// Whether `op` is a register op (see `exec::regs`).
+fn is_register_op(op: &Op) -> bool {
+    format!("{op:?}").starts_with("Reg")
+}
+
+#[test]
+fn integer_statements_of_any_shape_become_register_ops() {
+    // t = (s - j) * (i and 3) - t and s = s + (i xor j), over nested counted loops: shapes
+    // no superinstruction names.
+    let text = ".method main args=0 locals=4
+  push 0
+  store 1
+outer:
+  load 1
+  push 30
+  lt
+  jz done
+  push 0
+  store 2
+inner:
+  load 2
+  push 20
+  lt
+  jz next
+  load 0
+  load 2
+  sub
+  load 1
+  push 3
+  and
+  mul
+  load 3
+  sub
+  store 3
+  load 0
+  load 1
+  load 2
+  xor
+  add
+  store 0
+  load 2
+  push 1
+  add
+  store 2
+  jmp inner
+next:
+  load 1
+  push 1
+  add
+  store 1
+  jmp outer
+done:
+  load 0
+  print
+  load 3
+  print
+  push 0
+  ret
+.end
+";
+    let code = fused_main(text);
+    // `load 0; load 1; load 2; xor; add; store 0` (positions 22 to 27): two ops, the last
+    // falling through to a copy of the loop's closing increment and test, written into
+    // the run's free positions.
+    assert!(
+        matches!(code[22], Op::RegXor(_))
+            && matches!(code[23], Op::RegAdd(r) if r.d == 0 && r.skip == 0)
+            && matches!(code[24], Op::IncBrConst { a: 2, .. }),
+        "{code:?}"
+    );
+    let (fs, fo, fe, _) = run_in_process(text, true);
+    let (ps, po, pe, _) = run_in_process(text, false);
+    assert_eq!((fs, &fo, &fe), (ps, &po, &pe));
+    let (mut s, mut t) = (0i64, 0i64);
+    for i in 0..30i64 {
+        for j in 0..20i64 {
+            t = (s - j) * (i & 3) - t;
+            s += i ^ j;
+        }
+    }
+    assert_eq!(fo, format!("{s}\n{t}\n"));
+}
+
+#[test]
+fn register_runs_fail_where_their_instruction_is() {
+    // `a[i + 1]` out of bounds inside a register run, after a division: the error names
+    // the `aload`'s position (main+14), fused as unfused.
+    let text = ".method main args=0 locals=3
+  push 4
+  newarray int
+  store 0
+  push 3
+  store 1
+  load 1
+  push 2
+  div
+  store 2
+  load 2
+  load 0
+  load 1
+  push 1
+  add
+  aload
+  add
+  store 2
+  load 2
+  print
+  push 0
+  ret
+.end
+";
+    let code = fused_main(text);
+    assert!(
+        code.iter()
+            .any(|op| matches!(op, Op::RegALoad { off: 1, .. })),
+        "{code:?}"
+    );
+    let (fs, fo, fe, _) = run_in_process(text, true);
+    let (ps, po, pe, _) = run_in_process(text, false);
+    assert_eq!((fs, &fo, &fe), (ps, &po, &pe));
+    let err = fe.expect("index out of bounds");
+    assert!(
+        err.contains("array index out of bounds") && err.contains("main+14"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_element_copied_between_arrays_stores_whatever_its_type() {
+    // `b[1] = a[0]`: the value's type is open to the verifier (`astore` of `Any`). An int
+    // goes into an int array, an object into a reference array; an int that names no
+    // object into a reference array is a type mismatch at that `astore` (main+51).
+    let text = ".class C
+  .field f int
+.end
+.method main args=0 locals=4
+  push 2
+  newarray int
+  store 0
+  push 2
+  newarray int
+  store 1
+  load 0
+  push 0
+  push -41
+  astore
+  load 1
+  push 1
+  load 0
+  push 0
+  aload
+  astore
+  load 1
+  push 1
+  aload
+  print
+  push 1
+  newarray ref
+  store 2
+  push 1
+  newarray ref
+  store 3
+  load 2
+  push 0
+  new C
+  astore
+  load 3
+  push 0
+  load 2
+  push 0
+  aload
+  astore
+  load 3
+  push 0
+  aload
+  push 7
+  putfield C.f
+  load 2
+  push 0
+  aload
+  getfield C.f
+  print
+  load 3
+  push 0
+  load 0
+  push 0
+  aload
+  astore
+  push 0
+  ret
+.end
+";
+    for fuse in [true, false] {
+        let (status, out, err, _) = run_in_process(text, fuse);
+        assert_eq!(out, "-41\n7\n", "fuse={fuse}: {err:?}");
+        assert_ne!(status, 0, "fuse={fuse}");
+        let err = err.expect("a type mismatch");
+        assert!(
+            err.contains("array type mismatch") && err.contains("main+51"),
+            "fuse={fuse}: {err}"
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! transfer to a lower position (a backward branch), polled with the destination's stack
 //! map, or its call's, polled at the `call`'s position.
 //!
-//! Fusion runs in three passes over the translated code of a method:
+//! Fusion runs in four passes over the translated code of a method:
 //! 1. Choosing runs. Every position gets one of the runs that start there (or its own
 //!    instruction), chosen so that straight-line code from there to its next jump takes
 //!    the fewest dispatches; positions are decided from the end backwards, so the choice
@@ -26,6 +26,13 @@
 //!    right before such a closing increment and test becomes one op with it
 //!    (`AddIncBr`): a summing loop then runs one dispatch per iteration. Neither part can
 //!    fail; the op is not made when its taken side lands inside its own run.
+//!
+//! 4. Register runs ([`super::regs`]) are candidates in pass 1 beside the fixed runs: any
+//!    straight-line integer, array or field code of a basic block becomes a few ops on
+//!    frame slots, taken where it leaves fewer dispatches than the fixed runs. Its ops fill
+//!    the run's first positions and the last skips the rest; when the run is followed by
+//!    an op that names both its successors (a loop's closing test), that op is copied
+//!    right after the run's last op, which then falls through.
 //!
 //! Calls and returns fuse with the instructions that push a call's arguments or a
 //! return's value (`load a; push k; sub; call m`, `push k; call m`, `load a; ret`,
@@ -57,6 +64,7 @@
 
 use super::divconst::Magic;
 use super::op::Op;
+use super::regs;
 use crate::isa::Ty;
 
 /// An integer operation that can take an immediate or a local operand.
@@ -81,7 +89,7 @@ pub enum Bin {
 }
 
 impl Bin {
-    fn of(op: Op) -> Option<Bin> {
+    pub(crate) fn of(op: Op) -> Option<Bin> {
         Some(match op {
             Op::Add => Bin::Add,
             Op::Sub => Bin::Sub,
@@ -104,7 +112,7 @@ impl Bin {
     }
 
     /// Whether `b` as a right operand can fail (division by zero).
-    fn may_trap(self) -> bool {
+    pub(crate) fn may_trap(self) -> bool {
         matches!(self, Bin::Div | Bin::Rem)
     }
 
@@ -142,7 +150,7 @@ impl Bin {
     }
 
     /// The branch condition of this comparison followed by `jnz` (`on`) or `jz`.
-    fn cond(self, on: bool) -> Option<Cond> {
+    pub(crate) fn cond(self, on: bool) -> Option<Cond> {
         // Bit 0: taken when a < b; bit 1: when a == b; bit 2: when a > b.
         let when_true = match self {
             Bin::Lt => 0b001,
@@ -166,7 +174,7 @@ pub struct Cond(u8);
 
 impl Cond {
     /// The opposite condition.
-    fn not(self) -> Cond {
+    pub(crate) fn not(self) -> Cond {
         Cond(!self.0 & 0b111)
     }
 
@@ -474,6 +482,9 @@ fn movable(op: Op) -> bool {
             | Op::BrLocalLocal { .. }
             | Op::IncBrConst { .. }
             | Op::IncBrLocal { .. }
+            | Op::RegBr { .. }
+            | Op::RegBrI { .. }
+            | Op::RegBrNz { .. }
     )
 }
 
@@ -536,8 +547,47 @@ fn placed(op: Op, at: usize) -> Option<Op> {
                 fall,
             }
         }
+        Op::RegBr { c, a, b, t, fall } => {
+            let (c, t, fall) = flip(c, t, fall)?;
+            Op::RegBr { c, a, b, t, fall }
+        }
+        Op::RegBrI { c, a, k, t, fall } => {
+            let (c, t, fall) = flip(c, t, fall)?;
+            Op::RegBrI { c, a, k, t, fall }
+        }
+        Op::RegBrNz { a, on, t, fall } => {
+            if fall > at {
+                Op::RegBrNz { a, on, t, fall }
+            } else if t > at {
+                Op::RegBrNz {
+                    a,
+                    on: !on,
+                    t: fall,
+                    fall: t,
+                }
+            } else {
+                return None;
+            }
+        }
         other => other,
     })
+}
+
+/// Whether `original[j]` is a test of local `a` against a constant or a local followed by
+/// `jz`/`jnz`, or a `jmp` to one: what pass 2 fuses an increment of `a` before it with.
+fn closes_loop(original: &[Op], j: usize, a: u32) -> bool {
+    let j = match original.get(j) {
+        Some(&Op::Jmp(t)) => t as usize,
+        _ => j,
+    };
+    let is_test = |k: usize| {
+        let cmp = original.get(j + 2).copied().and_then(Bin::of);
+        let br = branch(original.get(j + 3).copied());
+        matches!(original.get(k), Some(&Op::Load(x)) if x == a)
+            && matches!(original.get(j + 1), Some(Op::Push(_) | Op::Load(_)))
+            && cmp.zip(br).is_some_and(|(c, (on, _))| c.cond(on).is_some())
+    };
+    is_test(j)
 }
 
 /// `IncLocal(a, inc)` followed by the test-and-branch `br` (on `a`), as one op.
@@ -572,31 +622,92 @@ fn inc_then(a: u32, inc: i64, br: Op) -> Option<Op> {
             t,
             fall,
         }),
+        Op::RegBrI {
+            c,
+            a: x,
+            k,
+            t,
+            fall,
+        } if x as u32 == a => Some(Op::IncBrConst {
+            a,
+            inc,
+            k,
+            c,
+            t,
+            fall,
+        }),
+        Op::RegBr {
+            c,
+            a: x,
+            b,
+            t,
+            fall,
+        } if x as u32 == a => Some(Op::IncBrLocal {
+            a,
+            inc,
+            b: b as u32,
+            c,
+            t,
+            fall,
+        }),
         _ => None,
     }
 }
 
-/// Fuses a method's translated code in place (see the module doc for the two passes).
-pub fn fuse(code: &mut [Op]) {
+/// Fuses a method's translated code in place (see the module doc for the passes). With
+/// the method's `frame`, register runs ([`super::regs`]) are candidates too.
+pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
     let original = code.to_vec();
     let n = code.len();
+    let targets = regs::jump_targets(&original);
     // Pass 1: from the end, the run at each position that leaves the fewest dispatches
-    // to the next jump.
+    // to the next jump. The ops of a register run fill the positions after its first:
+    // those are `dead`, and no choice further up may continue at one.
     let mut cost = vec![0u32; n + 1];
+    let mut dead = vec![false; n + 1];
+    let mut runs: Vec<(usize, regs::Run)> = Vec::new();
     for i in (0..n).rev() {
-        let cost_of = |op: Op| match next(op, i) {
-            Some(j) if j <= n => 1 + cost[j],
-            _ => 1,
+        let after = |j: usize| -> Option<u32> {
+            match j {
+                j if j > n || dead[j] => None,
+                j => Some(cost[j]),
+            }
+        };
+        let cost_of = |op: Op| match (op, next(op, i)) {
+            // Pass 2 makes an increment and the test after it one op.
+            (Op::IncLocal(a, _), _) if closes_loop(&original, i + 4, a) => Some(1),
+            (_, Some(j)) if j <= n => after(j).map(|c| 1 + c),
+            _ => Some(1),
         };
         let mut best = original[i];
-        let mut best_cost = cost_of(best);
+        let mut best_cost = cost_of(best).unwrap_or(u32::MAX);
         for c in candidates(&original, i) {
-            let k = cost_of(c);
-            if k < best_cost {
-                (best, best_cost) = (c, k);
+            if let Some(k) = cost_of(c) {
+                if k < best_cost {
+                    (best, best_cost) = (c, k);
+                }
             }
         }
-        code[i] = best;
+        let mut run = None;
+        for r in frame.map_or_else(Vec::new, |f| regs::runs(&original, f, &targets, i)) {
+            if let Some(c) = after(i + r.len) {
+                let k = r.ops.len() as u32 + c;
+                // Of two runs as good, the longer (they come shortest first): it may end
+                // where pass 4 can give it a loop's test to fall through to.
+                if k < best_cost || (k == best_cost && run.is_some()) {
+                    best_cost = k;
+                    run = Some(r);
+                }
+            }
+        }
+        match run {
+            Some(r) => {
+                code[i..i + r.ops.len()].copy_from_slice(&r.ops);
+                dead[i + 1..i + r.len].fill(true);
+                runs.push((i, r));
+            }
+            None => code[i] = best,
+        }
         cost[i] = best_cost;
     }
     // Pass 2: close loops, reading the choices of pass 1.
@@ -642,6 +753,24 @@ pub fn fuse(code: &mut [Op]) {
     for (i, op) in code.iter_mut().enumerate() {
         if let Some(fused) = add_then(&closed, i) {
             *op = fused;
+        }
+    }
+    // Pass 4: a register run that skips to an op naming both its successors (a loop's
+    // closing test) gets a copy of that op right after its last op, in its free positions,
+    // so it falls through: no dispatch waits for the skip to be loaded.
+    for (i, run) in runs {
+        let m = run.ops.len();
+        if code[i..i + m] != run.ops[..] || m >= run.len {
+            continue;
+        }
+        let Some(&next) = code.get(i + run.len) else {
+            continue;
+        };
+        if let (true, Some(copy)) = (movable(next), placed(next, i + m)) {
+            code[i + m] = copy;
+            if let Some(skip) = regs::skip_mut(&mut code[i + m - 1]) {
+                *skip = 0;
+            }
         }
     }
 }
@@ -697,7 +826,7 @@ mod tests {
             Op::Jnz(0),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         let c = Bin::Lt.cond(true).unwrap();
         assert_eq!(
             code[0],
@@ -748,7 +877,7 @@ mod tests {
     #[test]
     fn a_loop_tested_at_the_top_closes_in_one_dispatch() {
         let mut code = summing_loop_tested_at_the_top();
-        fuse(&mut code);
+        fuse(&mut code, None);
         let c = Bin::Lt.cond(false).unwrap();
         assert_eq!(c, Bin::Ge.cond(true).unwrap());
         assert_eq!(
@@ -792,7 +921,7 @@ mod tests {
     #[test]
     fn a_summing_loop_runs_one_op_per_iteration() {
         let mut code = summing_loop_tested_at_the_top();
-        fuse(&mut code);
+        fuse(&mut code, None);
         let again = Bin::Lt.cond(true).unwrap();
         // The sum takes the closing increment and test along: back to itself or out.
         assert_eq!(
@@ -831,7 +960,7 @@ mod tests {
             Op::Jnz(0),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert_eq!(code[0], Op::LoadAddLocalStore(0, 1, 2));
         // A local above the op's 16-bit fields keeps the two ops apart.
         let mut wide = vec![
@@ -849,7 +978,7 @@ mod tests {
             Op::Jnz(0),
             Op::Ret,
         ];
-        fuse(&mut wide);
+        fuse(&mut wide, None);
         assert_eq!(wide[0], Op::LoadAddLocalStore(70_000, 1, 70_000));
         assert!(matches!(wide[4], Op::IncBrConst { .. }));
     }
@@ -867,7 +996,7 @@ mod tests {
             Op::Store(2),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert_eq!(code[0], Op::Load(2));
         assert_eq!(code[1], Op::ALoadLocal(0, 1, Ty::Int));
         assert_eq!(code[4], Op::BinStore(Bin::Add, 2));
@@ -887,7 +1016,7 @@ mod tests {
             Op::Store(2),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert_eq!(code[0], Op::LoadAddLocalStore(0, 1, 2));
         assert_eq!(code[4], Op::LoadBinLocalStore(0, Bin::Sub, 1, 2));
         assert_eq!(code[0].covers(), 4);
@@ -909,7 +1038,7 @@ mod tests {
             Op::Store(2),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert_eq!(
             code[0],
             Op::LoadBinConstBinLocal(2, Bin::Shr, 16, Bin::Xor, 2)
@@ -958,7 +1087,7 @@ mod tests {
             Op::Xadd(s),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert_eq!(code[0], Op::LoadGetFieldStore(0, s, 2));
         assert_eq!(code[8], Op::CasBr(s, false, 0));
         assert_eq!(code[10], Op::LoadXadd(0, 1, s, true));
@@ -973,7 +1102,7 @@ mod tests {
             Op::Xadd(s),
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert_eq!(code[0], Op::CasRef(s));
         assert!(!matches!(code[2], Op::LoadXadd(..)));
     }
@@ -996,7 +1125,7 @@ mod tests {
             Op::Print,
             Op::Ret,
         ];
-        fuse(&mut code);
+        fuse(&mut code, None);
         let m = Magic::of(1_000_000_007).unwrap();
         // The whole statement is one op; the division behind it keeps its own.
         assert_eq!(
@@ -1039,7 +1168,7 @@ mod tests {
         // A divisor of 1, -1 or below keeps the generic op.
         for k in [1, -1, -7] {
             let mut code = vec![Op::Push(k), Op::Rem, Op::Store(0), Op::Ret];
-            fuse(&mut code);
+            fuse(&mut code, None);
             assert_eq!(code[0], Op::BinConstStore(Bin::Rem, k, 0), "{k}");
         }
     }
@@ -1047,7 +1176,7 @@ mod tests {
     #[test]
     fn never_fuses_a_division_by_a_zero_constant() {
         let mut code = vec![Op::Load(0), Op::Push(0), Op::Div, Op::Ret];
-        fuse(&mut code);
+        fuse(&mut code, None);
         assert!(!matches!(code[0], Op::LoadBinConst(..)));
         assert!(!matches!(code[1], Op::BinConst(..)));
         assert_eq!(Bin::Rem.apply(7, 0), None);

@@ -7,7 +7,11 @@
 //! bounds checks (see [`ValueStack`]). The loop keeps what every op needs in locals the
 //! compiler can hold in registers: a pointer to the next op (not an index, so a dispatch
 //! is one load), and cursors to the stack and to the running frame's locals ([`Slots`]),
-//! rather than reaching them through `self` on every op. Every object access goes through
+//! rather than reaching them through `self` on every op. Register ops (`super::regs`) read
+//! and write frame slots at fixed indices and never move the stack pointer; a failing one
+//! reports its instruction's position (`fail!(at, ...)`), and one that ends a run continues
+//! past the run's free positions with a predicted branch (`skip!`) rather than an add, so
+//! the next dispatch does not wait for the load of the distance. Every object access goes through
 //! the runtime's access barrier (`Heap::access`); safepoints are polled at calls, backward
 //! branches and allocations.
 //!
@@ -545,10 +549,17 @@ impl<A: AppBinding> Thread<A> {
                 push!(($e) as u64);
             }};
         }
-        macro_rules! trap {
-            ($msg:expr) => {{
-                return Err(error($msg, method, (pc!() - 1) as u32));
+        // Fails with `$msg` at original position `$pos` (a register op's `at`).
+        macro_rules! fail {
+            ($pos:expr, $msg:expr) => {{
+                return Err(error($msg, method, ($pos) as u32));
             }};
+        }
+        // Fails at the running op's position.
+        macro_rules! trap {
+            ($msg:expr) => {
+                fail!(pc!() - 1, $msg)
+            };
         }
         macro_rules! save_pc {
             () => {{
@@ -565,28 +576,38 @@ impl<A: AppBinding> Thread<A> {
                 }
             }};
         }
+        // The object access macros fail at the running op's position, or at `@ $pos`.
         macro_rules! handle {
-            ($v:expr) => {{
+            ($v:expr) => {
+                handle!(@ pc!() - 1; $v)
+            };
+            (@ $pos:expr; $v:expr) => {{
                 match Handle::from_value($v) {
                     Some(h) => h,
-                    None => trap!("null dereference"),
+                    None => fail!($pos, "null dereference"),
                 }
             }};
         }
         macro_rules! access {
-            ($h:expr, $kind:expr) => {{
+            ($h:expr, $kind:expr) => {
+                access!(@ pc!() - 1; $h, $kind)
+            };
+            (@ $pos:expr; $h:expr, $kind:expr) => {{
                 match heap.access::<B>($h, $kind) {
                     Ok(a) => a,
-                    Err(e) => trap!(e.to_string()),
+                    Err(e) => fail!($pos, e.to_string()),
                 }
             }};
         }
         macro_rules! instance {
-            ($h:expr, $kind:expr, $s:expr) => {{
-                let a = access!($h, $kind);
+            ($h:expr, $kind:expr, $s:expr) => {
+                instance!(@ pc!() - 1; $h, $kind, $s)
+            };
+            (@ $pos:expr; $h:expr, $kind:expr, $s:expr) => {{
+                let a = access!(@ $pos; $h, $kind);
                 if a.obj().header().class != $s.class {
                     let name = &loaded.vp.program.classes[$s.class as usize].name;
-                    trap!(format!("class mismatch (expected {name})"));
+                    fail!($pos, format!("class mismatch (expected {name})"));
                 }
                 a
             }};
@@ -594,8 +615,11 @@ impl<A: AppBinding> Thread<A> {
         // The word of integer field `$s` in the instance `$h`, class-checked for `$kind`,
         // bound to `$w` for `$body` (the access is held until `$body` ends).
         macro_rules! with_field {
-            ($h:expr, $kind:expr, $s:expr, |$w:ident| $body:expr) => {{
-                let acc = instance!($h, $kind, $s);
+            ($h:expr, $kind:expr, $s:expr, |$w:ident| $body:expr) => {
+                with_field!(@ pc!() - 1; $h, $kind, $s, |$w| $body)
+            };
+            (@ $pos:expr; $h:expr, $kind:expr, $s:expr, |$w:ident| $body:expr) => {{
+                let acc = instance!(@ $pos; $h, $kind, $s);
                 // SAFETY: the class check proved an instance of `$s.class`, whose layout
                 // has slot `$s.slot`.
                 let $w = unsafe { acc.obj().slot_unchecked($s.slot as usize) };
@@ -604,12 +628,18 @@ impl<A: AppBinding> Thread<A> {
         }
         macro_rules! read_field {
             ($h:expr, $s:expr) => {
-                with_field!($h, AccessKind::Read, $s, |w| w.load(Ordering::Relaxed))
+                read_field!(@ pc!() - 1; $h, $s)
+            };
+            (@ $pos:expr; $h:expr, $s:expr) => {
+                with_field!(@ $pos; $h, AccessKind::Read, $s, |w| w.load(Ordering::Relaxed))
             };
         }
         macro_rules! write_field {
             ($h:expr, $s:expr, $v:expr) => {
-                with_field!($h, AccessKind::Write, $s, |w| w
+                write_field!(@ pc!() - 1; $h, $s, $v)
+            };
+            (@ $pos:expr; $h:expr, $s:expr, $v:expr) => {
+                with_field!(@ $pos; $h, AccessKind::Write, $s, |w| w
                     .store($v, Ordering::Relaxed))
             };
         }
@@ -661,17 +691,21 @@ impl<A: AppBinding> Thread<A> {
                 }
             }};
         }
-        // `aload` of element `i` of the array `h` as type `t` (errors at `pc - 1`).
+        // `aload` of element `i` of the array `h` as type `t` (errors at `pc - 1`, or at
+        // `@ $pos`).
         macro_rules! aload {
-            ($h:expr, $i:expr, $t:expr) => {{
+            ($h:expr, $i:expr, $t:expr) => {
+                aload!(@ pc!() - 1; $h, $i, $t)
+            };
+            (@ $pos:expr; $h:expr, $i:expr, $t:expr) => {{
                 let i: i64 = $i;
-                let a = access!($h, AccessKind::Read);
+                let a = access!(@ $pos; $h, AccessKind::Read);
                 let obj = a.obj();
                 if i < 0 || i >= obj.len() as i64 {
                     if obj.header().class != ARRAY_CLASS {
-                        trap!("array type mismatch");
+                        fail!($pos, "array type mismatch");
                     }
-                    trap!("array index out of bounds");
+                    fail!($pos, "array index out of bounds");
                 }
                 match (obj.kind(), $t) {
                     (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
@@ -681,7 +715,37 @@ impl<A: AppBinding> Thread<A> {
                     | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
                         obj.words()[i as usize].load(Ordering::Relaxed)
                     }
-                    _ => trap!("array type mismatch"),
+                    _ => fail!($pos, "array type mismatch"),
+                }
+            }};
+        }
+        // `astore` of `v` (of static type `t`) at element `i` of the array `h` (errors at
+        // `@ $pos`). A value of open type (`Any`: an element copied from another array)
+        // goes into an int or byte array as it is, and into a reference array when it is
+        // null or a live object.
+        macro_rules! astore {
+            (@ $pos:expr; $h:expr, $i:expr, $v:expr, $t:expr) => {{
+                let (i, v): (i64, u64) = ($i, $v);
+                let a = access!(@ $pos; $h, AccessKind::Write);
+                let obj = a.obj();
+                if i < 0 || i >= obj.len() as i64 {
+                    if obj.header().class != ARRAY_CLASS {
+                        fail!($pos, "array type mismatch");
+                    }
+                    fail!($pos, "array index out of bounds");
+                }
+                match (obj.kind(), $t) {
+                    (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
+                        obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed)
+                    }
+                    (ObjKind::IntArray, Ty::Int | Ty::Any) => {
+                        obj.words()[i as usize].store(v, Ordering::Relaxed)
+                    }
+                    (ObjKind::RefArray, Ty::Ref) => a.store_ref(i as usize, v),
+                    (ObjKind::RefArray, Ty::Any) if v == 0 || !dangling(heap, v) => {
+                        a.store_ref(i as usize, v)
+                    }
+                    _ => fail!($pos, "array type mismatch"),
                 }
             }};
         }
@@ -772,6 +836,39 @@ impl<A: AppBinding> Thread<A> {
                     .as_ptr()
                     .wrapping_byte_add(f.ret_at + std::mem::size_of::<Op>());
                 push!(v);
+            }};
+        }
+        // Continues `$n` positions past the next, for the last op of a register run. A
+        // real branch, kept so by the empty `asm!`: as an unconditional add of `$n`, the
+        // next dispatch would wait for the load of `$n`, where predicting the branch
+        // lets it start at once (`$n` is 0 for every op but a run's last).
+        macro_rules! skip {
+            ($n:expr) => {{
+                let n: u8 = $n;
+                if n != 0 {
+                    // SAFETY: an empty instruction sequence: no memory, stack or register
+                    // effect; it only keeps the compiler from merging the two paths.
+                    unsafe { std::arch::asm!("", options(nomem, nostack, preserves_flags)) };
+                    ip = ip.wrapping_add(n as usize);
+                }
+            }};
+        }
+        // A register op `d = a OP b` (`$r`, an `R3`) that cannot fail.
+        macro_rules! reg {
+            ($r:expr, |$x:ident, $y:ident| $e:expr) => {{
+                let r = $r;
+                let ($x, $y) = (fp.get(r.a as usize) as i64, fp.get(r.b as usize) as i64);
+                fp.set(r.d as usize, ($e) as u64);
+                skip!(r.skip);
+            }};
+        }
+        // A register op `d = a OP k` (`$r`, an `RI`) that cannot fail.
+        macro_rules! reg_k {
+            ($r:expr, |$x:ident, $k:ident| $e:expr) => {{
+                let r = $r;
+                let ($x, $k) = (fp.get(r.a as usize) as i64, r.k as i64);
+                fp.set(r.d as usize, ($e) as u64);
+                skip!(r.skip);
             }};
         }
         macro_rules! by_name {
@@ -990,24 +1087,7 @@ impl<A: AppBinding> Thread<A> {
                     let v = pop!();
                     let i = pop!() as i64;
                     let h = handle!(pop!());
-                    let a = access!(h, AccessKind::Write);
-                    let obj = a.obj();
-                    if i < 0 || i >= obj.len() as i64 {
-                        if obj.header().class != ARRAY_CLASS {
-                            trap!("array type mismatch");
-                        }
-                        trap!("array index out of bounds");
-                    }
-                    match (obj.kind(), t) {
-                        (ObjKind::ByteArray, Ty::Int) => {
-                            obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed)
-                        }
-                        (ObjKind::IntArray, Ty::Int) => {
-                            obj.words()[i as usize].store(v, Ordering::Relaxed)
-                        }
-                        (ObjKind::RefArray, Ty::Ref) => a.store_ref(i as usize, v),
-                        _ => trap!("array type mismatch"),
-                    }
+                    astore!(@ pc!() - 1; h, i, v, t);
                 }
                 Op::ALen => {
                     let h = handle!(pop!());
@@ -1406,6 +1486,145 @@ impl<A: AppBinding> Thread<A> {
                     } else {
                         push!(old);
                     }
+                }
+                // Register ops (see `regs`): operands in frame slots, `skip` past the
+                // run's free positions, errors at `at`.
+                Op::RegBin { op, r, at } => {
+                    let (x, y) = (fp.get(r.a as usize) as i64, fp.get(r.b as usize) as i64);
+                    let Some(v) = op.apply(x, y) else {
+                        fail!(at, "division by zero");
+                    };
+                    fp.set(r.d as usize, v as u64);
+                    skip!(r.skip);
+                }
+                Op::RegAdd(r) => reg!(r, |x, y| x.wrapping_add(y)),
+                Op::RegSub(r) => reg!(r, |x, y| x.wrapping_sub(y)),
+                Op::RegMul(r) => reg!(r, |x, y| x.wrapping_mul(y)),
+                Op::RegAnd(r) => reg!(r, |x, y| x & y),
+                Op::RegOr(r) => reg!(r, |x, y| x | y),
+                Op::RegXor(r) => reg!(r, |x, y| x ^ y),
+                Op::RegShl(r) => reg!(r, |x, y| x.wrapping_shl(y as u32 & 63)),
+                Op::RegShr(r) => reg!(r, |x, y| x.wrapping_shr(y as u32 & 63)),
+                Op::RegBinI { op, r } => {
+                    // `regs` makes no division by a constant zero: this cannot fail.
+                    let v = op
+                        .apply(fp.get(r.a as usize) as i64, r.k as i64)
+                        .unwrap_or(0);
+                    fp.set(r.d as usize, v as u64);
+                    skip!(r.skip);
+                }
+                Op::RegAddI(r) => reg_k!(r, |x, k| x.wrapping_add(k)),
+                Op::RegMulI(r) => reg_k!(r, |x, k| x.wrapping_mul(k)),
+                Op::RegAndI(r) => reg_k!(r, |x, k| x & k),
+                Op::RegOrI(r) => reg_k!(r, |x, k| x | k),
+                Op::RegXorI(r) => reg_k!(r, |x, k| x ^ k),
+                Op::RegShlI(r) => reg_k!(r, |x, k| x.wrapping_shl(k as u32 & 63)),
+                Op::RegShrI(r) => reg_k!(r, |x, k| x.wrapping_shr(k as u32 & 63)),
+                Op::RegDivConst {
+                    d,
+                    a,
+                    k,
+                    shift,
+                    rem,
+                    skip,
+                    magic,
+                } => {
+                    let v = Magic { magic, shift }.apply(fp.get(a as usize) as i64, k as i64, rem);
+                    fp.set(d as usize, v as u64);
+                    skip!(skip);
+                }
+                Op::RegMov { d, a, skip } => {
+                    fp.set(d as usize, fp.get(a as usize));
+                    skip!(skip);
+                }
+                Op::RegMovI { d, k, skip } => {
+                    fp.set(d as usize, k as u64);
+                    skip!(skip);
+                }
+                Op::RegBr { c, a, b, t, fall } => {
+                    let (x, y) = (fp.get(a as usize) as i64, fp.get(b as usize) as i64);
+                    fork!(c.taken(x, y), t, fall);
+                }
+                Op::RegBrI { c, a, k, t, fall } => {
+                    fork!(c.taken(fp.get(a as usize) as i64, k as i64), t, fall);
+                }
+                Op::RegBrNz { a, on, t, fall } => {
+                    fork!((fp.get(a as usize) != 0) == on, t, fall);
+                }
+                Op::RegALoad {
+                    d,
+                    arr,
+                    i,
+                    off,
+                    ty,
+                    skip,
+                    at,
+                } => {
+                    let h = handle!(@ at; fp.get(arr as usize));
+                    let i = (fp.get(i as usize) as i64).wrapping_add(off as i64);
+                    let v = aload!(@ at; h, i, ty);
+                    fp.set(d as usize, v);
+                    skip!(skip);
+                }
+                Op::RegAStore {
+                    arr,
+                    i,
+                    off,
+                    v,
+                    ty,
+                    skip,
+                    at,
+                } => {
+                    let h = handle!(@ at; fp.get(arr as usize));
+                    let i = (fp.get(i as usize) as i64).wrapping_add(off as i64);
+                    astore!(@ at; h, i, fp.get(v as usize), ty);
+                    skip!(skip);
+                }
+                Op::RegAStoreI {
+                    arr,
+                    i,
+                    off,
+                    k,
+                    skip,
+                    at,
+                } => {
+                    let h = handle!(@ at; fp.get(arr as usize));
+                    let i = (fp.get(i as usize) as i64).wrapping_add(off as i64);
+                    astore!(@ at; h, i, k as i64 as u64, Ty::Int);
+                    skip!(skip);
+                }
+                Op::RegALen { d, arr, skip, at } => {
+                    let h = handle!(@ at; fp.get(arr as usize));
+                    let a = access!(@ at; h, AccessKind::Read);
+                    if a.obj().header().class != ARRAY_CLASS {
+                        fail!(at, "array type mismatch");
+                    }
+                    fp.set(d as usize, a.obj().len() as u64);
+                    skip!(skip);
+                }
+                Op::RegGetField { d, o, s, skip, at } => {
+                    let h = handle!(@ at; fp.get(o as usize));
+                    let v = read_field!(@ at; h, s);
+                    fp.set(d as usize, v);
+                    skip!(skip);
+                }
+                Op::RegPutField {
+                    o,
+                    v,
+                    s,
+                    is_ref,
+                    skip,
+                    at,
+                } => {
+                    let h = handle!(@ at; fp.get(o as usize));
+                    let v = fp.get(v as usize);
+                    if is_ref {
+                        let a = instance!(@ at; h, AccessKind::Write, s);
+                        a.store_ref(s.slot as usize, v);
+                    } else {
+                        write_field!(@ at; h, s, v);
+                    }
+                    skip!(skip);
                 }
             }
         }

@@ -55,14 +55,20 @@ impl Loaded {
             .program
             .methods
             .iter()
-            .map(|m| {
+            .zip(&vp.info)
+            .map(|(m, mi)| {
                 let mut code: Vec<Op> = m
                     .code
                     .iter()
                     .map(|&i| tr(&vp.program, &layouts, i))
                     .collect();
                 if fuse {
-                    super::fuse::fuse(&mut code);
+                    let frame = super::regs::Frame {
+                        locals: mi.local_types.len() as u32,
+                        max_stack: mi.max_stack,
+                        stack_types: &mi.stack_types,
+                    };
+                    super::fuse::fuse(&mut code, Some(&frame));
                 }
                 code
             })

@@ -32,6 +32,25 @@ pub struct Slot {
     pub slot: u32,
 }
 
+/// The slots of a register op `d = a OP b`, and how many positions to skip after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct R3 {
+    pub d: u16,
+    pub a: u16,
+    pub b: u16,
+    pub skip: u8,
+}
+
+/// The slots and constant of a register op `d = a OP k`, and how many positions to skip
+/// after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RI {
+    pub d: u16,
+    pub a: u16,
+    pub k: i32,
+    pub skip: u8,
+}
+
 /// One executable instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -267,6 +286,141 @@ pub enum Op {
         shift: u8,
         rem: bool,
         d: u32,
+    },
+    // Register ops (made by [`super::regs`]): every operand is a slot of the running
+    // frame, a local or an operand-stack entry at the depth the verifier proves for its
+    // position, so a run of stack instructions becomes a few ops that never move the stack
+    // pointer. The ops of a run sit at the run's first positions; the last continues
+    // `skip` positions further, past the ones the run does not occupy. An op that can
+    // fail reports the original position `at` of the instruction it stands for.
+    /// `d = a OP b`, `OP` a division or a comparison (the ops below need no dispatch on
+    /// their operation)
+    RegBin {
+        op: Bin,
+        r: R3,
+        at: u32,
+    },
+    /// `d = a + b`
+    RegAdd(R3),
+    RegSub(R3),
+    RegMul(R3),
+    RegAnd(R3),
+    RegOr(R3),
+    RegXor(R3),
+    RegShl(R3),
+    RegShr(R3),
+    /// `d = a OP k`, an operation that cannot fail with this `k` (a comparison, or a
+    /// division by a constant that is not a [`Op::RegDivConst`])
+    RegBinI {
+        op: Bin,
+        r: RI,
+    },
+    /// `d = a + k` (and `sub`, as an add of `-k`)
+    RegAddI(RI),
+    RegMulI(RI),
+    RegAndI(RI),
+    RegOrI(RI),
+    RegXorI(RI),
+    RegShlI(RI),
+    RegShrI(RI),
+    /// `d = a / k` (`a rem k` when `rem`) for a constant `k` of 2 or more, as a multiply
+    /// by `magic` (see [`super::divconst`])
+    RegDivConst {
+        d: u16,
+        a: u16,
+        k: i32,
+        shift: u8,
+        rem: bool,
+        skip: u8,
+        magic: i64,
+    },
+    /// `d = a`
+    RegMov {
+        d: u16,
+        a: u16,
+        skip: u8,
+    },
+    /// `d = k`
+    RegMovI {
+        d: u16,
+        k: i64,
+        skip: u8,
+    },
+    /// To `t` when `a CMP b`, else to `fall`
+    RegBr {
+        c: Cond,
+        a: u16,
+        b: u16,
+        t: u32,
+        fall: u32,
+    },
+    /// To `t` when `a CMP k`, else to `fall`
+    RegBrI {
+        c: Cond,
+        a: u16,
+        k: i32,
+        t: u32,
+        fall: u32,
+    },
+    /// To `t` when `a` is non-zero (`on`) or zero, else to `fall`
+    RegBrNz {
+        a: u16,
+        on: bool,
+        t: u32,
+        fall: u32,
+    },
+    /// `d = arr[i + off]` as type `ty`
+    RegALoad {
+        d: u16,
+        arr: u16,
+        i: u16,
+        off: i16,
+        ty: Ty,
+        skip: u8,
+        at: u32,
+    },
+    /// `arr[i + off] = v`, `v` of type `ty`
+    RegAStore {
+        arr: u16,
+        i: u16,
+        off: i16,
+        v: u16,
+        ty: Ty,
+        skip: u8,
+        at: u32,
+    },
+    /// `arr[i + off] = k`, an int element
+    RegAStoreI {
+        arr: u16,
+        i: u16,
+        off: i16,
+        k: i32,
+        skip: u8,
+        at: u32,
+    },
+    /// `d = alen arr`
+    RegALen {
+        d: u16,
+        arr: u16,
+        skip: u8,
+        at: u32,
+    },
+    /// `d = o.f`
+    RegGetField {
+        d: u16,
+        o: u16,
+        s: Slot,
+        skip: u8,
+        at: u32,
+    },
+    /// `o.f = v` (through the reference store when `is_ref`)
+    RegPutField {
+        o: u16,
+        v: u16,
+        s: Slot,
+        is_ref: bool,
+        skip: u8,
+        at: u32,
     },
 }
 
