@@ -21,7 +21,7 @@
 //! - [`run`]: runs a program as one app to its end;
 //! - [`error`]: why an app operation failed ([`AppError`]).
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

@@ -8,7 +8,7 @@
 //! ([`working_set`]). Marking reads objects as the runtime, never through the access
 //! barrier, so a collection never sets an access bit.
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

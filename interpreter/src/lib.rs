@@ -2,7 +2,7 @@
 //! the disassembler ([`disasm`]) and the executor ([`exec`]). The instruction set is
 //! defined once, in [`isa`].
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

@@ -15,7 +15,7 @@
 //! reclaim-table entry lock, is compiled into its loom test with `marvin-sync`'s atomics
 //! (see [`reclaim_table`]).
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

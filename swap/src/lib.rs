@@ -24,7 +24,7 @@
 //!
 //! The mechanisms hold no policy constants of their own: they ask the policy.
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

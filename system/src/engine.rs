@@ -17,6 +17,7 @@ use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::activity::{Activity, Thresholds};
+use super::activity_manager::{ActivityManager, AppHost};
 use super::budget::{Budget, BudgetHook, Member};
 use super::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use super::series::{PolicySeries, SeriesPoint};
@@ -146,39 +147,19 @@ pub fn run_policy(
         points: Vec::new(),
     };
     let mut summary = Summary::new(pressure.name());
-    let mut next_launch = Duration::ZERO;
-    let mut next_switch = cfg.switch_every;
-    let mut launched = 0usize;
-    let mut fg: Option<usize> = None;
-    // The launch phase begins once the last app has had its turn in front (off when the
-    // foreground is switched round robin instead).
-    let mut phase: LaunchPhase<(SwapIo, u64)> =
-        LaunchPhase::new(cfg.launch, cfg.launch_every * cfg.apps as u32);
-    let phase_on = cfg.switch_every.is_none() && cfg.launch.launches > 0;
+    // The activity manager (launches, switches, the launch phase), with the apps as
+    // threads of this process.
+    let mut host = InProcess {
+        run: &run,
+        fg: None,
+    };
+    let mut am: ActivityManager<(SwapIo, u64)> = ActivityManager::new(cfg);
     loop {
         let now = run.start.elapsed();
-        // The run lasts its duration, and longer if its launch phase is still going.
-        let over = now >= cfg.duration && (!phase_on || launched < cfg.apps || phase.is_done());
-        if over || signals::stop_requested().is_some() {
+        if am.over(now, host.launched()) || signals::stop_requested().is_some() {
             break;
         }
-        if launched < cfg.apps && now >= next_launch {
-            run.launch_new(launched, &mut fg)?;
-            launched += 1;
-            next_launch += cfg.launch_every;
-        } else if let Some(every) = cfg.switch_every {
-            if launched == cfg.apps && now >= next_switch.unwrap_or(Duration::MAX) {
-                run.switch_next(&mut fg)?;
-                next_switch = Some(now + every);
-            }
-        }
-        if phase_on && launched == cfg.apps {
-            run.drive_launches(&mut phase, &mut fg)?;
-        }
-        // An app started in front has no looper thread at first: raised once seen.
-        if let Some(f) = fg {
-            run.raise_ui(f);
-        }
+        am.turn(&mut host, now)?;
         run.collect_ended();
         run.reap();
         let p = run.sample(th);
@@ -195,16 +176,14 @@ pub fn run_policy(
             }
             std::thread::sleep(left.min(ACTIVITY_TICK));
             run.observe_activity(th);
-            if let Some(f) = fg {
+            if let Some(f) = host.fg {
                 run.raise_ui(f);
             }
-            if phase_on && launched == cfg.apps {
-                run.drive_launches(&mut phase, &mut fg)?;
-            }
+            am.drive_launches(&mut host)?;
         }
     }
     // A launch still under way when the run ends never finished.
-    phase.give_up(run.start.elapsed());
+    let phase = am.finish(run.start.elapsed());
     run.collect_ended();
     let final_point = run.sample(th);
     summary.observe(&final_point);
@@ -213,8 +192,59 @@ pub fn run_policy(
     series.push_sample(final_point, cfg.sample_every);
     run.shutdown();
     run.finish(&mut summary);
-    summary.set_launches(std::mem::take(&mut phase.records), phase.unfinished);
+    summary.set_launches(phase.records, phase.unfinished);
     Ok((summary, series))
+}
+
+/// The in-process model's host of the activity manager: the apps as threads of this
+/// process.
+struct InProcess<'a> {
+    run: &'a Run,
+    fg: Option<usize>,
+}
+
+impl AppHost for InProcess<'_> {
+    type Before = (SwapIo, u64);
+
+    fn now(&self) -> Duration {
+        self.run.start.elapsed()
+    }
+
+    fn launched(&self) -> usize {
+        self.run.slots.lock().len()
+    }
+
+    fn foreground(&self) -> Option<usize> {
+        self.fg
+    }
+
+    fn launch_new(&mut self) -> anyhow::Result<()> {
+        let id = self.launched();
+        self.run.launch_new(id, &mut self.fg)
+    }
+
+    fn bring_to_foreground(&mut self, id: usize) -> anyhow::Result<Pending<(SwapIo, u64)>> {
+        self.run.bring_to_foreground(id, &mut self.fg)
+    }
+
+    fn launch_candidates(&self) -> Vec<usize> {
+        self.run
+            .slots
+            .lock()
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| Some(*i) != self.fg && !s.ended)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    fn check_launch(&mut self, phase: &mut LaunchPhase<(SwapIo, u64)>, now: Duration) {
+        self.run.check_launch(phase, now);
+    }
+
+    fn raise_ui(&mut self, id: usize) {
+        self.run.raise_ui(id);
+    }
 }
 
 impl Run {
@@ -290,27 +320,9 @@ impl Run {
         Ok(())
     }
 
-    /// Brings the next app (round robin) to the foreground, restarting it if it was
-    /// killed.
-    fn switch_next(&self, fg: &mut Option<usize>) -> anyhow::Result<()> {
-        let n = self.slots.lock().len();
-        if n == 0 {
-            return Ok(());
-        }
-        let next = fg.map_or(0, |f| (f + 1) % n);
-        self.bring_to_foreground(next, fg)?;
-        Ok(())
-    }
-
-    /// The launch phase's step: finishes the launch under way once its app has drawn
-    /// its frame (or gives it up when its app died or it timed out), and makes the next
-    /// launch when it is time.
-    fn drive_launches(
-        &self,
-        phase: &mut LaunchPhase<(SwapIo, u64)>,
-        fg: &mut Option<usize>,
-    ) -> anyhow::Result<()> {
-        let now = self.start.elapsed();
+    /// Finishes the launch under way once its app has drawn its frame, or gives it up
+    /// when its app died or it timed out.
+    fn check_launch(&self, phase: &mut LaunchPhase<(SwapIo, u64)>, now: Duration) {
         if let Some(p) = &phase.pending {
             let app = {
                 let slots = self.slots.lock();
@@ -359,18 +371,6 @@ impl Run {
                 }
             }
         }
-        let candidates: Vec<usize> = self
-            .slots
-            .lock()
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| Some(*i) != *fg && !s.ended)
-            .map(|(i, _)| i)
-            .collect();
-        if let Some(next) = phase.next_app(now, &candidates) {
-            phase.pending = Some(self.bring_to_foreground(next, fg)?);
-        }
-        Ok(())
     }
 
     /// Brings app `next` to the foreground (the one in front goes to the background):

@@ -5,7 +5,8 @@
 //! resolves its flags into a plan ([`plan`]), runs every run of it and writes the results
 //! ([`record`], [`summary`], [`series`], [`plot`]). A run of one policy goes through
 //! [`run`] with the apps as threads of this process (the engine, [`engine`]) or through
-//! [`processes::run`] with every app a process of its own. [`budget`] holds the shared
+//! [`processes::run`] with every app a process of its own; both are hosts of the one
+//! activity manager ([`activity_manager`]). [`budget`] holds the shared
 //! budget and the policies; [`activity`] when an app counts as active; [`launch`] the
 //! launch phase and its latencies.
 
@@ -14,6 +15,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod activity;
+pub mod activity_manager;
 pub mod budget;
 pub mod engine;
 pub mod experiment;

@@ -76,22 +76,27 @@
 //! --release --test loom_deliqueue`. Miri over the unit tests:
 //! `MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p marvin-deliqueue --lib`.
 
-// Output goes through checked writes (`marvin::cli::output`, or `writeln!` with its error
+// Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
+// This page tours the queue's private parts; `cargo doc --document-private-items` links them.
+#![allow(rustdoc::private_intra_doc_links)]
 
-pub mod clock;
-pub mod freelist;
-pub mod heap;
+// The queue's own parts are private: its users need the queue, its messages and the
+// clock (re-exported below), the legacy queue it is measured against, and the wake-up's
+// lateness bound (`wake::OVERDUE_NS`, which the loom model checks).
+mod clock;
+mod freelist;
+mod heap;
 pub mod legacy_queue;
-pub mod message;
-pub mod node;
-pub mod pool;
-pub mod quit;
-pub mod reclaim;
-pub mod slab;
-pub mod stack;
-pub mod timeline;
+mod message;
+mod node;
+mod pool;
+mod quit;
+mod reclaim;
+mod slab;
+mod stack;
+mod timeline;
 pub mod wake;
 
 use std::ptr::{self, NonNull};

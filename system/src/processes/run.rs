@@ -38,6 +38,7 @@ use super::reclaimer::{self, LiveApp, Request};
 use super::spawner::Spawner;
 use super::trace::{self, SystemTrace};
 use crate::activity::{Activity, Thresholds};
+use crate::activity_manager::{ActivityManager, AppHost};
 use crate::launch::{Brought, LaunchParts, LaunchPhase, Pending};
 use crate::series::{PolicySeries, SeriesPoint};
 use crate::summary::{AppRecord, Crash, Summary};
@@ -405,15 +406,11 @@ impl Run<'_> {
         let mut summary = Summary::new(self.pressure.name());
         summary.mode = "processes".into();
         summary.limit_bytes = sys.budget as u64;
-        let mut next_launch = Duration::ZERO;
-        let mut next_switch = sys.switch_every;
         let mut next_sample = Duration::ZERO;
         let tick = TICK.min(sys.sample_every);
-        // The launch phase begins once the last app has had its turn in front (off when
-        // the foreground is switched round robin instead).
-        let mut phase: LaunchPhase<(u64, u64)> =
-            LaunchPhase::new(sys.launch, sys.launch_every * sys.apps as u32);
-        let phase_on = sys.switch_every.is_none() && sys.launch.launches > 0;
+        // The activity manager (launches, switches, the launch phase), with the apps as
+        // processes in the run's group.
+        let mut am: ActivityManager<(u64, u64)> = ActivityManager::new(sys);
         let mut last_turn: Option<Instant> = None;
         loop {
             if signals::stop_requested().is_some() {
@@ -427,27 +424,10 @@ impl Run<'_> {
             let _turn = self.trace.as_ref().map(SystemTrace::turn);
             self.take_started()?;
             let now = self.start.elapsed();
-            // The run lasts its duration, and longer if its launch phase is still going.
-            let all_launched = self.slots.len() == sys.apps;
-            if now >= sys.duration && (!phase_on || !all_launched || phase.is_done()) {
+            if am.over(now, self.slots.len()) {
                 break;
             }
-            if self.slots.len() < sys.apps && now >= next_launch {
-                self.launch_new()?;
-                next_launch += sys.launch_every;
-            } else if let Some(every) = sys.switch_every {
-                if self.slots.len() == sys.apps && now >= next_switch.unwrap_or(Duration::MAX) {
-                    self.switch_next()?;
-                    next_switch = Some(now + every);
-                }
-            }
-            if phase_on && self.slots.len() == sys.apps {
-                self.drive_launches(&mut phase)?;
-            }
-            // An app started in front has no looper thread at first: raised once seen.
-            if let Some(fg) = self.fg {
-                self.raise_ui(fg);
-            }
+            am.turn(self, now)?;
             self.tell_ready_apps();
             let kill = if self.lmk_off {
                 self.killer.wait(tick.saturating_sub(turn.elapsed()))?;
@@ -523,8 +503,8 @@ impl Run<'_> {
         summary.restarts = self.restarts;
         summary.control_gap_max_ns = self.control_gap_max.as_nanos() as u64;
         // A launch still under way when the run ends never finished.
-        phase.give_up(self.start.elapsed());
-        summary.set_launches(std::mem::take(&mut phase.records), phase.unfinished);
+        let phase = am.finish(self.start.elapsed());
+        summary.set_launches(phase.records, phase.unfinished);
         let (swap_in, swap_out) = self.swap_bytes();
         summary.swap_in_bytes = swap_in;
         summary.swap_out_bytes = swap_out;
@@ -626,19 +606,9 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Brings the next app (round robin) to the foreground; a killed one starts cold.
-    fn switch_next(&mut self) -> anyhow::Result<()> {
-        let n = self.slots.len();
-        let next = self.fg.map_or(0, |f| (f + 1) % n);
-        self.bring_to_foreground(next)?;
-        Ok(())
-    }
-
-    /// The launch phase's step: finishes the launch under way once its app reported
-    /// its frame (or gives it up when the app died or it timed out), and makes the next
-    /// launch when it is time.
-    fn drive_launches(&mut self, phase: &mut LaunchPhase<(u64, u64)>) -> anyhow::Result<()> {
-        let now = self.start.elapsed();
+    /// Finishes the launch under way once its app reported its frame, or gives it up
+    /// when the app died or it timed out.
+    fn check_launch(&mut self, phase: &mut LaunchPhase<(u64, u64)>, now: Duration) {
         if let Some(p) = &phase.pending {
             let slot = &self.slots[p.app];
             match slot.proc.as_ref() {
@@ -684,16 +654,6 @@ impl Run<'_> {
                 },
             }
         }
-        let candidates: Vec<usize> = self
-            .slots
-            .iter()
-            .filter(|s| Some(s.id) != self.fg && !s.ended)
-            .map(|s| s.id)
-            .collect();
-        if let Some(next) = phase.next_app(now, &candidates) {
-            phase.pending = Some(self.bring_to_foreground(next)?);
-        }
-        Ok(())
     }
 
     /// Brings app `next` to the foreground (the one in front goes to the background): a
@@ -1176,6 +1136,48 @@ impl Run<'_> {
                 self.ended.book(s, &p.seen(), crash, t_s, how);
             }
         }
+    }
+}
+
+/// The process mode's host of the activity manager: the apps as processes in the run's
+/// memory cgroup.
+impl AppHost for Run<'_> {
+    type Before = (u64, u64);
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn launched(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn foreground(&self) -> Option<usize> {
+        self.fg
+    }
+
+    fn launch_new(&mut self) -> anyhow::Result<()> {
+        Run::launch_new(self)
+    }
+
+    fn bring_to_foreground(&mut self, id: usize) -> anyhow::Result<Pending<(u64, u64)>> {
+        Run::bring_to_foreground(self, id)
+    }
+
+    fn launch_candidates(&self) -> Vec<usize> {
+        self.slots
+            .iter()
+            .filter(|s| Some(s.id) != self.fg && !s.ended)
+            .map(|s| s.id)
+            .collect()
+    }
+
+    fn check_launch(&mut self, phase: &mut LaunchPhase<(u64, u64)>, now: Duration) {
+        Run::check_launch(self, phase, now);
+    }
+
+    fn raise_ui(&mut self, id: usize) {
+        Run::raise_ui(self, id);
     }
 }
 
