@@ -1285,3 +1285,123 @@ fn an_element_copied_between_arrays_stores_whatever_its_type() {
         );
     }
 }
+
+/// The held-out programs of `benches/elsewhere/` (`run.sh`), at small sizes: each prints
+/// the same fused and unfused, and what its Lua peer prints (when `lua5.4` is installed).
+#[test]
+fn held_out_programs_run_the_same_fused_and_unfused_and_as_their_lua_peers() {
+    let dir = default_dir().join("elsewhere");
+    let lua = Command::new("lua5.4")
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    for (name, n) in [
+        ("xorsum", 60),
+        ("bubble", 70),
+        ("collatz", 1000),
+        ("matmul", 12),
+        ("gcd", 40),
+        ("linked", 30),
+    ] {
+        let program = dir.join("programs").join(format!("{name}.masm"));
+        let ran = same_fused_and_unfused(
+            name,
+            vec!["-D".into(), format!("N={n}"), program.display().to_string()],
+        );
+        assert_eq!(ran.status, Some(0), "{name}: {}", ran.stderr);
+        if lua {
+            let peer = dir.join("peers").join(format!("{name}.lua"));
+            let out = Command::new("lua5.4")
+                .arg(&peer)
+                .arg(n.to_string())
+                .output()
+                .expect("lua5.4 runs");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                ran.stdout,
+                "{name}: the Lua peer prints otherwise"
+            );
+        }
+    }
+}
+
+/// `read(a)`: `a[1]`, `write(a)`: `a[1] = 5` then `a[2] = a[1] + 1`, each a register run.
+const ARRAY_ACCESSES: &str = "
+.method main args=0 locals=0
+  push 0
+  ret
+.end
+.method read args=1 locals=2
+  load 0
+  push 1
+  aload
+  store 1
+  load 1
+  ret
+.end
+.method write args=1 locals=1
+  load 0
+  push 1
+  push 5
+  astore
+  load 0
+  push 2
+  load 0
+  push 1
+  aload
+  push 1
+  add
+  astore
+  push 0
+  ret
+.end
+";
+
+#[test]
+fn register_array_ops_set_the_access_bits_the_stack_ops_set() {
+    use std::sync::Arc;
+
+    use marvin_app::App;
+    use marvin_interpreter::exec::op::ARRAY_CLASS;
+    use marvin_interpreter::exec::Thread;
+    use marvin_runtime::barrier::{AccessKind, NoBarriers};
+    use marvin_runtime::header::{HeaderBits, ObjKind};
+
+    for fuse in [true, false] {
+        let p = load::load_bytes("t.masm", ARRAY_ACCESSES.as_bytes()).expect("loads");
+        let vp = verify::verify(p).expect("verifies");
+        let loaded = Arc::new(Loaded::translated_with(vp, true, fuse));
+        let regs = |m: usize| loaded.code[m].iter().filter(|o| is_register_op(o)).count();
+        assert_eq!(regs(1) > 0 && regs(2) > 0, fuse, "{:?}", loaded.code);
+        let app = Arc::new(App::new(loaded, RunConfig::default()).expect("app"));
+        let mut thread = Thread::new(&app).expect("thread");
+        let h = app
+            .heap()
+            .alloc(ObjKind::IntArray, ARRAY_CLASS, 4, 0)
+            .expect("allocates");
+        let all = HeaderBits::READ | HeaderBits::WRITE | HeaderBits::DIRTY;
+        let mut run = |m: u32| {
+            {
+                let a = app.heap().access::<NoBarriers>(h, AccessKind::Read);
+                a.expect("live").obj().header().clear(all);
+            }
+            let r = thread.invoke(m, &[h.value()]).expect("runs");
+            let a = app.heap().access::<NoBarriers>(h, AccessKind::Read);
+            let bits = a.expect("live").obj().header().bits();
+            (r, bits)
+        };
+        let (r, b) = run(1);
+        assert_eq!(r, 0, "fuse={fuse}");
+        assert!(b.contains(HeaderBits::READ), "fuse={fuse}: {b:?}");
+        assert!(
+            !b.intersects(HeaderBits::WRITE | HeaderBits::DIRTY),
+            "fuse={fuse}: {b:?}"
+        );
+        let (_, b) = run(2);
+        assert!(
+            b.contains(HeaderBits::READ | HeaderBits::WRITE | HeaderBits::DIRTY),
+            "fuse={fuse}: {b:?}"
+        );
+        assert_eq!(run(1).0, 5, "fuse={fuse}");
+    }
+}

@@ -26,13 +26,13 @@
 //!    right before such a closing increment and test becomes one op with it
 //!    (`AddIncBr`): a summing loop then runs one dispatch per iteration. Neither part can
 //!    fail; the op is not made when its taken side lands inside its own run.
-//!
-//! 4. Register runs ([`super::regs`]) are candidates in pass 1 beside the fixed runs: any
-//!    straight-line integer, array or field code of a basic block becomes a few ops on
-//!    frame slots, taken where it leaves fewer dispatches than the fixed runs. Its ops fill
-//!    the run's first positions and the last skips the rest; when the run is followed by
-//!    an op that names both its successors (a loop's closing test), that op is copied
-//!    right after the run's last op, which then falls through.
+//! 4. Falling through to the loop's test. Register runs ([`super::regs`]) are candidates
+//!    in pass 1 beside the fixed runs: straight-line integer, array or field code of a
+//!    basic block becomes a few ops on frame slots, whatever its shape. A run's ops fill
+//!    its first positions and the last skips the rest (no position inside a chosen run
+//!    may be continued at from outside it); when the run is followed by an op that names
+//!    both its successors (a loop's closing test), that op is copied right after the
+//!    run's last op, which then falls through instead of skipping.
 //!
 //! Calls and returns fuse with the instructions that push a call's arguments or a
 //! return's value (`load a; push k; sub; call m`, `push k; call m`, `load a; ret`,

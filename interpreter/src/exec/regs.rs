@@ -528,7 +528,8 @@ pub fn runs(code: &[Op], frame: &Frame, targets: &[bool], i: usize) -> Vec<Run> 
     for j in i..code.len().min(i + MAX_RUN) {
         // A run starts at a jump target but contains none, and agrees with the verifier
         // on the depth (unreachable code has no depth: no run goes there).
-        if (j > i && targets[j]) || frame.stack_types[j].len() != b.stack.len() {
+        let depth_here = frame.stack_types.get(j).map(Vec::len);
+        if (j > i && targets[j]) || depth_here != Some(b.stack.len()) {
             break;
         }
         let len = j + 1 - i;
