@@ -279,7 +279,13 @@ mod tests {
         assert_eq!((e.arrays, e.apps, e.gc_max_free), (None, None, None));
         let l = late(&all, paper_app(), 30, PAPER_GC_MAX_FREE, Some(1 << 30));
         assert_eq!(
-            (l.time_scale, l.budget, l.swap_size, l.launch_every, l.duration),
+            (
+                l.time_scale,
+                l.budget,
+                l.swap_size,
+                l.launch_every,
+                l.duration
+            ),
             (None, None, None, None, None)
         );
         // A given budget shrinks what kernel swap needs accordingly.
