@@ -2,7 +2,8 @@
 //! signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`, `process_mrelease`),
 //! eventfd and poll, `swapon`/`swapoff`, joining a cgroup between fork and exec, and the
 //! control thread's real-time scheduling ([`RealtimeThread`]) and another thread's
-//! ([`set_thread_fifo`], the UI thread of the app in front), dropping a file's clean
+//! ([`set_thread_fifo`], the UI thread of the app in front) and its block I/O class
+//! ([`set_thread_io_class`]), dropping a file's clean
 //! pages from the page cache ([`drop_file_cache`], room ahead of a launch), locking
 //! the System's memory ([`lock_memory`]), and a file system's free room ([`fs_room`],
 //! checked before a run).
@@ -337,6 +338,55 @@ pub fn fs_room(path: &Path) -> io::Result<FsRoom> {
     })
 }
 
+/// A thread's block I/O class (`ioprio_set(2)`), as the I/O scheduler (mq-deadline,
+/// BFQ) orders requests by it: a real-time request is dispatched before every
+/// best-effort one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoClass {
+    /// The real-time class at `level` (0 highest, 7 lowest).
+    RealTime(u8),
+    /// No class of its own: best effort at the level its nice value gives it.
+    Default,
+}
+
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+const IOPRIO_CLASS_SHIFT: u32 = 13;
+const IOPRIO_CLASS_RT: libc::c_long = 1;
+
+impl IoClass {
+    /// The `ioprio` value the system call takes and returns.
+    fn value(self) -> libc::c_long {
+        match self {
+            IoClass::RealTime(level) => {
+                (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT) | libc::c_long::from(level.min(7))
+            }
+            IoClass::Default => 0,
+        }
+    }
+}
+
+/// Sets thread `tid`'s block I/O class (of any process; 0 is the calling thread). The
+/// real-time class needs `CAP_SYS_ADMIN` or `CAP_SYS_NICE`.
+pub fn set_thread_io_class(tid: u32, class: IoClass) -> io::Result<()> {
+    let tid = libc::c_long::from(tid);
+    // SAFETY: ioprio_set takes three integers and touches no memory of this process; a
+    // stale thread id only makes it fail with ESRCH.
+    cvt(unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid, class.value()) })
+        .map(drop)
+}
+
+/// Thread `tid`'s block I/O class (`Default` for any class but real time).
+pub fn thread_io_class(tid: u32) -> io::Result<IoClass> {
+    let tid = libc::c_long::from(tid);
+    // SAFETY: as for ioprio_set: integers only.
+    let v = cvt(unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, tid) })?;
+    Ok(if v >> IOPRIO_CLASS_SHIFT == IOPRIO_CLASS_RT {
+        IoClass::RealTime((v & 7) as u8)
+    } else {
+        IoClass::Default
+    })
+}
+
 /// Thread `tid`'s scheduling policy (`SCHED_RESET_ON_FORK` masked off).
 pub fn thread_policy(tid: u32) -> io::Result<libc::c_int> {
     let tid = libc::pid_t::try_from(tid)
@@ -433,5 +483,31 @@ mod realtime_tests {
         assert_eq!(child, libc::SCHED_OTHER, "a thread it starts is not");
         drop(rt);
         assert_eq!(policy(), libc::SCHED_OTHER, "and back to normal after");
+    }
+}
+
+#[cfg(test)]
+mod io_class_tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_gets_the_real_time_io_class_and_loses_it() {
+        // A thread of its own, so the test thread's class never changes.
+        std::thread::spawn(|| {
+            assert_eq!(thread_io_class(0).unwrap(), IoClass::Default, "the default");
+            if let Err(e) = set_thread_io_class(0, IoClass::RealTime(4)) {
+                println!("skipped: cannot take the real-time I/O class here: {e}");
+                return;
+            }
+            assert_eq!(thread_io_class(0).unwrap(), IoClass::RealTime(4));
+            set_thread_io_class(0, IoClass::Default).unwrap();
+            assert_eq!(thread_io_class(0).unwrap(), IoClass::Default);
+        })
+        .join()
+        .unwrap();
+        assert!(
+            set_thread_io_class(u32::MAX >> 2, IoClass::Default).is_err(),
+            "no such thread"
+        );
     }
 }

@@ -3,7 +3,10 @@
 //! thread, found by its name in `/proc/PID/task/*/comm`, is raised to `SCHED_FIFO`
 //! priority [`UI_PRIORITY`] when the app comes to the foreground and put back under
 //! `SCHED_OTHER` when it leaves; `SCHED_RESET_ON_FORK` keeps threads the looper starts
-//! normal. The app's other threads run [`FRONT_NICE_STEPS`] nice steps above the
+//! normal. While raised, the looper's block I/O is in the real-time class
+//! ([`UI_IO_CLASS`]): what it reads to draw its frame (a launch's restore, a swapped-in
+//! page) is dispatched before the background apps' reads and writes, as Android favours
+//! the app in front's I/O over the background's. The app's other threads run [`FRONT_NICE_STEPS`] nice steps above the
 //! background apps while it is in front, as Android's `top-app` cpu group favours them;
 //! the background apps keep their own priority.
 
@@ -15,6 +18,9 @@ use super::sys;
 /// Android's FIFO UI priority (the activity manager's `scheduleAsFifoPriority`), the
 /// lowest real-time one.
 pub const UI_PRIORITY: i32 = 1;
+
+/// The block I/O class of the UI thread in front: real time at its default level.
+pub const UI_IO_CLASS: sys::IoClass = sys::IoClass::RealTime(4);
 
 /// The name an app process gives its main looper thread.
 pub const LOOPER_THREAD: &str = "main";
@@ -67,13 +73,18 @@ pub fn set_process_nice(pid: u32, nice: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Raises thread `tid` to the UI thread's `SCHED_FIFO` priority.
+/// Raises thread `tid` to the UI thread's `SCHED_FIFO` priority and its I/O to
+/// [`UI_IO_CLASS`]. The I/O class is a bonus: where the kernel refuses it the thread
+/// is raised all the same.
 pub fn raise(tid: u32) -> io::Result<()> {
-    sys::set_thread_fifo(tid, Some(UI_PRIORITY))
+    sys::set_thread_fifo(tid, Some(UI_PRIORITY))?;
+    let _ = sys::set_thread_io_class(tid, UI_IO_CLASS);
+    Ok(())
 }
 
-/// Puts thread `tid` back under `SCHED_OTHER`.
+/// Puts thread `tid` back under `SCHED_OTHER`, its I/O back in its default class.
 pub fn lower(tid: u32) -> io::Result<()> {
+    let _ = sys::set_thread_io_class(tid, sys::IoClass::Default);
     sys::set_thread_fifo(tid, None)
 }
 
@@ -113,8 +124,12 @@ mod tests {
         match raise(tid) {
             Ok(()) => {
                 assert!(is_raised(tid).unwrap(), "the thread runs SCHED_FIFO");
+                // Whoever may raise a thread to FIFO (CAP_SYS_NICE) may give it the
+                // real-time I/O class.
+                assert_eq!(sys::thread_io_class(tid).unwrap(), UI_IO_CLASS);
                 lower(tid).unwrap();
                 assert!(!is_raised(tid).unwrap(), "and normally again after");
+                assert_eq!(sys::thread_io_class(tid).unwrap(), sys::IoClass::Default);
             }
             Err(e) => println!("skipped the raise: cannot run SCHED_FIFO here: {e}"),
         }

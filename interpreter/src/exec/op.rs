@@ -18,7 +18,7 @@ use std::hash::{BuildHasher, Hasher};
 
 use marvin_runtime::header::ObjKind;
 
-use super::fuse::{Bin, Cond};
+use super::operator::{Bin, Cond};
 use crate::isa::{self, ElemKind, Instr, Program, Ty};
 
 /// Class id stored in array headers (arrays are not instances of any MASM class).

@@ -24,8 +24,8 @@
 //! takes one where it leaves fewer dispatches than its other choices.
 
 use super::divconst::Magic;
-use super::fuse::Bin;
 use super::op::{Op, R3, RI};
+use super::operator::Bin;
 use crate::isa::Ty;
 
 /// Longest run tried, in original positions.
