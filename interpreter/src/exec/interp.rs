@@ -22,13 +22,10 @@ use marvin_runtime::trace::names::CodeLocation;
 use marvin_runtime::trace::Tracer;
 
 use super::binding::AppBinding;
-use super::divconst::Magic;
 use super::op::Op;
-use super::ops::branch::Bound;
 use super::ops::{Cx, Pos};
 pub use super::stack::{frame_pc, frame_roots, Frame, ValueStack};
 use super::trap::{error, Fault, Trap};
-use crate::isa::Ty;
 
 /// Collections one allocation under `--heap-limit` runs at most while other threads keep
 /// refilling the heap (see [`Thread::alloc_slow`]).
@@ -260,28 +257,9 @@ impl<A: AppBinding> Thread<A> {
                 Op::LoadMulAddLocal(a, k, b) => cx.load_mul_add_local(a, k, b),
                 Op::BinConst2Store(b1, k1, b2, k2, d) => cx.bin_const2_store(b1, k1, b2, k2, d)?,
                 Op::IncLocal(a, k) => cx.inc_local(a, k),
-                Op::DivConst {
-                    k,
-                    magic,
-                    shift,
-                    rem,
-                } => cx.div_const(Magic { magic, shift }, k, rem),
-                Op::DivConstStore {
-                    k,
-                    magic,
-                    shift,
-                    rem,
-                    d,
-                } => cx.div_const_store(Magic { magic, shift }, k, rem, d),
-                Op::LoadMulAddDivStore {
-                    a,
-                    b,
-                    d,
-                    shift_rem,
-                    k,
-                    m,
-                    magic,
-                } => cx.load_mul_add_div_store(a, k, b, m, magic, shift_rem, d),
+                Op::DivConst { .. } => cx.div_const(op),
+                Op::DivConstStore { .. } => cx.div_const_store(op),
+                Op::LoadMulAddDivStore { .. } => cx.load_mul_add_div_store(op),
                 // Jumps and branches (`ops::branch`).
                 Op::Jmp(t) => cx.jmp(true, t)?,
                 Op::Jz(t) => {
@@ -296,59 +274,28 @@ impl<A: AppBinding> Thread<A> {
                 Op::BrCmp(c, t) => cx.br_cmp(c, t)?,
                 Op::BrLocalConst { a, k, c, t, fall } => cx.br_local_const(a, k, c, t, fall)?,
                 Op::BrLocalLocal { a, b, c, t, fall } => cx.br_local_local(a, b, c, t, fall)?,
-                Op::IncBrConst {
-                    a,
-                    inc,
-                    k,
-                    c,
-                    t,
-                    fall,
-                } => cx.inc_br(a, inc, Bound::Const(k), c, t, fall)?,
-                Op::IncBrLocal {
-                    a,
-                    inc,
-                    b,
-                    c,
-                    t,
-                    fall,
-                } => cx.inc_br(a, inc, Bound::Local(b), c, t, fall)?,
-                Op::AddIncBr {
-                    a,
-                    b,
-                    i,
-                    inc,
-                    k,
-                    c,
-                    t,
-                    fall,
-                } => cx.add_inc_br(a, b, i, inc, k, c, t, fall)?,
+                Op::IncBrConst { .. } => cx.inc_br(op)?,
+                Op::IncBrLocal { .. } => cx.inc_br(op)?,
+                Op::AddIncBr { .. } => cx.add_inc_br(op)?,
                 // Register runs' integer, move and branch ops (`ops::reg`).
-                Op::RegBin { op, r, at } => cx.reg_bin(op, r, at)?,
-                Op::RegAdd(r) => cx.reg3(r, |x, y| x.wrapping_add(y)),
-                Op::RegSub(r) => cx.reg3(r, |x, y| x.wrapping_sub(y)),
-                Op::RegMul(r) => cx.reg3(r, |x, y| x.wrapping_mul(y)),
-                Op::RegAnd(r) => cx.reg3(r, |x, y| x & y),
-                Op::RegOr(r) => cx.reg3(r, |x, y| x | y),
-                Op::RegXor(r) => cx.reg3(r, |x, y| x ^ y),
-                Op::RegShl(r) => cx.reg3(r, |x, y| x.wrapping_shl(y as u32 & 63)),
-                Op::RegShr(r) => cx.reg3(r, |x, y| x.wrapping_shr(y as u32 & 63)),
-                Op::RegBinI { op, r } => cx.reg_bin_k(op, r),
-                Op::RegAddI(r) => cx.reg_k(r, |x, k| x.wrapping_add(k)),
-                Op::RegMulI(r) => cx.reg_k(r, |x, k| x.wrapping_mul(k)),
-                Op::RegAndI(r) => cx.reg_k(r, |x, k| x & k),
-                Op::RegOrI(r) => cx.reg_k(r, |x, k| x | k),
-                Op::RegXorI(r) => cx.reg_k(r, |x, k| x ^ k),
-                Op::RegShlI(r) => cx.reg_k(r, |x, k| x.wrapping_shl(k as u32 & 63)),
-                Op::RegShrI(r) => cx.reg_k(r, |x, k| x.wrapping_shr(k as u32 & 63)),
-                Op::RegDivConst {
-                    d,
-                    a,
-                    k,
-                    shift,
-                    rem,
-                    skip,
-                    magic,
-                } => cx.reg_div_const(d, a, k, Magic { magic, shift }, rem, skip),
+                Op::RegBin { op, ref r, at } => cx.reg_bin(op, r, at)?,
+                Op::RegAdd(ref r) => cx.reg3(r, |x, y| x.wrapping_add(y)),
+                Op::RegSub(ref r) => cx.reg3(r, |x, y| x.wrapping_sub(y)),
+                Op::RegMul(ref r) => cx.reg3(r, |x, y| x.wrapping_mul(y)),
+                Op::RegAnd(ref r) => cx.reg3(r, |x, y| x & y),
+                Op::RegOr(ref r) => cx.reg3(r, |x, y| x | y),
+                Op::RegXor(ref r) => cx.reg3(r, |x, y| x ^ y),
+                Op::RegShl(ref r) => cx.reg3(r, |x, y| x.wrapping_shl(y as u32 & 63)),
+                Op::RegShr(ref r) => cx.reg3(r, |x, y| x.wrapping_shr(y as u32 & 63)),
+                Op::RegBinI { op, ref r } => cx.reg_bin_k(op, r),
+                Op::RegAddI(ref r) => cx.reg_k(r, |x, k| x.wrapping_add(k)),
+                Op::RegMulI(ref r) => cx.reg_k(r, |x, k| x.wrapping_mul(k)),
+                Op::RegAndI(ref r) => cx.reg_k(r, |x, k| x & k),
+                Op::RegOrI(ref r) => cx.reg_k(r, |x, k| x | k),
+                Op::RegXorI(ref r) => cx.reg_k(r, |x, k| x ^ k),
+                Op::RegShlI(ref r) => cx.reg_k(r, |x, k| x.wrapping_shl(k as u32 & 63)),
+                Op::RegShrI(ref r) => cx.reg_k(r, |x, k| x.wrapping_shr(k as u32 & 63)),
+                Op::RegDivConst { .. } => cx.reg_div_const(op),
                 Op::RegMov { d, a, skip } => cx.reg_mov(d, a, skip),
                 Op::RegMovI { d, k, skip } => cx.reg_mov_k(d, k, skip),
                 Op::RegBr { c, a, b, t, fall } => cx.reg_br(c, a, b, t, fall)?,
@@ -361,60 +308,36 @@ impl<A: AppBinding> Thread<A> {
                 Op::ALoadLocal(arr, i, ty) => cx.aload_local(arr, i, ty)?,
                 Op::ALoadLocalBr(arr, i, on, t) => cx.aload_local_br(arr, i, on, t)?,
                 Op::AStoreLocalConst(arr, i, k) => cx.astore_local_const(arr, i, k)?,
-                Op::RegALoad {
-                    d,
-                    arr,
-                    i,
-                    off,
-                    ty,
-                    skip,
-                    at,
-                } => cx.reg_aload(d, arr, i, off, ty, skip, at)?,
-                Op::RegAStore {
-                    arr,
-                    i,
-                    off,
-                    v,
-                    ty,
-                    skip,
-                    at,
-                } => cx.reg_astore(arr, i, off, Ok(v), ty, skip, at)?,
-                Op::RegAStoreI {
-                    arr,
-                    i,
-                    off,
-                    k,
-                    skip,
-                    at,
-                } => cx.reg_astore(arr, i, off, Err(k), Ty::Int, skip, at)?,
+                Op::RegALoad { .. } => cx.reg_aload(op)?,
+                Op::RegAStore { .. } => cx.reg_astore(op)?,
+                Op::RegAStoreI { .. } => cx.reg_astore(op)?,
                 Op::RegALen { d, arr, skip, at } => {
                     cx.alen(Pos::At(at), Some(arr), Some(d))?;
                     cx.skip(skip);
                 }
                 // Fields (`ops::field`).
-                Op::GetField(s) => cx.get_field(s)?,
-                Op::PutField(s) => cx.put_field(s)?,
-                Op::PutFieldRef(s) => cx.put_field_ref(s)?,
+                Op::GetField(ref s) => cx.get_field(s)?,
+                Op::PutField(ref s) => cx.put_field(s)?,
+                Op::PutFieldRef(ref s) => cx.put_field_ref(s)?,
                 Op::GetFieldByName(f) => cx.get_field_by_name(f)?,
                 Op::PutFieldByName(f) => cx.put_field_by_name(f)?,
-                Op::LoadGetField(a, s) => cx.load_get_field(a, s, None)?,
-                Op::LoadGetFieldStore(a, s, b) => cx.load_get_field(a, s, Some(b))?,
-                Op::LoadLoadGetField(a, o, s) => cx.load_load_get_field(a, o, s)?,
-                Op::LoadGetFieldBinPutField(o, g, b, f) => {
+                Op::LoadGetField(a, ref s) => cx.load_get_field(a, s, None)?,
+                Op::LoadGetFieldStore(a, ref s, b) => cx.load_get_field(a, s, Some(b))?,
+                Op::LoadLoadGetField(a, o, ref s) => cx.load_load_get_field(a, o, s)?,
+                Op::LoadGetFieldBinPutField(o, ref g, b, ref f) => {
                     cx.load_get_field_bin_put_field(o, g, b, f)?
                 }
-                Op::LoadBinPutField(c, b, f) => cx.load_bin_put_field(c, b, f)?,
-                Op::FieldBinLocal(o, s, b, c) => cx.field_bin_local(o, s, b, c)?,
-                Op::BrLocalField { a, o, s, c, t } => cx.br_local_field(a, o, s, c, t)?,
-                Op::RegGetField { d, o, s, skip, at } => cx.reg_get_field(d, o, s, skip, at)?,
-                Op::RegPutField {
+                Op::LoadBinPutField(c, b, ref f) => cx.load_bin_put_field(c, b, f)?,
+                Op::FieldBinLocal(o, ref s, b, c) => cx.field_bin_local(o, s, b, c)?,
+                Op::BrLocalField { a, o, ref s, c, t } => cx.br_local_field(a, o, s, c, t)?,
+                Op::RegGetField {
+                    d,
                     o,
-                    v,
-                    s,
-                    is_ref,
+                    ref s,
                     skip,
                     at,
-                } => cx.reg_put_field(o, v, s, is_ref, skip, at)?,
+                } => cx.reg_get_field(d, o, s, skip, at)?,
+                Op::RegPutField { .. } => cx.reg_put_field(op)?,
                 // Calls and returns (`ops::call`).
                 Op::Call(m) => {
                     let at = cx.at();
@@ -440,11 +363,11 @@ impl<A: AppBinding> Thread<A> {
                 Op::New(c) => cx.new_instance(c)?,
                 Op::NewArray(kind) => cx.new_array(kind)?,
                 // Monitors and atomics (`ops::sync`).
-                Op::Cas(s) => cx.cas_op(s, false)?,
-                Op::CasRef(s) => cx.cas_op(s, true)?,
-                Op::CasBr(s, on, t) => cx.cas_br(s, on, t)?,
-                Op::Xadd(s) => cx.xadd(s)?,
-                Op::LoadXadd(a, k, s, discard) => cx.load_xadd(a, k, s, discard)?,
+                Op::Cas(ref s) => cx.cas_op(s, false)?,
+                Op::CasRef(ref s) => cx.cas_op(s, true)?,
+                Op::CasBr(ref s, on, t) => cx.cas_br(s, on, t)?,
+                Op::Xadd(ref s) => cx.xadd(s)?,
+                Op::LoadXadd(a, k, ref s, discard) => cx.load_xadd(a, k, s, discard)?,
                 Op::CasByName(f) => cx.cas_by_name(f)?,
                 Op::XaddByName(f) => cx.xadd_by_name(f)?,
                 Op::MonitorEnter => cx.monitor_enter()?,

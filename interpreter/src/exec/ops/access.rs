@@ -41,7 +41,7 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
         pos: Pos,
         h: Handle,
         kind: AccessKind,
-        s: Slot,
+        s: &Slot,
     ) -> Result<Access<'l>, Trap> {
         let a = self.access(pos, h, kind)?;
         if a.obj().header().class != s.class {
@@ -59,7 +59,7 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
         pos: Pos,
         h: Handle,
         kind: AccessKind,
-        s: Slot,
+        s: &Slot,
         body: impl FnOnce(&AtomicU64) -> R,
     ) -> Result<R, Trap> {
         let acc = self.instance(pos, h, kind, s)?;
@@ -70,12 +70,12 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
     }
 
     #[inline(always)]
-    pub fn read_field(&self, pos: Pos, h: Handle, s: Slot) -> Result<u64, Trap> {
+    pub fn read_field(&self, pos: Pos, h: Handle, s: &Slot) -> Result<u64, Trap> {
         self.with_field(pos, h, AccessKind::Read, s, |w| w.load(Ordering::Relaxed))
     }
 
     #[inline(always)]
-    pub fn write_field(&self, pos: Pos, h: Handle, s: Slot, v: u64) -> Result<(), Trap> {
+    pub fn write_field(&self, pos: Pos, h: Handle, s: &Slot, v: u64) -> Result<(), Trap> {
         self.with_field(pos, h, AccessKind::Write, s, |w| {
             w.store(v, Ordering::Relaxed)
         })

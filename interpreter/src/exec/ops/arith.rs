@@ -10,6 +10,7 @@ use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;
 use crate::exec::divconst::Magic;
 use crate::exec::fuse::Bin;
+use crate::exec::op::Op;
 use crate::exec::trap::Trap;
 
 impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
@@ -197,36 +198,57 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         self.advance(3);
     }
 
-    /// `push k; div|rem`, by a multiply
+    /// `push k; div|rem` (`Op::DivConst`), by a multiply
     #[inline(always)]
-    pub fn div_const(&mut self, div: Magic, k: i64, rem: bool) {
+    pub fn div_const(&mut self, op: &Op) {
+        let Op::DivConst {
+            k,
+            magic,
+            shift,
+            rem,
+        } = *op
+        else {
+            unreachable!("not a DivConst: {op:?}")
+        };
         let x = self.pop() as i64;
-        self.push(div.apply(x, k, rem) as u64);
+        self.push(Magic { magic, shift }.apply(x, k, rem) as u64);
         self.advance(1);
     }
 
-    /// `push k; div|rem; store d`, by a multiply
+    /// `push k; div|rem; store d` (`Op::DivConstStore`), by a multiply
     #[inline(always)]
-    pub fn div_const_store(&mut self, div: Magic, k: i64, rem: bool, d: u32) {
+    pub fn div_const_store(&mut self, op: &Op) {
+        let Op::DivConstStore {
+            k,
+            magic,
+            shift,
+            rem,
+            d,
+        } = *op
+        else {
+            unreachable!("not a DivConstStore: {op:?}")
+        };
         let x = self.pop() as i64;
-        self.set_local(d as usize, div.apply(x, k, rem) as u64);
+        self.set_local(d as usize, Magic { magic, shift }.apply(x, k, rem) as u64);
         self.advance(2);
     }
 
-    /// `load a; push k; mul; load b; add; push m; rem|div; store d`, the division by a
-    /// multiply (`shift_rem` as in `Op::LoadMulAddDivStore`)
+    /// `load a; push k; mul; load b; add; push m; rem|div; store d`
+    /// (`Op::LoadMulAddDivStore`), the division by a multiply
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn load_mul_add_div_store(
-        &mut self,
-        a: u16,
-        k: i32,
-        b: u16,
-        m: i32,
-        magic: i64,
-        shift_rem: u8,
-        d: u16,
-    ) {
+    pub fn load_mul_add_div_store(&mut self, op: &Op) {
+        let Op::LoadMulAddDivStore {
+            a,
+            b,
+            d,
+            shift_rem,
+            k,
+            m,
+            magic,
+        } = *op
+        else {
+            unreachable!("not a LoadMulAddDivStore: {op:?}")
+        };
         let x = (self.local(a as usize) as i64)
             .wrapping_mul(k as i64)
             .wrapping_add(self.local(b as usize) as i64);

@@ -12,7 +12,7 @@ use marvin_runtime::heap::Handle;
 use super::access::dangling;
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;
-use crate::exec::op::ARRAY_CLASS;
+use crate::exec::op::{Op, ARRAY_CLASS};
 use crate::exec::trap::Trap;
 use crate::isa::Ty;
 
@@ -157,19 +157,21 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         self.astore_int(a, self.local(i as usize) as i64, k as u64)
     }
 
-    /// `d = arr[i + off]` as type `ty`
+    /// `d = arr[i + off]` as type `ty` (`Op::RegALoad`)
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn reg_aload(
-        &mut self,
-        d: u16,
-        arr: u16,
-        i: u16,
-        off: i16,
-        ty: Ty,
-        skip: u8,
-        at: u32,
-    ) -> Result<(), Trap> {
+    pub fn reg_aload(&mut self, op: &Op) -> Result<(), Trap> {
+        let Op::RegALoad {
+            d,
+            arr,
+            i,
+            off,
+            ty,
+            skip,
+            at,
+        } = *op
+        else {
+            unreachable!("not a RegALoad: {op:?}")
+        };
         let pos = Pos::At(at);
         let h = self.handle(pos, self.local(arr as usize))?;
         let i = (self.local(i as usize) as i64).wrapping_add(off as i64);
@@ -179,26 +181,33 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         Ok(())
     }
 
-    /// `arr[i + off] = v` (the slot `v`, of type `ty`, or the constant `Err(k)`)
+    /// `arr[i + off] = v`, the slot `v` of type `ty` (`Op::RegAStore`) or the int
+    /// constant `k` (`Op::RegAStoreI`)
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn reg_astore(
-        &mut self,
-        arr: u16,
-        i: u16,
-        off: i16,
-        v: Result<u16, i32>,
-        ty: Ty,
-        skip: u8,
-        at: u32,
-    ) -> Result<(), Trap> {
+    pub fn reg_astore(&mut self, op: &Op) -> Result<(), Trap> {
+        let (arr, i, off, v, ty, skip, at) = match *op {
+            Op::RegAStore {
+                arr,
+                i,
+                off,
+                v,
+                ty,
+                skip,
+                at,
+            } => (arr, i, off, self.local(v as usize), ty, skip, at),
+            Op::RegAStoreI {
+                arr,
+                i,
+                off,
+                k,
+                skip,
+                at,
+            } => (arr, i, off, k as i64 as u64, Ty::Int, skip, at),
+            _ => unreachable!("not a RegAStore: {op:?}"),
+        };
         let pos = Pos::At(at);
         let h = self.handle(pos, self.local(arr as usize))?;
         let i = (self.local(i as usize) as i64).wrapping_add(off as i64);
-        let v = match v {
-            Ok(v) => self.local(v as usize),
-            Err(k) => k as i64 as u64,
-        };
         self.astore(pos, h, i, v, ty)?;
         self.skip(skip);
         Ok(())

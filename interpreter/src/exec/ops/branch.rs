@@ -111,52 +111,49 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         self.fork(c.taken(x, y), t, fall)
     }
 
-    /// `a += inc` and the test of `a` against `k` (`IncBrConst`), or against the local
-    /// `b` (`IncBrLocal`, `b` given)
+    /// `a += inc` and the test of `a` against `k` (`Op::IncBrConst`) or the local `b`
+    /// (`Op::IncBrLocal`)
     #[inline(always)]
-    pub fn inc_br(
-        &mut self,
-        a: u32,
-        inc: i32,
-        y: Bound,
-        c: Cond,
-        t: u32,
-        fall: u32,
-    ) -> Result<(), Trap> {
+    pub fn inc_br(&mut self, op: &Op) -> Result<(), Trap> {
+        let (a, inc, c, t, fall) = match *op {
+            Op::IncBrConst {
+                a, inc, c, t, fall, ..
+            }
+            | Op::IncBrLocal {
+                a, inc, c, t, fall, ..
+            } => (a, inc, c, t, fall),
+            _ => unreachable!("not an IncBr: {op:?}"),
+        };
         let x = (self.local(a as usize) as i64).wrapping_add(inc as i64);
         self.set_local(a as usize, x as u64);
-        let y = match y {
-            Bound::Const(k) => k as i64,
-            Bound::Local(b) => self.local(b as usize) as i64,
+        let y = match *op {
+            Op::IncBrLocal { b, .. } => self.local(b as usize) as i64,
+            Op::IncBrConst { k, .. } => k as i64,
+            _ => unreachable!("not an IncBr: {op:?}"),
         };
         self.fork(c.taken(x, y), t, fall)
     }
 
-    /// `a += b` and `IncBrConst` on `i`
+    /// `a += b` and `IncBrConst` on `i` (`Op::AddIncBr`)
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_inc_br(
-        &mut self,
-        a: u16,
-        b: u16,
-        i: u16,
-        inc: i16,
-        k: i32,
-        c: Cond,
-        t: u32,
-        fall: u32,
-    ) -> Result<(), Trap> {
+    pub fn add_inc_br(&mut self, op: &Op) -> Result<(), Trap> {
+        let Op::AddIncBr {
+            a,
+            b,
+            i,
+            inc,
+            k,
+            c,
+            t,
+            fall,
+        } = *op
+        else {
+            unreachable!("not an AddIncBr: {op:?}")
+        };
         let s = self.local(a as usize).wrapping_add(self.local(b as usize));
         self.set_local(a as usize, s);
         let x = (self.local(i as usize) as i64).wrapping_add(inc as i64);
         self.set_local(i as usize, x as u64);
         self.fork(c.taken(x, k as i64), t, fall)
     }
-}
-
-/// What a loop-closing increment is compared with.
-#[derive(Clone, Copy)]
-pub(in crate::exec) enum Bound {
-    Const(i32),
-    Local(u32),
 }

@@ -10,14 +10,14 @@ use marvin_runtime::barrier::{AccessKind, BarrierMode};
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;
 use crate::exec::fuse::{Bin, Cond};
-use crate::exec::op::{FieldUse, Slot};
+use crate::exec::op::{FieldUse, Op, Slot};
 use crate::exec::trap::Trap;
 use crate::isa::FieldRef;
 
 impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// `getfield`
     #[inline(always)]
-    pub fn get_field(&mut self, s: Slot) -> Result<(), Trap> {
+    pub fn get_field(&mut self, s: &Slot) -> Result<(), Trap> {
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
         let v = self.read_field(Pos::Here, h, s)?;
@@ -27,7 +27,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `putfield` of an int field
     #[inline(always)]
-    pub fn put_field(&mut self, s: Slot) -> Result<(), Trap> {
+    pub fn put_field(&mut self, s: &Slot) -> Result<(), Trap> {
         let v = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
@@ -36,7 +36,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `putfield` of a reference field
     #[inline(always)]
-    pub fn put_field_ref(&mut self, s: Slot) -> Result<(), Trap> {
+    pub fn put_field_ref(&mut self, s: &Slot) -> Result<(), Trap> {
         let v = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
@@ -51,7 +51,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let nf = self.by_name(f, FieldUse::Any)?;
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
-        let a = self.instance(Pos::Here, h, AccessKind::Read, nf.slot)?;
+        let a = self.instance(Pos::Here, h, AccessKind::Read, &nf.slot)?;
         self.push(a.obj().words()[nf.slot.slot as usize].load(Ordering::Relaxed));
         Ok(())
     }
@@ -63,7 +63,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let v = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
-        let a = self.instance(Pos::Here, h, AccessKind::Write, nf.slot)?;
+        let a = self.instance(Pos::Here, h, AccessKind::Write, &nf.slot)?;
         if nf.is_ref {
             self.value_check(v)?;
             a.store_ref(nf.slot.slot as usize, v);
@@ -75,7 +75,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `load a; getfield C.f`, and `store b` after it when `b` is given
     #[inline(always)]
-    pub fn load_get_field(&mut self, a: u32, s: Slot, b: Option<u32>) -> Result<(), Trap> {
+    pub fn load_get_field(&mut self, a: u32, s: &Slot, b: Option<u32>) -> Result<(), Trap> {
         self.advance(1);
         let h = self.handle(Pos::Here, self.local(a as usize))?;
         let v = self.read_field(Pos::Here, h, s)?;
@@ -91,7 +91,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `load a; load o; getfield C.f` (the read at `getfield`, +2)
     #[inline(always)]
-    pub fn load_load_get_field(&mut self, a: u32, o: u32, s: Slot) -> Result<(), Trap> {
+    pub fn load_load_get_field(&mut self, a: u32, o: u32, s: &Slot) -> Result<(), Trap> {
         self.advance(2);
         let x = self.local(a as usize);
         let h = self.handle(Pos::Here, self.local(o as usize))?;
@@ -107,9 +107,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     pub fn load_get_field_bin_put_field(
         &mut self,
         o: u32,
-        g: Slot,
+        g: &Slot,
         b: Bin,
-        f: Slot,
+        f: &Slot,
     ) -> Result<(), Trap> {
         self.advance(1);
         let h = self.handle(Pos::Here, self.local(o as usize))?;
@@ -124,7 +124,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `load c; OP; putfield C.f` (the write at `putfield`, +2)
     #[inline(always)]
-    pub fn load_bin_put_field(&mut self, c: u32, b: Bin, f: Slot) -> Result<(), Trap> {
+    pub fn load_bin_put_field(&mut self, c: u32, b: Bin, f: &Slot) -> Result<(), Trap> {
         let y = self.local(c as usize) as i64;
         let x = self.pop() as i64;
         let v = self.bin(b, x, y, 1)?;
@@ -137,7 +137,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// `load o; load o; getfield C.f; load c; OP; putfield C.f` (the read at `getfield`,
     /// +2, the write at `putfield`, +5)
     #[inline(always)]
-    pub fn field_bin_local(&mut self, o: u32, s: Slot, b: Bin, c: u32) -> Result<(), Trap> {
+    pub fn field_bin_local(&mut self, o: u32, s: &Slot, b: Bin, c: u32) -> Result<(), Trap> {
         self.advance(2);
         let h = self.handle(Pos::Here, self.local(o as usize))?;
         let x = self.read_field(Pos::Here, h, s)? as i64;
@@ -148,7 +148,14 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `load a; load o; getfield C.f; CMP; jnz/jz t`
     #[inline(always)]
-    pub fn br_local_field(&mut self, a: u32, o: u32, s: Slot, c: Cond, t: u32) -> Result<(), Trap> {
+    pub fn br_local_field(
+        &mut self,
+        a: u32,
+        o: u32,
+        s: &Slot,
+        c: Cond,
+        t: u32,
+    ) -> Result<(), Trap> {
         self.advance(2);
         let h = self.handle(Pos::Here, self.local(o as usize))?;
         let y = self.read_field(Pos::Here, h, s)? as i64;
@@ -162,7 +169,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         &mut self,
         d: u16,
         o: u16,
-        s: Slot,
+        s: &Slot,
         skip: u8,
         at: u32,
     ) -> Result<(), Trap> {
@@ -173,17 +180,20 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         Ok(())
     }
 
-    /// `o.f = v` (through the reference store when `is_ref`)
+    /// `o.f = v`, through the reference store when `is_ref` (`Op::RegPutField`)
     #[inline(always)]
-    pub fn reg_put_field(
-        &mut self,
-        o: u16,
-        v: u16,
-        s: Slot,
-        is_ref: bool,
-        skip: u8,
-        at: u32,
-    ) -> Result<(), Trap> {
+    pub fn reg_put_field(&mut self, op: &Op) -> Result<(), Trap> {
+        let Op::RegPutField {
+            o,
+            v,
+            ref s,
+            is_ref,
+            skip,
+            at,
+        } = *op
+        else {
+            unreachable!("not a RegPutField: {op:?}")
+        };
         let pos = Pos::At(at);
         let h = self.handle(pos, self.local(o as usize))?;
         let v = self.local(v as usize);

@@ -11,13 +11,13 @@ use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;
 use crate::exec::divconst::Magic;
 use crate::exec::fuse::{Bin, Cond};
-use crate::exec::op::{R3, RI};
+use crate::exec::op::{Op, R3, RI};
 use crate::exec::trap::Trap;
 
 impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// `d = a OP b` for an operation that cannot fail.
     #[inline(always)]
-    pub fn reg3(&mut self, r: R3, f: impl FnOnce(i64, i64) -> i64) {
+    pub fn reg3(&mut self, r: &R3, f: impl FnOnce(i64, i64) -> i64) {
         let (x, y) = (
             self.local(r.a as usize) as i64,
             self.local(r.b as usize) as i64,
@@ -28,7 +28,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `d = a OP k` for an operation that cannot fail.
     #[inline(always)]
-    pub fn reg_k(&mut self, r: RI, f: impl FnOnce(i64, i64) -> i64) {
+    pub fn reg_k(&mut self, r: &RI, f: impl FnOnce(i64, i64) -> i64) {
         let (x, k) = (self.local(r.a as usize) as i64, r.k as i64);
         self.set_local(r.d as usize, f(x, k) as u64);
         self.skip(r.skip);
@@ -36,7 +36,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `d = a OP b`, a division (failing at `at`) or a compare.
     #[inline(always)]
-    pub fn reg_bin(&mut self, op: Bin, r: R3, at: u32) -> Result<(), Trap> {
+    pub fn reg_bin(&mut self, op: Bin, r: &R3, at: u32) -> Result<(), Trap> {
         let (x, y) = (
             self.local(r.a as usize) as i64,
             self.local(r.b as usize) as i64,
@@ -51,7 +51,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `d = a OP k`: `regs` makes no division by a constant zero, so this cannot fail.
     #[inline(always)]
-    pub fn reg_bin_k(&mut self, op: Bin, r: RI) {
+    pub fn reg_bin_k(&mut self, op: Bin, r: &RI) {
         let v = op
             .apply(self.local(r.a as usize) as i64, r.k as i64)
             .unwrap_or(0);
@@ -59,10 +59,22 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         self.skip(r.skip);
     }
 
-    /// `d = a / k` (`rem`), by a multiply
+    /// `d = a / k` (`a rem k` when `rem`, `Op::RegDivConst`), by a multiply
     #[inline(always)]
-    pub fn reg_div_const(&mut self, d: u16, a: u16, k: i32, div: Magic, rem: bool, skip: u8) {
-        let v = div.apply(self.local(a as usize) as i64, k as i64, rem);
+    pub fn reg_div_const(&mut self, op: &Op) {
+        let Op::RegDivConst {
+            d,
+            a,
+            k,
+            shift,
+            rem,
+            skip,
+            magic,
+        } = *op
+        else {
+            unreachable!("not a RegDivConst: {op:?}")
+        };
+        let v = Magic { magic, shift }.apply(self.local(a as usize) as i64, k as i64, rem);
         self.set_local(d as usize, v as u64);
         self.skip(skip);
     }

@@ -20,7 +20,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// `cas` of the object, expected and new value on the stack, on field `s` (a
     /// reference field's through the reference store when `is_ref`); whether it swapped.
     #[inline(always)]
-    pub fn cas(&mut self, s: Slot, is_ref: bool) -> Result<bool, Trap> {
+    pub fn cas(&mut self, s: &Slot, is_ref: bool) -> Result<bool, Trap> {
         let new = self.pop();
         let expected = self.pop();
         let o = self.pop();
@@ -39,7 +39,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `cas` (`is_ref` for a reference field), pushing whether it swapped
     #[inline(always)]
-    pub fn cas_op(&mut self, s: Slot, is_ref: bool) -> Result<(), Trap> {
+    pub fn cas_op(&mut self, s: &Slot, is_ref: bool) -> Result<(), Trap> {
         let ok = self.cas(s, is_ref)?;
         self.push(ok as u64);
         Ok(())
@@ -47,14 +47,14 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `cas C.f; jnz/jz t` (`jz` when not `on`)
     #[inline(always)]
-    pub fn cas_br(&mut self, s: Slot, on: bool, t: u32) -> Result<(), Trap> {
+    pub fn cas_br(&mut self, s: &Slot, on: bool, t: u32) -> Result<(), Trap> {
         let ok = self.cas(s, false)?;
         self.branch(ok == on, t, 1)
     }
 
     /// `xadd` of the object and addend on the stack
     #[inline(always)]
-    pub fn xadd(&mut self, s: Slot) -> Result<(), Trap> {
+    pub fn xadd(&mut self, s: &Slot) -> Result<(), Trap> {
         let d = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
@@ -67,7 +67,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
 
     /// `load a; push k; xadd C.f`, and `pop` when `discard`
     #[inline(always)]
-    pub fn load_xadd(&mut self, a: u32, k: i32, s: Slot, discard: bool) -> Result<(), Trap> {
+    pub fn load_xadd(&mut self, a: u32, k: i32, s: &Slot, discard: bool) -> Result<(), Trap> {
         self.advance(2);
         let h = self.handle(Pos::Here, self.local(a as usize))?;
         let old = self.with_field(Pos::Here, h, AccessKind::Write, s, |w| {
@@ -89,7 +89,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let expected = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
-        let a = self.instance(Pos::Here, h, AccessKind::Write, nf.slot)?;
+        let a = self.instance(Pos::Here, h, AccessKind::Write, &nf.slot)?;
         if nf.is_ref {
             self.value_check(new)?;
         }
@@ -111,7 +111,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let d = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
-        let a = self.instance(Pos::Here, h, AccessKind::Write, nf.slot)?;
+        let a = self.instance(Pos::Here, h, AccessKind::Write, &nf.slot)?;
         let w = &a.obj().words()[nf.slot.slot as usize];
         self.push(w.fetch_add(d, Ordering::SeqCst));
         Ok(())
