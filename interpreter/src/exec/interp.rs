@@ -4,7 +4,7 @@
 //! operands. A call leaves the arguments where they are and they become the callee's
 //! first locals. The verifier proves every stack depth and local index, and a call checks
 //! that the callee's locals and deepest operand stack fit, so the loop indexes the stack
-//! without bounds checks. [`Thread::run`] fetches an op and hands it to its family's
+//! without bounds checks. `Thread::run` fetches an op and hands it to its family's
 //! handler in `super::ops`, where the loop's state (the position, the stack and frame
 //! cursors) is kept in registers. Every object access goes through the runtime's access
 //! barrier (`Heap::access`); safepoints are polled at calls, backward branches and

@@ -46,7 +46,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
             ret_at: at,
         });
         self.method = m;
-        self.code = &self.loaded.code[m as usize];
+        self.code = &self.codes[m as usize];
         self.bp = nbp;
         self.fp = self.stk.at(nbp);
         self.sp = nbp + d.locals as usize;
@@ -79,7 +79,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         }
         self.sp = self.bp;
         self.method = f.ret_method;
-        self.code = &self.loaded.code[self.method as usize];
+        self.code = &self.codes[self.method as usize];
         self.bp = f.ret_bp as usize;
         self.fp = self.stk.at(self.bp);
         self.ip = self

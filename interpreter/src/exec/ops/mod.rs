@@ -61,6 +61,9 @@ pub(super) struct Cx<'l, 't, A: AppBinding, B: BarrierMode> {
     pub heap: &'l Heap,
     pub safepoints: &'l Safepoints,
     pub calls: &'l [CallDesc],
+    /// Every method's ops (`Loaded::code`), so that a call or a return reaches its
+    /// method's ops through a slice held here rather than through `loaded` each time.
+    pub codes: &'l [Vec<Op>],
     /// A call checks its frame against these two bounds, read once at entry.
     pub capacity: usize,
     pub frame_limit: usize,
@@ -122,6 +125,7 @@ impl<'l, 't, A: AppBinding, B: BarrierMode> Cx<'l, 't, A, B> {
             heap: app.heap(),
             safepoints: app.safepoints(),
             calls: &loaded.calls[..],
+            codes: &loaded.code[..],
             capacity,
             frame_limit: depth0.saturating_add(app.max_frames()),
             depth0,
