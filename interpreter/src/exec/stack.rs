@@ -1,5 +1,5 @@
 //! A thread's value stack and frames: the stack every frame's locals and operands live
-//! on, indexed without bounds checks ([`ValueStack`], and [`Slots`], the cursor the
+//! on, indexed without bounds checks ([`ValueStack`], and `Slots`, the cursor the
 //! interpreter loop keeps in a register), the frame records of the running calls
 //! ([`Frame`]), and the references they hold for a collection ([`frame_roots`]).
 
