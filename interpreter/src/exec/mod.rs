@@ -1,5 +1,6 @@
 //! The executor: runs a verified program, translated once at load time ([`loaded`],
-//! [`op`], [`operator`], [`fuse`] with [`regs`], [`divconst`]), on interpreter threads ([`interp`]) inside an app it reaches
+//! [`op`], [`operator`], [`fuse`] with [`regs`], [`divconst`]), on interpreter threads
+//! ([`interp`], its handlers in `ops`, its stack in [`stack`]) inside an app it reaches
 //! through [`binding::AppBinding`]. What makes an app (its heap set-up, message loop,
 //! swapping, lifecycle, statistics and traces) lives in the `marvin-app` crate.
 
@@ -10,7 +11,9 @@ pub mod interp;
 pub mod loaded;
 pub mod op;
 pub mod operator;
+mod ops;
 pub mod regs;
+pub mod stack;
 pub mod trap;
 
 pub use binding::{AppBinding, Post, PostAt};
