@@ -379,10 +379,12 @@ impl AppSwap {
     ) -> Result<(), SwapError> {
         buf.clear();
         obj.copy_payload(buf);
-        let slot =
-            self.file
-                .lock()
-                .write(stub.handle.value(), buf, st.slot().map(SlotId::from_offset))?;
+        let slot = self.file.lock().write_with(
+            stub.handle.value(),
+            buf,
+            st.slot().map(SlotId::from_offset),
+            self.policy.compression(),
+        )?;
         st.set_slot(Some(slot.offset()));
         Ok(())
     }

@@ -43,5 +43,5 @@ pub mod swap_file;
 
 pub use app_swap::{AppSwap, AttachError, NoCheckpoint, SwapCounters};
 
-pub use policy::{PolicyConfig, PolicyError, RestoreMode, SwapPolicy, VictimOrder};
+pub use policy::{Compression, PolicyConfig, PolicyError, RestoreMode, SwapPolicy, VictimOrder};
 pub use swap_file::{CompactionReport, CorruptKind, SlotId, SwapError, SwapFile};
