@@ -503,17 +503,14 @@ impl SwapFile {
         // index, its capacity, its stored length and, when compressed, where its stored
         // bytes go in `packed`.
         let mut order: Vec<Planned> = Vec::with_capacity(reads.len());
-        let mut packed_len = 0usize;
         for (i, r) in reads.iter().enumerate() {
             match self.live_info(r.slot) {
                 Ok(info) => {
                     results.push(Ok(()));
                     let stored = info.live.map_or(r.out.len(), |l| l.len as usize);
                     let capacity = info.capacity;
-                    let packed = (stored != r.out.len()).then(|| {
-                        packed_len += stored;
-                        packed_len - stored
-                    });
+                    // Placed in `packed` below, in file order.
+                    let packed = (stored != r.out.len()).then_some(0);
                     order.push(Planned {
                         offset: r.slot.0,
                         read: i,
@@ -526,7 +523,14 @@ impl SwapFile {
             }
         }
         order.sort_unstable_by_key(|p| p.offset);
+        let mut packed_len = 0usize;
         order.dedup_by_key(|p| p.offset);
+        for p in &mut order {
+            if let Some(at) = &mut p.packed {
+                *at = packed_len;
+                packed_len += p.stored;
+            }
+        }
         let Some(start) = order.first().map(|p| p.offset) else {
             return results;
         };
