@@ -33,6 +33,7 @@ pub mod external;
 pub mod pageout;
 pub mod policy;
 pub mod prefault;
+mod prefault_claims;
 pub mod read_window;
 pub mod reclaimer;
 pub mod restore;
