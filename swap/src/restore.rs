@@ -11,10 +11,11 @@
 //! own reads nothing ahead), so the disk has requests in flight while a batch is
 //! copied (without one, the kernel is asked to read [`AHEAD_BYTES`] ahead), and what
 //! the batches read leaves the page cache behind them ([`ReadWindow`]). The objects'
-//! pages are prefaulted in bulk ([`crate::prefault`]), shared with a second thread when
-//! there is much to restore ([`crate::prefault_claims`]). An object a batch cannot take at once (its
-//! state held elsewhere, an entry that failed its checks, no checkpoint) is restored
-//! alone afterwards, through the object fault, which reports its error as before.
+//! pages are prefaulted in bulk ([`crate::prefault`]), the work shared with a second
+//! thread when there is much to restore ([`crate::prefault_claims`]). An object a batch
+//! cannot take at once (its state held elsewhere, an entry that failed its checks, no
+//! checkpoint) is restored alone afterwards, through the object fault, which reports its
+//! error as before.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub const PARALLEL_BYTES: usize = 8 << 20;
 
 /// How many batches past the one being read may be reserved and prefaulted.
 const LEAD: usize = 8;
+
 /// What one eager restore did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RestoreReport {
