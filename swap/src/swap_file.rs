@@ -778,7 +778,8 @@ impl SwapFile {
         })
     }
 
-    /// The length of the checkpoint in `slot`, per the in-memory index.
+    /// The bytes the checkpoint in `slot` stores, per the in-memory index: its object's
+    /// payload length, or less when it is compressed.
     pub fn payload_len(&self, slot: SlotId) -> Option<usize> {
         self.slots.get(&slot.0)?.live.map(|l| l.len as usize)
     }
@@ -795,7 +796,7 @@ impl SwapFile {
         Ok(())
     }
 
-    /// Payload bytes of all live checkpoints.
+    /// Payload bytes all live checkpoints store (compressed ones count what they store).
     pub fn live_bytes(&self) -> u64 {
         self.live_payload
     }
