@@ -28,6 +28,22 @@ fn bench_json(name: &str) -> Vec<Value> {
     samples
 }
 
+/// Whether a row is one of the compressed checkpoints' restores (`..., compress CODEC`).
+fn compressed(s: &Value) -> bool {
+    s["scenario"].as_str().unwrap().contains("compress")
+}
+
+/// The page cache a restore row's scenario starts from: `warm` or `cold`.
+fn cache(s: &Value) -> &'static str {
+    let scenario = s["scenario"].as_str().unwrap();
+    if scenario.contains(" warm") {
+        "warm"
+    } else {
+        assert!(scenario.contains(" cold"), "{s}");
+        "cold"
+    }
+}
+
 /// The measured rows (published figures are rows too, marked `"measured": false`).
 fn measured(samples: &[Value]) -> Vec<&Value> {
     samples
@@ -67,17 +83,51 @@ fn reclaim_reports_both_reclaimers_and_every_restore_with_bytes() {
             assert!(calls < objects, "neighbours coalesce: {s}");
         }
     }
-    let restores: Vec<_> = rows.iter().filter(|s| is(s, "restore", "marvin")).collect();
+    let restores: Vec<_> = rows
+        .iter()
+        .filter(|s| is(s, "restore", "marvin") && !compressed(s))
+        .collect();
     assert_eq!(restores.len(), 4, "eager/on-fault x warm/cold");
     // The disk's sequential read rate, measured alongside each cold restore.
     let disk: Vec<_> = rows
         .iter()
         .filter(|s| is(s, "restore", "disk-sequential-read"))
         .collect();
-    assert_eq!(disk.len(), 2, "one per cold restore");
+    assert_eq!(
+        disk.len(),
+        2 + 3,
+        "one per cold restore, compressed ones too"
+    );
     for s in restores.into_iter().chain(disk) {
         assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
         assert!(s["mb_per_s"].as_f64().is_some_and(|r| r > 0.0), "{s}");
+    }
+    // Cold restores also carry their ratio to the disk floor's reads into fresh memory.
+    for s in rows.iter().filter(|s| is(s, "restore", "marvin")) {
+        let fresh = s.get("ratio_to_disk_into_fresh_memory");
+        assert_eq!(fresh.is_some(), cache(s) == "cold", "{s}");
+    }
+}
+
+#[test]
+fn reclaim_restores_compressed_checkpoints_reading_fewer_bytes_when_they_shrink() {
+    let samples = bench_json("reclaim");
+    let rows: Vec<_> = measured(&samples)
+        .into_iter()
+        .filter(|s| s["impl"] == "marvin" && compressed(s))
+        .collect();
+    assert_eq!(rows.len(), 6, "three kinds of arrays x warm/cold: {rows:?}");
+    for s in &rows {
+        let (bytes, file) = (
+            s["bytes"].as_u64().unwrap(),
+            s["file_bytes"].as_u64().unwrap(),
+        );
+        let scenario = s["scenario"].as_str().unwrap();
+        if scenario.contains("workload arrays, compress lz4") {
+            assert!(file * 4 < bytes, "the workload's arrays shrink: {s}");
+        } else {
+            assert!(file >= bytes, "random arrays are stored as they are: {s}");
+        }
     }
 }
 
@@ -92,13 +142,18 @@ fn reclaim_prints_each_row_beside_its_floor() {
     let page_cache = of("page-cache-read-floor");
     let disk = of("disk-sequential-read");
     assert_eq!(madvise.len(), 2, "one madvise floor per reclaim size");
-    assert_eq!(page_cache.len(), 2, "one page-cache floor per warm restore");
-    assert_eq!(disk.len(), 2, "one disk floor per cold restore");
+    // Two plain restores of each and three of compressed checkpoints.
+    assert_eq!(
+        page_cache.len(),
+        2 + 3,
+        "one page-cache floor per warm restore"
+    );
+    assert_eq!(disk.len(), 2 + 3, "one disk floor per cold restore");
     for s in &page_cache {
-        assert!(s["scenario"].as_str().unwrap().ends_with("warm"), "{s}");
+        assert_eq!(cache(s), "warm", "{s}");
     }
     for s in &disk {
-        assert!(s["scenario"].as_str().unwrap().ends_with("cold"), "{s}");
+        assert_eq!(cache(s), "cold", "{s}");
     }
     for s in page_cache.iter().chain(&disk) {
         assert!(s["bytes"].as_u64().is_some_and(|b| b > 0), "{s}");
@@ -129,7 +184,7 @@ fn reclaim_prints_each_row_beside_its_floor() {
             "kernel-punch-hole-floor"
         } else if s["scenario"].as_str().unwrap().starts_with("reclaim") {
             "kernel-madvise-floor"
-        } else if s["scenario"].as_str().unwrap().ends_with("warm") {
+        } else if cache(s) == "warm" {
             "page-cache-read-floor"
         } else {
             "disk-sequential-read"
@@ -143,7 +198,11 @@ fn reclaim_prints_each_row_beside_its_floor() {
         assert!(s["ratio_to_floor"].as_f64().is_some_and(|r| r > 0.0), "{s}");
         checked += 1;
     }
-    assert_eq!(checked, 8 + 4, "two sizes x four reclaimers, four restores");
+    assert_eq!(
+        checked,
+        8 + 4 + 6,
+        "two sizes x four reclaimers, four restores, six of compressed checkpoints"
+    );
 }
 
 #[test]

@@ -13,7 +13,6 @@
 //! unclean while still holding the lock, so the reclaimer can never take an object whose
 //! checkpoint is stale.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -21,6 +20,7 @@ use parking_lot::Mutex;
 
 use crate::access::{AccessError, AccessKind};
 use crate::header::{HeaderBits, ObjKind};
+use crate::heap::handle_hash::HandleMap;
 use crate::heap::{Handle, Heap, ENTRY_STUB};
 use crate::object::Obj;
 use crate::reclaim_table::{
@@ -191,11 +191,21 @@ pub struct StubCounters {
     pub gc_faults: AtomicU64,
 }
 
+/// The stub registry held by [`StubSpace::registry`].
+pub struct Registry<'a>(parking_lot::MutexGuard<'a, HandleMap<Arc<Stub>>>);
+
+impl Registry<'_> {
+    /// The stub of `h`, if it has one.
+    pub fn get(&self, h: Handle) -> Option<&Stub> {
+        self.0.get(&h).map(|s| &**s)
+    }
+}
+
 /// Everything a heap needs once swapping is on.
 pub struct StubSpace {
     pub table: ReclaimTable,
     pub hooks: Arc<dyn StubHooks>,
-    stubs: Mutex<HashMap<Handle, Arc<Stub>>>,
+    stubs: Mutex<HandleMap<Arc<Stub>>>,
     pub counters: StubCounters,
     /// A collection is running (faults now would be GC faults).
     pub collecting: AtomicBool,
@@ -266,7 +276,7 @@ impl StubSpace {
         StubSpace {
             table,
             hooks,
-            stubs: Mutex::new(HashMap::new()),
+            stubs: Mutex::new(HandleMap::default()),
             counters: StubCounters::default(),
             collecting: AtomicBool::new(false),
             bookmarking,
@@ -304,7 +314,7 @@ impl StubSpace {
     }
 
     /// Books the registry's size after a change, under its lock.
-    fn registry_changed(&self, stubs: &HashMap<Handle, Arc<Stub>>) {
+    fn registry_changed(&self, stubs: &HandleMap<Arc<Stub>>) {
         let bytes = (stubs.capacity() * REGISTRY_SLOT_BYTES) as u64;
         self.registry_bytes.store(bytes, Ordering::Relaxed);
     }
@@ -323,6 +333,12 @@ impl StubSpace {
     /// The stub of a handle, if it has one.
     pub fn get(&self, h: Handle) -> Option<Arc<Stub>> {
         self.stubs.lock().get(&h).cloned()
+    }
+
+    /// The registry, held until the returned view is dropped: many look-ups in a row
+    /// without taking its lock (or a reference count) for each.
+    pub fn registry(&self) -> Registry<'_> {
+        Registry(self.stubs.lock())
     }
 
     /// The stubs of several handles, looked up under one hold of the registry, each

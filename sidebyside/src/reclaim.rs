@@ -15,6 +15,11 @@
 //!   the page cache (warm) or dropped from it (cold: `fsync`, then
 //!   `posix_fadvise(POSIX_FADV_DONTNEED)` on the file, which needs no privilege). Rows
 //!   carry `bytes` and `mb_per_s`; the published 100 MB/s is the baseline row.
+//! - **compressed checkpoints**: eager restores, warm and cold, of arrays saved with
+//!   `[saver] compress = "lz4"`: random arrays (stored as they are, since they do not
+//!   shrink) beside the same arrays saved without compression, and the workload's
+//!   arrays (which shrink to a few dozen bytes each). Their rows carry `file_bytes`, what
+//!   the restore reads, and their floors read as many bytes of their own swap file.
 //!
 //! - **memory files**: the same arrays in a heap whose large objects live in memory
 //!   files (`--large-backing memfd`, what a reclaimer in another process needs), reclaimed
@@ -48,7 +53,7 @@ use marvin_runtime::header::ObjKind;
 use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::external::ExternalApp;
 use marvin_swap::reclaimer::ReclaimReport;
-use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
+use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, Compression, PolicyConfig};
 
 use super::figure::{Bar, Chart, Curve};
 use super::{finish, median, CommonArgs, Sample, FLOOR, FLOOR_RATIO};
@@ -75,6 +80,16 @@ pub const ARRAY_BYTES: u64 = 4096;
 const ARRAY_CLASS: u32 = u32::MAX;
 const MIB: u64 = 1 << 20;
 
+/// What the arrays of a [`SavedHeap`] hold besides their first and last words (the
+/// handle and its complement).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// Zeros: the published workload's arrays, which compress well.
+    Workload,
+    /// Random words, which do not compress.
+    Random,
+}
+
 /// A background app reduced to its heap: arrays that are stubbed, saved and clean, so
 /// the reclaimer may take any of them.
 pub struct SavedHeap {
@@ -96,7 +111,19 @@ impl SavedHeap {
 
     /// As [`SavedHeap::build`], with the large objects backed as `backing` says.
     pub fn build_on(bytes: u64, backing: LargeBacking) -> anyhow::Result<SavedHeap> {
+        SavedHeap::build_with(bytes, backing, Fill::Workload, PolicyConfig::default())
+    }
+
+    /// As [`SavedHeap::build_on`], the arrays filled as `fill` says and saved under
+    /// `policy` (its `[saver] compress`, say).
+    pub fn build_with(
+        bytes: u64,
+        backing: LargeBacking,
+        fill: Fill,
+        policy: PolicyConfig,
+    ) -> anyhow::Result<SavedHeap> {
         let n = (bytes / ARRAY_BYTES) as usize;
+        let mut random = 0x9e37_79b9_7f4a_7c15u64;
         let heap = Heap::new(HeapConfig {
             handle_capacity: (n as u32 + 1024).next_power_of_two(),
             large_backing: backing,
@@ -111,13 +138,21 @@ impl SavedHeap {
                 .context("allocating an array")?;
             let a = heap.access::<Barriers>(h, AccessKind::Write)?;
             let words = a.obj().words();
+            if fill == Fill::Random {
+                for w in words.iter() {
+                    random ^= random << 13;
+                    random ^= random >> 7;
+                    random ^= random << 17;
+                    w.store(random, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
             words[0].store(h.value(), std::sync::atomic::Ordering::Relaxed);
             words[words.len() - 1].store(!h.value(), std::sync::atomic::Ordering::Relaxed);
             checksum = checksum.wrapping_add(h.value());
             handles.push(h);
         }
         let dir = tempfile::tempdir().context("creating the swap directory")?;
-        let policy = Arc::new(PolicyConfig::default());
+        let policy = Arc::new(policy);
         let swap = AppSwap::attach(&heap, dir.path(), "bench", policy, n as u32 + 1024, true)?;
         // SAFETY: this thread is the heap's only user: no mutator runs.
         let stubbed = unsafe { stubber::stub_candidates(&heap, &*swap.policy) }?;
@@ -151,6 +186,13 @@ impl SavedHeap {
     /// Total bytes of the arrays themselves (header and payload: what a restore reads).
     pub fn object_bytes(&self) -> u64 {
         self.handles.len() as u64 * (16 + 8 * ARRAY_WORDS as u64)
+    }
+
+    /// Bytes of the swap file the arrays' checkpoints take, headers included, from its
+    /// start: what a restore of all of them reads.
+    pub fn stored_bytes(&self) -> u64 {
+        let file = self.swap.file.lock();
+        marvin_swap::swap_file::layout::FILE_HEADER_BYTES + file.used_bytes()
     }
 
     /// Reads every array once through the barrier (faulting in whatever is out),
@@ -363,6 +405,31 @@ fn cold_file_read(path: &Path, limit: u64) -> anyhow::Result<(u64, f64)> {
     Ok((bytes, t.elapsed().as_nanos() as f64))
 }
 
+/// Reads the first `limit` bytes of the file at `path` (all of it if shorter), dropped
+/// from the page cache, front to back in 1 MiB reads into a fresh anonymous mapping of
+/// that size: the disk floor's reads with the page faults of the memory they land in,
+/// which a restore into reclaimed pages pays too (the mapping and its faults timed with
+/// the reads). Returns bytes and ns.
+fn cold_file_read_fresh(path: &Path, limit: u64) -> anyhow::Result<(u64, f64)> {
+    use std::os::unix::fs::FileExt;
+    drop_page_cache(path)?;
+    let f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len().min(limit) as usize;
+    ensure!(len > 0, "{} is empty", path.display());
+    let t = Instant::now();
+    let mut map = memmap2::MmapMut::map_anon(len).context("mapping fresh anonymous memory")?;
+    let mut done = 0;
+    while done < len {
+        let end = (done + (1 << 20)).min(len);
+        let n = f.read_at(&mut map[done..end], done as u64)?;
+        ensure!(n > 0, "{} ended early", path.display());
+        done += n;
+    }
+    let ns = t.elapsed().as_nanos() as f64;
+    drop(map);
+    Ok((len as u64, ns))
+}
+
 /// Reads the first `limit` bytes of the file at `path` (all of it if shorter), already in
 /// the page cache, with one `pread` into a fresh anonymous mapping of that size: what a
 /// restore of as many bytes from a warm cache cannot beat (the copy, and the faults of
@@ -407,6 +474,11 @@ fn against_floor(row: Sample, floor: &Sample) -> Sample {
 const PUBLISHED: &str = "published";
 /// The cold restores' floor: the swap file read from the disk, front to back.
 const DISK_FLOOR: &str = "disk-sequential-read";
+/// In a cold restore's row (JSON): the median time (ms) of the disk floor's reads made
+/// into a fresh anonymous mapping, its page faults included, and the row's time per byte
+/// over it.
+const FRESH_MEMORY_FLOOR_MS: &str = "disk_into_fresh_memory_ms";
+const FRESH_MEMORY_RATIO: &str = "ratio_to_disk_into_fresh_memory";
 /// The warm restores' floor: one `pread` of the cached swap file into fresh memory.
 const PAGE_CACHE_FLOOR: &str = "page-cache-read-floor";
 /// The anonymous reclaims' floor: one `madvise` over as many touched pages.
@@ -474,6 +546,128 @@ fn restore_chart(samples: &[Sample], large: u64, reps: usize, quick: bool) -> Ch
     }
 }
 
+/// Times restoring every array of `saved` (eagerly, or on fault by a walk), from a warm
+/// or a cold page cache: one warm-up then `reps` rounds, each after the floor's own
+/// measurement (the page-cache floor warm, the disk floor cold, over the first
+/// `floor_bytes` of the swap file). Returns marvin's row, carrying its ratio to the
+/// floor, and the floor's row.
+fn restore_rows(
+    saved: &SavedHeap,
+    scenario: &str,
+    (eager, cold): (bool, bool),
+    floor_bytes: u64,
+    reps: usize,
+) -> anyhow::Result<(Sample, Sample)> {
+    let mut times = Vec::new();
+    let mut floor_times = Vec::new();
+    let mut fresh_times = Vec::new();
+    let mut file_bytes = 0;
+    let mut bytes = 0;
+    for rep in 0..=reps {
+        if rep > 0 {
+            let path = saved.swap.file.lock().path().to_path_buf();
+            let limit = floor_bytes;
+            let (b, ns) = if cold {
+                cold_file_read(&path, limit)?
+            } else {
+                warm_file_read(&path, limit)?
+            };
+            file_bytes = b;
+            floor_times.push(ns);
+            if cold {
+                fresh_times.push(cold_file_read_fresh(&path, limit)?.1);
+            }
+        }
+        let taken = saved.reclaim_all();
+        ensure!(
+            taken == saved.bytes(),
+            "reclaimed {taken} of {}",
+            saved.bytes()
+        );
+        if cold {
+            saved.drop_swap_cache()?;
+        }
+        let t = Instant::now();
+        if eager {
+            bytes = saved.restore_eager()?;
+        } else {
+            saved.walk_first_words()?;
+            bytes = saved.object_bytes();
+        }
+        let ns = t.elapsed().as_nanos() as f64;
+        if rep > 0 {
+            times.push(ns);
+        }
+        saved.walk_first_words()?;
+    }
+    ensure!(
+        bytes == saved.object_bytes(),
+        "restored {bytes} of {}",
+        saved.object_bytes()
+    );
+    let ns = median(&mut times);
+    let floor_ns = median(&mut floor_times);
+    let floor_row = Sample::new(
+        scenario,
+        if cold { DISK_FLOOR } else { PAGE_CACHE_FLOOR },
+        floor_ns,
+    )
+    .with("bytes", file_bytes)
+    .with("mb_per_s", mb_per_s(file_bytes, floor_ns));
+    let mut row = Sample::new(scenario, "marvin", ns)
+        .with("bytes", bytes)
+        .with("file_bytes", saved.stored_bytes())
+        .with("mb_per_s", mb_per_s(bytes, ns));
+    if cold {
+        // Beside the floor, not instead of it: the disk floor reads into one reused
+        // buffer, a restore into fresh pages; this says what those pages' faults add.
+        let fresh_ns = median(&mut fresh_times);
+        let per_byte = |ns: f64, b: u64| ns / b as f64;
+        row = row.with(
+            FRESH_MEMORY_RATIO,
+            per_byte(ns, bytes) / per_byte(fresh_ns, file_bytes),
+        );
+        row = row.with(FRESH_MEMORY_FLOOR_MS, fresh_ns / 1e6);
+    }
+    Ok((against_floor(row, &floor_row), floor_row))
+}
+
+/// Eager restores of `large` bytes of arrays saved with `[saver] compress = "lz4"`:
+/// random arrays (which do not compress, so they are stored as they are) beside the
+/// same arrays saved without compression, and the workload's arrays (which do). Each
+/// row's floor reads as many bytes of its own swap file as its checkpoints take, so a
+/// compressed restore reads fewer bytes than it restores (`file_bytes` against
+/// `bytes`).
+fn compressed_rows(large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
+    let mut samples = Vec::new();
+    let lz4 = PolicyConfig {
+        saver: marvin_swap::policy::SaverConfig {
+            compress: Compression::Lz4,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for (arrays, fill, policy, codec) in [
+        ("random", Fill::Random, PolicyConfig::default(), "none"),
+        ("random", Fill::Random, lz4.clone(), "lz4"),
+        ("workload", Fill::Workload, lz4.clone(), "lz4"),
+    ] {
+        let saved = SavedHeap::build_with(large, LargeBacking::Anonymous, fill, policy)?;
+        for (cache, cold) in [("warm", false), ("cold", true)] {
+            let scenario = format!(
+                "restore {} MiB eager {cache}, {arrays} arrays, compress {codec}",
+                large / MIB
+            );
+            let floor_bytes = saved.stored_bytes();
+            let (row, floor_row) =
+                restore_rows(&saved, &scenario, (true, cold), floor_bytes, reps)?;
+            samples.push(row);
+            samples.push(floor_row);
+        }
+    }
+    Ok(samples)
+}
+
 pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
     let (small, large, published) = if args.quick {
         (8 * MIB, 16 * MIB, None)
@@ -527,50 +721,11 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
     for (mode, eager) in [("eager", true), ("on-fault", false)] {
         for (cache, cold) in [("warm", false), ("cold", true)] {
             let scenario = format!("restore {} MiB {mode} {cache}", large / MIB);
-            let mut times = Vec::new();
-            let mut floor_times = Vec::new();
-            let mut file_bytes = 0;
-            let mut bytes = 0;
-            for rep in 0..=reps {
-                if rep > 0 {
-                    let path = saved.swap.file.lock().path().to_path_buf();
-                    let limit = saved.object_bytes();
-                    let (b, ns) = if cold {
-                        cold_file_read(&path, limit)?
-                    } else {
-                        warm_file_read(&path, limit)?
-                    };
-                    file_bytes = b;
-                    floor_times.push(ns);
-                }
-                let taken = saved.reclaim_all();
-                ensure!(
-                    taken == saved.bytes(),
-                    "reclaimed {taken} of {}",
-                    saved.bytes()
-                );
-                if cold {
-                    saved.drop_swap_cache()?;
-                }
-                let t = Instant::now();
-                if eager {
-                    bytes = saved.restore_eager()?;
-                } else {
-                    saved.walk_first_words()?;
-                    bytes = saved.object_bytes();
-                }
-                let ns = t.elapsed().as_nanos() as f64;
-                if rep > 0 {
-                    times.push(ns);
-                }
-                saved.walk_first_words()?;
-            }
-            ensure!(
-                bytes == saved.object_bytes(),
-                "restored {bytes} of {}",
-                saved.object_bytes()
-            );
-            let ns = median(&mut times);
+            // As many bytes as the objects hold, as the floors always read.
+            let floor_bytes = saved.object_bytes();
+            let (row, floor_row) =
+                restore_rows(&saved, &scenario, (eager, cold), floor_bytes, reps)?;
+            let bytes = saved.object_bytes();
             samples.push(
                 Sample::new(
                     &scenario,
@@ -581,21 +736,14 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
                 .with("mb_per_s", PUBLISHED_RESTORE_MB_S)
                 .with("measured", false),
             );
-            let floor_ns = median(&mut floor_times);
-            let floor_row = Sample::new(
-                &scenario,
-                if cold { DISK_FLOOR } else { PAGE_CACHE_FLOOR },
-                floor_ns,
-            )
-            .with("bytes", file_bytes)
-            .with("mb_per_s", mb_per_s(file_bytes, floor_ns));
-            let row = Sample::new(&scenario, "marvin", ns)
-                .with("bytes", bytes)
-                .with("mb_per_s", mb_per_s(bytes, ns));
-            samples.push(against_floor(row, &floor_row));
+            samples.push(row);
             samples.push(floor_row);
         }
     }
+    // Room for the compressed rows' heaps: this one is done.
+    drop(reclaims);
+    drop(saved);
+    samples.extend(compressed_rows(large, reps)?);
 
     let mut notes = vec![format!(
         "one-page int arrays, stubbed and saved; median of {reps} after a warm-up; `published` rows are the paper's figures (not measured here)"

@@ -379,10 +379,12 @@ impl AppSwap {
     ) -> Result<(), SwapError> {
         buf.clear();
         obj.copy_payload(buf);
-        let slot =
-            self.file
-                .lock()
-                .write(stub.handle.value(), buf, st.slot().map(SlotId::from_offset))?;
+        let slot = self.file.lock().write_with(
+            stub.handle.value(),
+            buf,
+            st.slot().map(SlotId::from_offset),
+            self.policy.compression(),
+        )?;
         st.set_slot(Some(slot.offset()));
         Ok(())
     }
@@ -538,6 +540,16 @@ impl StubHooks for AppSwap {
             }
             budget -= size;
             held.push((&**n, *s, guard, st));
+        }
+        // The pages the read fills, faulted in with one advice instead of one page fault
+        // each inside the read's copy (room for them was reserved before the fault).
+        let runs = std::iter::once(stub)
+            .chain(held.iter().map(|(n, _, _, _)| *n))
+            .map(|s| (s.addr, page_round(s.bytes())))
+            .collect();
+        for (addr, len) in crate::prefault::coalesce(runs) {
+            // Only a speed-up: pages it did not bring in fault in during the read.
+            let _ = crate::prefault::populate_write(addr, len);
         }
         let mut reads = Vec::with_capacity(held.len() + 1);
         // SAFETY: the faulting object is out, its entry locked shared and its state

@@ -33,6 +33,7 @@ pub mod external;
 pub mod pageout;
 pub mod policy;
 pub mod prefault;
+mod prefault_claims;
 pub mod read_window;
 pub mod reclaimer;
 pub mod restore;
@@ -43,5 +44,5 @@ pub mod swap_file;
 
 pub use app_swap::{AppSwap, AttachError, NoCheckpoint, SwapCounters};
 
-pub use policy::{PolicyConfig, PolicyError, RestoreMode, SwapPolicy, VictimOrder};
+pub use policy::{Compression, PolicyConfig, PolicyError, RestoreMode, SwapPolicy, VictimOrder};
 pub use swap_file::{CompactionReport, CorruptKind, SlotId, SwapError, SwapFile};

@@ -21,6 +21,8 @@ use std::time::Duration;
 use marvin_runtime::header::ObjKind;
 use serde::{Deserialize, Serialize};
 
+pub use crate::swap_file::Compression;
+
 /// Which background app the reclaimer takes memory from first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -182,6 +184,11 @@ pub trait SwapPolicy: Send + Sync + std::fmt::Debug {
     /// When reclaimed objects are read back.
     fn restore_mode(&self) -> RestoreMode;
 
+    /// How the saver stores checkpoints (as they are unless a policy says otherwise).
+    fn compression(&self) -> Compression {
+        Compression::None
+    }
+
     /// Most bytes of the swap file a launch (from the foreground transition until its
     /// frame) starts reading into the page cache ahead of its faults, so that the
     /// frame's reads are in flight at once instead of one after another (0: none).
@@ -226,6 +233,8 @@ pub struct SaverConfig {
     /// Longest time one run may take.
     #[serde(with = "duration_text")]
     pub budget: Duration,
+    /// How checkpoints are stored: as they are, or compressed when that shrinks them.
+    pub compress: Compression,
 }
 
 /// The working-set walk's periods.
@@ -327,6 +336,7 @@ impl Default for SaverConfig {
             foreground_period: Duration::from_secs(5),
             background_period: Duration::from_secs(30),
             budget: Duration::from_secs(1),
+            compress: Compression::None,
         }
     }
 }
@@ -595,6 +605,9 @@ foreground_period = {saver_fg}
 background_period = {saver_bg}
 # Longest time one saver run may take; the rest waits for the next period. Marvin: 1s.
 budget = {budget}
+# How checkpoints are stored: "none" (as they are; Marvin) or "lz4" (one LZ4 block when
+# that saves at least an eighth of the object's bytes, so restores read fewer bytes).
+compress = {compress}
 
 [working_set]
 # How often the working-set walk shifts each object's access bits into its history.
@@ -629,6 +642,10 @@ threshold = {threshold:?}
             saver_fg = d(self.saver.foreground_period),
             saver_bg = d(self.saver.background_period),
             budget = d(self.saver.budget),
+            compress = match self.saver.compress {
+                Compression::None => "\"none\"",
+                Compression::Lz4 => "\"lz4\"",
+            },
             ws_fg = d(self.working_set.foreground_period),
             ws_bg = d(self.working_set.background_period),
             victim = match self.reclaimer.victim_order {
@@ -692,6 +709,10 @@ impl SwapPolicy for PolicyConfig {
 
     fn restore_mode(&self) -> RestoreMode {
         self.restore.mode
+    }
+
+    fn compression(&self) -> Compression {
+        self.saver.compress
     }
 
     fn launch_prefetch_bytes(&self) -> u64 {

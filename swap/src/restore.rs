@@ -11,10 +11,11 @@
 //! own reads nothing ahead), so the disk has requests in flight while a batch is
 //! copied (without one, the kernel is asked to read [`AHEAD_BYTES`] ahead), and what
 //! the batches read leaves the page cache behind them ([`ReadWindow`]). The objects'
-//! pages are prefaulted in bulk ([`crate::prefault`]), on a second thread one batch
-//! ahead when there is much to restore. An object a batch cannot take at once (its
-//! state held elsewhere, an entry that failed its checks, no checkpoint) is restored
-//! alone afterwards, through the object fault, which reports its error as before.
+//! pages are prefaulted in bulk ([`crate::prefault`]), the work shared with a second
+//! thread when there is much to restore ([`crate::prefault_claims`]). An object a batch
+//! cannot take at once (its state held elsewhere, an entry that failed its checks, no
+//! checkpoint) is restored alone afterwards, through the object fault, which reports its
+//! error as before.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
 
 use crate::app_swap::{counting_eager_read_ahead, payload_of, AppSwap};
 use crate::prefault;
+use crate::prefault_claims::Prefaults;
 use crate::read_window::ReadWindow;
 use crate::swap_file::layout::SLOT_HEADER_BYTES;
 use crate::swap_file::{SequentialReader, SlotId, SlotRead, SwapFile};
@@ -48,6 +50,10 @@ const MAX_GAP: u64 = 64 << 10;
 
 /// Out bytes from which a restore prefaults on a second thread.
 pub const PARALLEL_BYTES: usize = 8 << 20;
+
+/// How many batches past the one being read may be reserved and prefaulted.
+const LEAD: usize = 8;
+
 /// What one eager restore did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RestoreReport {
@@ -78,7 +84,11 @@ pub fn restore_all(heap: &Heap, swap: &AppSwap) -> RestoreReport {
             (slot, s)
         })
         .collect();
-    stubs.sort_unstable_by_key(|(slot, s)| (*slot, s.addr));
+    // By slot alone (each checkpoint has its own), then the stubs without one by
+    // address: a key read from the stub itself would be a cache miss per comparison.
+    stubs.sort_unstable_by_key(|(slot, _)| *slot);
+    let no_checkpoint = stubs.partition_point(|(slot, _)| *slot != u64::MAX);
+    stubs[no_checkpoint..].sort_unstable_by_key(|(_, s)| s.addr);
     let (batch, ahead, ahead_bytes) = counting_eager_read_ahead(|| {
         swap.batch(|| {
             let start = stubs.first().map_or(0, |s| s.0);
@@ -150,11 +160,14 @@ struct Batch<'a> {
 
 impl<'a> Batch<'a> {
     /// Restores every object of `stubs` that is out, batch after batch. With more than
-    /// [`PARALLEL_BYTES`] to bring back, a second thread prefaults the next batch's pages
-    /// ([`crate::prefault`]) while this one reads the current batch: faulting in fresh
-    /// pages (allocating, zeroing and charging each) costs about as much as the disk
-    /// takes to read them, and the two overlap. Each batch's memory is reserved before
-    /// its pages are prefaulted.
+    /// [`PARALLEL_BYTES`] to bring back, a second thread prefaults batches' pages
+    /// ([`crate::prefault`]) ahead of this one, which reads them: faulting in fresh pages
+    /// (allocating, zeroing and charging each) costs more than reading a warm file into
+    /// them, so the two threads share the prefaulting ([`Prefaults`]): each takes the
+    /// next batch no one took, and this one, finding its batch taken and not done, takes
+    /// one further on instead of waiting. Batches are prefaulted at most [`LEAD`] ahead
+    /// of the one being read, and each batch's memory is reserved before anyone
+    /// prefaults it.
     fn run(
         &self,
         stubs: &'a [(u64, Arc<Stub>)],
@@ -172,44 +185,67 @@ impl<'a> Batch<'a> {
             out += bytes;
             rest = &rest[n..];
         }
+        let prefaults = Prefaults::new(batches.len());
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::channel::<Vec<(usize, usize)>>();
             // A thread that cannot be started (no memory for its stack, a thread limit)
             // leaves the prefaulting to this one.
-            let parallel = out >= PARALLEL_BYTES
-                && std::thread::Builder::new()
-                    .name("marvin-prefault".into())
-                    .spawn_scoped(scope, move || {
-                        for runs in rx {
-                            for (addr, len) in runs {
-                                // Only a speed-up: pages it did not bring in fault in
-                                // during the read.
-                                let _ = prefault::populate_write(addr, len);
+            let helper = (out >= PARALLEL_BYTES)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("marvin-prefault".into())
+                        .spawn_scoped(scope, || {
+                            while let Some(j) = prefaults.claim_or_wait() {
+                                self.prefault(batches[j].0);
+                                prefaults.done(j);
                             }
-                        }
-                    })
-                    .is_ok();
+                        })
+                        .ok()
+                })
+                .flatten();
+            let wake = || {
+                if let Some(h) = &helper {
+                    h.thread().unpark();
+                }
+            };
             let mut reserved = std::collections::VecDeque::new();
-            let mut sent = 0;
             for (k, &(batch, _)) in batches.iter().enumerate() {
-                while sent < batches.len() && sent <= k + 1 {
-                    let (next, bytes) = batches[sent];
-                    // The memory comes first, before any lock is held: making room may reclaim.
+                // The memory comes first, before any lock is held and before the batch
+                // is prefaulted: making room may reclaim.
+                while prefaults.reserved() < batches.len() && prefaults.reserved() <= k + LEAD {
+                    let bytes = batches[prefaults.reserved()].1;
                     reserved.push_back(
                         (bytes > 0)
                             .then(|| self.heap.before_growth(bytes))
                             .flatten(),
                     );
-                    if parallel {
-                        let _ = tx.send(self.out_runs(next));
-                    }
-                    sent += 1;
+                    prefaults.reserve_one();
                 }
-                self.restore(batch, !parallel, reader, window, r, alone);
+                wake();
+                // This batch's pages: prefaulted here if no one took them yet; if the
+                // other thread is on them, batches further on are prefaulted meanwhile.
+                while !prefaults.is_done(k) {
+                    match prefaults.claim() {
+                        Some(j) => {
+                            self.prefault(batches[j].0);
+                            prefaults.done(j);
+                        }
+                        None => std::thread::yield_now(),
+                    }
+                }
+                self.restore(batch, reader, window, r, alone);
                 reserved.pop_front();
             }
-            drop(tx);
+            prefaults.stop();
+            wake();
         });
+    }
+
+    /// Prefaults the pages of the objects of `stubs` that are out, in coalesced runs.
+    fn prefault(&self, stubs: &[(u64, Arc<Stub>)]) {
+        for (addr, len) in self.out_runs(stubs) {
+            // Only a speed-up: pages it did not bring in fault in during the read.
+            let _ = prefault::populate_write(addr, len);
+        }
     }
 
     /// The page runs of the objects of `stubs` that are out (as far as a glance without
@@ -228,7 +264,6 @@ impl<'a> Batch<'a> {
     fn restore(
         &self,
         stubs: &'a [(u64, Arc<Stub>)],
-        prefault: bool,
         reader: Option<&SequentialReader>,
         window: &mut ReadWindow,
         r: &mut RestoreReport,
@@ -240,16 +275,6 @@ impl<'a> Batch<'a> {
             return;
         }
         held.sort_unstable_by_key(|h| h.slot);
-        let runs = held
-            .iter()
-            .map(|h| (h.stub.addr, page_round(h.stub.bytes())))
-            .collect();
-        if prefault {
-            for (addr, len) in prefault::coalesce(runs) {
-                // Only a speed-up: pages it did not bring in fault in during the read.
-                let _ = prefault::populate_write(addr, len);
-            }
-        }
         let results = {
             let file = self.swap.file.lock();
             read_held(&file, reader, &held, window)

@@ -28,6 +28,7 @@
 //! The in-memory index (which slots exist, which are live and whose) is the source of truth
 //! for allocation; the on-disk headers make each checkpoint self-checking.
 
+mod codec;
 mod crc32;
 mod error;
 pub mod layout;
@@ -42,10 +43,11 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+pub use codec::Compression;
 pub use crc32::crc32;
 pub use error::{CorruptKind, SwapError};
 use layout::{
-    capacity_for, check_file_header, write_file_header, HeaderError, SlotHeader, SlotState,
+    capacity_for, check_file_header, write_file_header, Codec, HeaderError, SlotHeader, SlotState,
     FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
 use marvin_runtime::run_identity::RunIdentity;
@@ -132,6 +134,19 @@ fn write_back(file: &File) -> std::io::Result<()> {
 /// written back; an error only leaves pages cached, so it is ignored.
 fn drop_cached(file: &File) {
     let _ = marvin_runtime::memfd::drop_cache(file, 0);
+}
+
+/// One slot of a [`SwapFile::read_many`], planned.
+struct Planned {
+    offset: u64,
+    /// Its read's index.
+    read: usize,
+    capacity: u64,
+    /// Bytes the slot stores.
+    stored: usize,
+    /// Where its stored bytes go in the buffer of compressed ones (`None`: stored as is,
+    /// read straight into its `out`).
+    packed: Option<usize>,
 }
 
 /// Where a checkpoint lives: the byte offset of its slot in the file.
@@ -236,6 +251,17 @@ pub struct SwapFile {
     live_slots: u64,
     /// The run that owns the file, as its header says.
     owner: RunIdentity,
+    /// Scratch for compressing a checkpoint before it is written.
+    compressed: Vec<u8>,
+}
+
+/// A checkpoint's payload as it goes to the file: as it is, or compressed.
+#[derive(Clone, Copy)]
+struct Stored<'a> {
+    bytes: &'a [u8],
+    codec: Codec,
+    /// The object's payload bytes.
+    raw_len: u32,
 }
 
 impl std::fmt::Debug for SwapFile {
@@ -305,6 +331,7 @@ impl SwapFile {
             live_payload: 0,
             live_slots: 0,
             owner,
+            compressed: Vec::new(),
         })
     }
 
@@ -330,6 +357,19 @@ impl SwapFile {
         bytes: &[u8],
         existing: Option<SlotId>,
     ) -> Result<SlotId, SwapError> {
+        self.write_with(key, bytes, existing, Compression::None)
+    }
+
+    /// [`SwapFile::write`], storing the checkpoint as `compression` says: compressed when
+    /// that saves at least an eighth of its bytes, else as it is ([`codec`]). Reads give
+    /// back the object's bytes either way.
+    pub fn write_with(
+        &mut self,
+        key: u64,
+        bytes: &[u8],
+        existing: Option<SlotId>,
+        compression: Compression,
+    ) -> Result<SlotId, SwapError> {
         if bytes.len() > MAX_PAYLOAD {
             return Err(SwapError::TooLarge {
                 key,
@@ -337,6 +377,32 @@ impl SwapFile {
                 max: MAX_PAYLOAD,
             });
         }
+        let mut scratch = std::mem::take(&mut self.compressed);
+        let stored = match codec::encode(compression, bytes, &mut scratch) {
+            Some(len) => Stored {
+                bytes: &scratch[..len],
+                codec: Codec::Lz4,
+                raw_len: bytes.len() as u32,
+            },
+            None => Stored {
+                bytes,
+                codec: Codec::Raw,
+                raw_len: bytes.len() as u32,
+            },
+        };
+        let r = self.write_stored(key, stored, existing);
+        self.compressed = scratch;
+        r
+    }
+
+    /// Writes `stored` (a payload as it goes to the file) as object `key`'s checkpoint.
+    fn write_stored(
+        &mut self,
+        key: u64,
+        stored: Stored<'_>,
+        existing: Option<SlotId>,
+    ) -> Result<SlotId, SwapError> {
+        let bytes = stored.bytes;
         self.check_file()?;
         let mut generation = NonZeroU32::MIN;
         if let Some(slot) = existing {
@@ -352,14 +418,14 @@ impl SwapFile {
             }
             generation = next_generation(live.generation);
             if bytes.len() as u64 <= info.capacity as u64 {
-                self.put(slot.0, info.capacity, key, bytes, generation)?;
+                self.put(slot.0, info.capacity, key, stored, generation)?;
                 self.live_payload = self.live_payload - live.len as u64 + bytes.len() as u64;
                 return Ok(slot);
             }
         }
         let offset = self.allocate(capacity_for(bytes.len()))?;
         let capacity = self.slots[&offset].capacity;
-        if let Err(e) = self.put(offset, capacity, key, bytes, generation) {
+        if let Err(e) = self.put(offset, capacity, key, stored, generation) {
             // The slot stays free (the index, not its header, says so).
             self.free.insert((capacity, offset));
             return Err(e);
@@ -392,15 +458,26 @@ impl SwapFile {
         let info = self.live_info(slot)?;
         let header = self.header_at(key, slot)?;
         let start = slot.0 + SLOT_HEADER_BYTES;
-        if start + out.len() as u64 > self.len {
+        // A checkpoint stored as it is goes straight into `out`; a compressed one (the
+        // index's length is not the object's) through a buffer it is decompressed from.
+        let stored_len = info.live.map_or(out.len(), |l| l.len as usize);
+        if start + stored_len as u64 > self.len {
             let kind = CorruptKind::OutOfBounds {
                 offset: slot.0,
                 file_len: self.len,
             };
             return Err(self.corrupt(key, slot, kind));
         }
-        self.read_exact_at(out, start)?;
-        self.check_slot(key, &info, &header, out)
+        if stored_len == out.len() {
+            self.read_exact_at(out, start)?;
+            return self
+                .check_slot(key, &info, &header, out, out.len())
+                .map_err(|kind| self.corrupt(key, slot, kind));
+        }
+        let mut stored = vec![0u8; stored_len];
+        self.read_exact_at(&mut stored, start)?;
+        self.check_slot(key, &info, &header, &stored, out.len())
+            .and_then(|()| codec::decode_lz4(&stored, out))
             .map_err(|kind| self.corrupt(key, slot, kind))
     }
 
@@ -416,51 +493,70 @@ impl SwapFile {
     }
 
     /// [`SwapFile::read_many`] through `via`, a descriptor of this very file.
+    ///
+    /// A checkpoint stored as it is is read straight into its `out`; a compressed one
+    /// (its stored length, as the index knows it, is not its object's) into one shared
+    /// buffer, checked there, then decompressed into its `out`.
     fn read_many_via(&self, via: &File, reads: &mut [SlotRead<'_>]) -> Vec<Result<(), SwapError>> {
         let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(reads.len());
-        // The slots to read, by offset: those the index knows, with room for `out`.
-        let mut order = Vec::with_capacity(reads.len());
+        // The slots to read, by offset: those the index knows. Each with its read's
+        // index, its capacity, its stored length and, when compressed, where its stored
+        // bytes go in `packed`.
+        let mut order: Vec<Planned> = Vec::with_capacity(reads.len());
         for (i, r) in reads.iter().enumerate() {
             match self.live_info(r.slot) {
-                Ok(info) if r.out.len() as u64 <= info.capacity as u64 => {
+                Ok(info) => {
                     results.push(Ok(()));
-                    order.push((r.slot.0, i, info.capacity as u64));
+                    let stored = info.live.map_or(r.out.len(), |l| l.len as usize);
+                    let capacity = info.capacity;
+                    // Placed in `packed` below, in file order.
+                    let packed = (stored != r.out.len()).then_some(0);
+                    order.push(Planned {
+                        offset: r.slot.0,
+                        read: i,
+                        capacity: capacity as u64,
+                        stored,
+                        packed,
+                    });
                 }
-                Ok(info) => results.push(Err(self.corrupt(
-                    r.key,
-                    r.slot,
-                    CorruptKind::LengthMismatch {
-                        stored: info.capacity as u64,
-                        expected: r.out.len() as u64,
-                    },
-                ))),
                 Err(e) => results.push(Err(e)),
             }
         }
-        order.sort_unstable();
-        order.dedup_by_key(|o| o.0);
-        let Some(&(start, _, _)) = order.first() else {
+        order.sort_unstable_by_key(|p| p.offset);
+        let mut packed_len = 0usize;
+        order.dedup_by_key(|p| p.offset);
+        for p in &mut order {
+            if let Some(at) = &mut p.packed {
+                *at = packed_len;
+                packed_len += p.stored;
+            }
+        }
+        let Some(start) = order.first().map(|p| p.offset) else {
             return results;
         };
-        // Scratch: one header per slot, and one junk buffer for slack and gaps.
+        // Scratch: one header per slot, one junk buffer for slack and gaps, and the
+        // compressed checkpoints' stored bytes.
         let mut headers = vec![[0u8; SLOT_HEADER_BYTES as usize]; order.len()];
         let mut junk_len = 0u64;
         let mut cursor = start;
-        for &(offset, i, capacity) in &order {
-            let slack = capacity - reads[i].out.len() as u64;
-            junk_len = junk_len.max(offset - cursor).max(slack);
-            cursor = offset + SLOT_HEADER_BYTES + capacity;
+        for p in &order {
+            junk_len = junk_len
+                .max(p.offset - cursor)
+                .max(p.capacity - p.stored as u64);
+            cursor = p.offset + SLOT_HEADER_BYTES + p.capacity;
         }
         let end = cursor;
         let mut junk = vec![0u8; junk_len as usize];
         let junk_ptr = junk.as_mut_ptr();
+        let mut packed = vec![0u8; packed_len];
+        let mut packed_rest: &mut [u8] = &mut packed;
         // The order of reads' buffers, each borrowed once.
         let mut outs: Vec<Option<&mut [u8]>> =
             reads.iter_mut().map(|r| Some(&mut *r.out)).collect();
         let mut bufs: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(order.len() * 4);
         let mut cursor = start;
-        for (&(offset, i, capacity), header) in order.iter().zip(headers.iter_mut()) {
-            let gap = (offset - cursor) as usize;
+        for (p, header) in order.iter().zip(headers.iter_mut()) {
+            let gap = (p.offset - cursor) as usize;
             if gap > 0 {
                 // SAFETY: `junk` is at least `gap` bytes long and outlives `bufs`; several
                 // buffers may name it because its bytes are only ever discarded.
@@ -469,16 +565,23 @@ impl SwapFile {
                 }));
             }
             bufs.push(std::io::IoSliceMut::new(header));
-            let out = outs[i].take().expect("each slot once");
-            let slack = capacity as usize - out.len();
-            bufs.push(std::io::IoSliceMut::new(out));
+            let out = outs[p.read].take().expect("each slot once");
+            let into = if p.packed.is_some() {
+                let (here, rest) = std::mem::take(&mut packed_rest).split_at_mut(p.stored);
+                packed_rest = rest;
+                here
+            } else {
+                out
+            };
+            bufs.push(std::io::IoSliceMut::new(into));
+            let slack = (p.capacity - p.stored as u64) as usize;
             if slack > 0 {
                 // SAFETY: as above, `junk` holds at least `slack` bytes.
                 bufs.push(std::io::IoSliceMut::new(unsafe {
                     std::slice::from_raw_parts_mut(junk_ptr, slack)
                 }));
             }
-            cursor = offset + SLOT_HEADER_BYTES + capacity;
+            cursor = p.offset + SLOT_HEADER_BYTES + p.capacity;
         }
         let got = vectored::pread_all(via, &mut bufs, start);
         drop(bufs);
@@ -486,8 +589,8 @@ impl SwapFile {
         let got = match got {
             Ok(n) => n,
             Err(source) => {
-                for &(_, i, _) in &order {
-                    results[i] = Err(SwapError::Io {
+                for p in &order {
+                    results[p.read] = Err(SwapError::Io {
                         op: "read",
                         path: self.path.clone(),
                         source: std::io::Error::new(source.kind(), source.to_string()),
@@ -496,22 +599,31 @@ impl SwapFile {
                 return results;
             }
         };
-        for (&(offset, i, capacity), header) in order.iter().zip(&headers) {
-            let r = &reads[i];
-            results[i] = if offset + SLOT_HEADER_BYTES + capacity > start + got {
+        for (p, header) in order.iter().zip(&headers) {
+            let r = &mut reads[p.read];
+            results[p.read] = if p.offset + SLOT_HEADER_BYTES + p.capacity > start + got {
                 Err(SwapError::Truncated {
                     path: self.path.clone(),
                     actual: self.file.metadata().map_or(start + got, |m| m.len()),
                     expected: end.max(self.len),
                 })
             } else {
+                let stored = match p.packed {
+                    Some(at) => &packed[at..at + p.stored],
+                    None => &*r.out,
+                };
+                let raw_len = r.out.len();
                 SlotHeader::decode(header)
                     .map_err(header_corruption)
-                    .and_then(|h| match self.slots.get(&offset) {
-                        Some(info) if info.capacity as u64 == capacity => {
-                            self.check_slot(r.key, info, &h, r.out)
+                    .and_then(|h| match self.slots.get(&p.offset) {
+                        Some(info) if info.capacity as u64 == p.capacity => {
+                            self.check_slot(r.key, info, &h, stored, raw_len)
                         }
                         _ => Err(CorruptKind::NotLive),
+                    })
+                    .and_then(|()| match p.packed {
+                        Some(at) => codec::decode_lz4(&packed[at..at + p.stored], r.out),
+                        None => Ok(()),
                     })
                     .map_err(|kind| self.corrupt(r.key, r.slot, kind))
             };
@@ -529,14 +641,18 @@ impl SwapFile {
     }
 
     /// The checks of a read checkpoint: a live header for `key` with the slot's
-    /// capacity and the generation the index expects (`info`), the payload length of
-    /// `payload`, and its checksum.
+    /// capacity and the generation the index expects (`info`), the stored length of
+    /// `payload` (the bytes read from the slot), the object's length `raw_len`, a codec
+    /// that fits them (as it is: both lengths equal, the payload is the object's bytes;
+    /// compressed: fewer bytes stored, decompressed by the caller), and the stored
+    /// bytes' checksum.
     fn check_slot(
         &self,
         key: u64,
         info: &SlotInfo,
         header: &SlotHeader,
         payload: &[u8],
+        raw_len: usize,
     ) -> Result<(), CorruptKind> {
         let capacity = info.capacity;
         if header.state != SlotState::Live {
@@ -565,6 +681,16 @@ impl SwapFile {
             return Err(CorruptKind::LengthMismatch {
                 stored: header.len as u64,
                 expected: payload.len() as u64,
+            });
+        }
+        let codec_fits = match header.codec {
+            Codec::Raw => header.len == header.raw_len,
+            Codec::Lz4 => header.len < header.raw_len,
+        };
+        if header.raw_len as usize != raw_len || !codec_fits {
+            return Err(CorruptKind::LengthMismatch {
+                stored: header.raw_len as u64,
+                expected: raw_len as u64,
             });
         }
         let computed = crc32(payload);
@@ -652,7 +778,8 @@ impl SwapFile {
         })
     }
 
-    /// The length of the checkpoint in `slot`, per the in-memory index.
+    /// The bytes the checkpoint in `slot` stores, per the in-memory index: its object's
+    /// payload length, or less when it is compressed.
     pub fn payload_len(&self, slot: SlotId) -> Option<usize> {
         self.slots.get(&slot.0)?.live.map(|l| l.len as usize)
     }
@@ -669,7 +796,7 @@ impl SwapFile {
         Ok(())
     }
 
-    /// Payload bytes of all live checkpoints.
+    /// Payload bytes all live checkpoints store (compressed ones count what they store).
     pub fn live_bytes(&self) -> u64 {
         self.live_payload
     }
@@ -1019,9 +1146,10 @@ impl SwapFile {
         offset: u64,
         capacity: u32,
         key: u64,
-        bytes: &[u8],
+        stored: Stored<'_>,
         generation: NonZeroU32,
     ) -> Result<(), SwapError> {
+        let bytes = stored.bytes;
         self.write_at(bytes, offset + SLOT_HEADER_BYTES)?;
         let len = bytes.len() as u32;
         let header = SlotHeader {
@@ -1031,6 +1159,8 @@ impl SwapFile {
             len,
             generation: generation.get(),
             payload_crc: crc32(bytes),
+            codec: stored.codec,
+            raw_len: stored.raw_len,
         };
         let mut encoded = [0u8; SLOT_HEADER_BYTES as usize];
         header.encode(&mut encoded);
@@ -1197,6 +1327,7 @@ fn header_corruption(e: HeaderError) -> CorruptKind {
             CorruptKind::BadHeaderChecksum { stored, computed }
         }
         HeaderError::BadState(_) => CorruptKind::NotLive,
+        HeaderError::BadCodec(found) => CorruptKind::UnknownCodec { found },
     }
 }
 
@@ -1285,5 +1416,7 @@ fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), SwapError
     }
 }
 
+#[cfg(test)]
+mod compressed_tests;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@
 //! or atomic read-modify-writes; everything else goes through [`Heap::alloc`].
 
 pub mod alloc_buffer;
+pub mod handle_hash;
 pub mod handle_table;
 pub mod large_space;
 pub mod region_dir;

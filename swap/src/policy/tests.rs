@@ -16,6 +16,7 @@ fn every_knob_changed() -> PolicyConfig {
             foreground_period: Duration::from_millis(1500),
             background_period: Duration::from_secs(120),
             budget: Duration::from_micros(250),
+            compress: Compression::Lz4,
         },
         working_set: WorkingSetConfig {
             foreground_period: Duration::from_millis(700),
@@ -192,7 +193,7 @@ fn every_key_in_the_document_has_a_comment_above_it() {
             );
         }
     }
-    assert_eq!(keys, 14, "every knob appears once");
+    assert_eq!(keys, 15, "every knob appears once");
 }
 
 #[test]
@@ -246,6 +247,27 @@ fn wrong_types_are_named_with_their_table() {
     assert!(e.contains("saver.budget") && e.contains("negative"), "{e}");
     let e = error_of("[candidates]\nmin_size_bytes = -5\n");
     assert!(e.contains("candidates.min_size_bytes"), "{e}");
+}
+
+#[test]
+fn compression_is_named_and_a_bad_codec_is_refused() {
+    assert_eq!(PolicyConfig::default().compression(), Compression::None);
+    let p = PolicyConfig::from_toml_str("[saver]\ncompress = \"lz4\"\n").unwrap();
+    assert_eq!(p.compression(), Compression::Lz4);
+    let p = PolicyConfig::from_toml_str("[saver]\ncompress = \"none\"\n").unwrap();
+    assert_eq!(p.compression(), Compression::None);
+    for bad in ["\"zstd\"", "\"LZ4\"", "true", "4"] {
+        let e = error_of(&format!("[saver]\nbudget = \"1s\"\ncompress = {bad}\n"));
+        assert!(
+            e.contains("saver.compress") && e.contains("line 3"),
+            "{bad}: {e}"
+        );
+    }
+    let e = error_of("[saver]\ncompress = \"zstd\"\n");
+    assert!(
+        e.contains("lz4") && e.contains("none"),
+        "names the codecs: {e}"
+    );
 }
 
 #[test]

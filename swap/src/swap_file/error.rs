@@ -63,6 +63,20 @@ pub enum CorruptKind {
         /// The checksum of the payload as read.
         computed: u32,
     },
+    /// The slot header names a codec this format does not know.
+    #[error("slot header names unknown codec {found}")]
+    UnknownCodec {
+        /// The codec number found.
+        found: u32,
+    },
+    /// A compressed payload whose checksum held did not decompress to the object's bytes.
+    #[error("compressed payload does not decompress to {expected} bytes: {reason}")]
+    BadCompressed {
+        /// The object's payload bytes.
+        expected: u64,
+        /// What the decompressor said.
+        reason: String,
+    },
 }
 
 /// A swap-file operation failed.

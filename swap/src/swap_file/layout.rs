@@ -4,15 +4,22 @@
 //! ```text
 //! file header (64 bytes)      slot header (48 bytes), then `capacity` payload bytes
 //! 0  u64 magic "MVSWAP01"     0  u32 magic "SLOT"
-//! 8  u32 format version (2)   4  u32 state (1 live, 2 free)
+//! 8  u32 format version (3)   4  u32 state (1 live, 2 free)
 //! 12 u32 owner's pid          8  u64 key (the object's handle)
 //! 16 [u8; 16] run id          16 u32 capacity (payload bytes the slot holds, multiple of 16)
-//! 32 u64 run start (ns since  20 u32 length (payload bytes in use)
+//! 32 u64 run start (ns since  20 u32 length (payload bytes in use: stored, compressed or not)
 //!        the Unix epoch)      24 u32 generation (times the object was written)
-//! 40 u32 CRC-32 of 0..40      28 u32 CRC-32 of the payload
-//! 44 .. 64 reserved           32 u32 CRC-32 of header bytes 0..32
-//!                             36 .. 48 reserved
+//! 40 u32 CRC-32 of 0..40      28 u32 CRC-32 of the stored payload
+//! 44 .. 64 reserved           32 u32 codec (0 stored as is, 1 an LZ4 block)
+//!                             36 u32 the object's payload bytes (decompressed)
+//!                             40 u32 CRC-32 of header bytes 0..40
+//!                             44 .. 48 reserved
 //! ```
+//!
+//! A compressed checkpoint ([`Codec::Lz4`], see [`super::codec`]) stores fewer bytes than
+//! its object holds: `length` is what the slot stores (and what its checksum covers), the
+//! next field what the object's payload takes once decompressed. Stored as is, both are
+//! equal.
 //!
 //! A slot freed by its owner keeps the header it had on disk: the owner's in-memory index
 //! says which slots are live, and every read checks the key and generation it expects.
@@ -37,7 +44,7 @@ pub const SLOT_ALIGN: u64 = 16;
 pub const MAX_PAYLOAD: usize = (u32::MAX as usize) & !(SLOT_ALIGN as usize - 1);
 
 const FILE_MAGIC: u64 = u64::from_le_bytes(*b"MVSWAP01");
-const FILE_VERSION: u32 = 2;
+const FILE_VERSION: u32 = 3;
 const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"SLOT");
 
 /// Whether a slot holds a checkpoint.
@@ -49,15 +56,29 @@ pub enum SlotState {
     Free,
 }
 
+/// How a slot stores its payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    /// The object's payload as it is.
+    Raw,
+    /// One LZ4 block that decompresses to the object's payload.
+    Lz4,
+}
+
 /// A decoded slot header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotHeader {
     pub state: SlotState,
     pub key: u64,
     pub capacity: u32,
+    /// Payload bytes stored in the slot.
     pub len: u32,
     pub generation: u32,
+    /// CRC-32 of the stored payload.
     pub payload_crc: u32,
+    pub codec: Codec,
+    /// The object's payload bytes once decoded (`len` when [`Codec::Raw`]).
+    pub raw_len: u32,
 }
 
 /// Why a slot header did not decode.
@@ -66,6 +87,7 @@ pub enum HeaderError {
     BadMagic(u32),
     BadChecksum { stored: u32, computed: u32 },
     BadState(u32),
+    BadCodec(u32),
 }
 
 /// Rounds a payload length up to a slot capacity.
@@ -152,8 +174,14 @@ impl SlotHeader {
         out[20..24].copy_from_slice(&self.len.to_le_bytes());
         out[24..28].copy_from_slice(&self.generation.to_le_bytes());
         out[28..32].copy_from_slice(&self.payload_crc.to_le_bytes());
-        let check = crc32(&out[0..32]);
-        out[32..36].copy_from_slice(&check.to_le_bytes());
+        let codec = match self.codec {
+            Codec::Raw => 0u32,
+            Codec::Lz4 => 1u32,
+        };
+        out[32..36].copy_from_slice(&codec.to_le_bytes());
+        out[36..40].copy_from_slice(&self.raw_len.to_le_bytes());
+        let check = crc32(&out[0..40]);
+        out[40..44].copy_from_slice(&check.to_le_bytes());
     }
 
     /// Decodes a header from `b`, which must hold [`SLOT_HEADER_BYTES`] bytes (the caller
@@ -164,8 +192,8 @@ impl SlotHeader {
         if magic != SLOT_MAGIC {
             return Err(HeaderError::BadMagic(magic));
         }
-        let stored = u32_at(b, 32);
-        let computed = crc32(&b[0..32]);
+        let stored = u32_at(b, 40);
+        let computed = crc32(&b[0..40]);
         if stored != computed {
             return Err(HeaderError::BadChecksum { stored, computed });
         }
@@ -174,6 +202,11 @@ impl SlotHeader {
             2 => SlotState::Free,
             other => return Err(HeaderError::BadState(other)),
         };
+        let codec = match u32_at(b, 32) {
+            0 => Codec::Raw,
+            1 => Codec::Lz4,
+            other => return Err(HeaderError::BadCodec(other)),
+        };
         Ok(SlotHeader {
             state,
             key: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
@@ -181,6 +214,8 @@ impl SlotHeader {
             len: u32_at(b, 20),
             generation: u32_at(b, 24),
             payload_crc: u32_at(b, 28),
+            codec,
+            raw_len: u32_at(b, 36),
         })
     }
 }
@@ -198,11 +233,13 @@ mod tests {
             len: 4076,
             generation: 7,
             payload_crc: 0xdead_beef,
+            codec: Codec::Lz4,
+            raw_len: 8176,
         };
         let mut buf = [0u8; 48];
         h.encode(&mut buf);
         assert_eq!(SlotHeader::decode(&buf), Ok(h));
-        for i in 0..36 {
+        for i in 0..44 {
             let mut bad = buf;
             bad[i] ^= 0x10;
             assert!(

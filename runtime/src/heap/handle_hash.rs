@@ -1,0 +1,64 @@
+//! Hashing handles for maps keyed by them (the stub registry): a handle is already a
+//! small distinct integer, so one multiplication spreads it over a table's buckets; the
+//! default hasher (SipHash, built against hash flooding, which handles the runtime hands
+//! out itself cannot mount) costs several times as much per look-up, and a reclaimer
+//! looks up every entry it takes.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::Handle;
+
+/// A map keyed by handles, hashed with [`HandleHasher`].
+pub type HandleMap<V> = HashMap<Handle, V, BuildHasherDefault<HandleHasher>>;
+
+/// Fibonacci hashing of a handle's value: an odd multiplier is a bijection on every
+/// run of low bits (which pick the bucket), and its high bits mix all of the value's.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HandleHasher(u64);
+
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only handles are hashed here (`write_u32`); anything else still hashes.
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(MULTIPLIER);
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0 ^ v as u64).wrapping_mul(MULTIPLIER);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_are_found_and_spread() {
+        let mut m: HandleMap<u32> = HandleMap::default();
+        for v in 1..=10_000u32 {
+            m.insert(Handle::from_value(v as u64).unwrap(), v);
+        }
+        for v in 1..=10_000u32 {
+            assert_eq!(m.get(&Handle::from_value(v as u64).unwrap()), Some(&v));
+        }
+        assert_eq!(m.get(&Handle::from_value(10_001).unwrap()), None);
+        // Neighbouring handles land in different buckets of a small table.
+        let low = |v: u64| {
+            let mut h = HandleHasher::default();
+            h.write_u32(v as u32);
+            h.finish() & 1023
+        };
+        let mut buckets: Vec<u64> = (1..=1024).map(low).collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        assert_eq!(buckets.len(), 1024);
+    }
+}
