@@ -20,8 +20,7 @@ use parking_lot::Mutex;
 
 use crate::access::{AccessError, AccessKind};
 use crate::header::{HeaderBits, ObjKind};
-use crate::heap::handle_hash::HandleMap;
-use crate::heap::{Handle, Heap, ENTRY_STUB};
+use crate::heap::{Handle, HandleMap, Heap, ENTRY_STUB};
 use crate::object::Obj;
 use crate::reclaim_table::{
     EntryError, EntryFault, EntryFlags, EntryId, ReclaimTable, SharedGuard,

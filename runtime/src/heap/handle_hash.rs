@@ -4,13 +4,7 @@
 //! out itself cannot mount) costs several times as much per look-up, and a reclaimer
 //! looks up every entry it takes.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-use super::Handle;
-
-/// A map keyed by handles, hashed with [`HandleHasher`].
-pub type HandleMap<V> = HashMap<Handle, V, BuildHasherDefault<HandleHasher>>;
+use std::hash::Hasher;
 
 /// Fibonacci hashing of a handle's value: an odd multiplier is a bijection on every
 /// run of low bits (which pick the bucket), and its high bits mix all of the value's.
@@ -39,17 +33,20 @@ impl Hasher for HandleHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+    use std::hash::BuildHasherDefault;
 
     #[test]
     fn handles_are_found_and_spread() {
-        let mut m: HandleMap<u32> = HandleMap::default();
+        // A handle hashes as its `u32` value does (`write_u32`).
+        let mut m: HashMap<u32, u32, BuildHasherDefault<HandleHasher>> = HashMap::default();
         for v in 1..=10_000u32 {
-            m.insert(Handle::from_value(v as u64).unwrap(), v);
+            m.insert(v, v);
         }
         for v in 1..=10_000u32 {
-            assert_eq!(m.get(&Handle::from_value(v as u64).unwrap()), Some(&v));
+            assert_eq!(m.get(&v), Some(&v));
         }
-        assert_eq!(m.get(&Handle::from_value(10_001).unwrap()), None);
+        assert_eq!(m.get(&10_001), None);
         // Neighbouring handles land in different buckets of a small table.
         let low = |v: u64| {
             let mut h = HandleHasher::default();

@@ -7,11 +7,14 @@
 //! stubbing or reclaiming an object changes only its entry; the interpreter keeps
 //! handles, never addresses.
 
+use std::hash::BuildHasherDefault;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use memmap2::{MmapMut, MmapOptions};
 use parking_lot::Mutex;
+
+use super::handle_hash::HandleHasher;
 
 /// Tag bit of an entry that points at a stub rather than at the object itself.
 pub const ENTRY_STUB: u64 = 1;
@@ -21,6 +24,10 @@ pub const ENTRY_STUB: u64 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(transparent)]
 pub struct Handle(NonZeroU32);
+
+/// A map keyed by handles (the stub registry's), hashed with one multiplication
+/// ([`HandleHasher`]).
+pub type HandleMap<V> = std::collections::HashMap<Handle, V, BuildHasherDefault<HandleHasher>>;
 
 impl Handle {
     /// The handle of a non-null reference value.

@@ -17,7 +17,7 @@ pub mod small_space;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 pub use alloc_buffer::AllocBuffer;
-pub use handle_table::{Handle, HandleTable, ENTRY_STUB};
+pub use handle_table::{Handle, HandleMap, HandleTable, ENTRY_STUB};
 pub use large_space::{LargeBacking, LargeSpace, PAGE};
 
 use crate::header::{ObjHeader, ObjKind, HEADER_BYTES};
