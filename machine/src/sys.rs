@@ -1,13 +1,12 @@
-//! Every system call of the host layer that needs `unsafe`, each behind a safe wrapper:
-//! signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`, `process_mrelease`),
-//! eventfd and poll, `swapon`/`swapoff`, joining a cgroup between fork and exec, and the
-//! control thread's real-time scheduling ([`RealtimeThread`]) and another thread's
-//! ([`set_thread_fifo`], the UI thread of the app in front) and its block I/O class
-//! ([`set_thread_io_class`]), dropping a file's clean
-//! pages from the page cache ([`drop_file_cache`], room ahead of a launch), locking
-//! the System's memory ([`lock_memory`]), and a file system's free room ([`fs_room`],
-//! checked before a run).
-//! Nothing else under `host/` uses `unsafe`.
+//! Every system call of the machine side that needs `unsafe`, each behind a safe
+//! wrapper: signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`,
+//! `process_mrelease`), eventfd and poll, `swapon`/`swapoff`, joining a cgroup between
+//! fork and exec, the control thread's real-time scheduling ([`RealtimeThread`]) and
+//! another thread's ([`set_thread_fifo`], the UI thread of the app in front) with its
+//! block I/O class ([`set_thread_io_class`]), dropping a file's clean pages from the page
+//! cache ([`drop_file_cache`], room ahead of a launch), locking the System's memory
+//! ([`lock_memory`]), and a file system's free room ([`fs_room`], checked before a run).
+//! Nothing else in `marvin-machine` uses `unsafe`.
 
 use std::ffi::CString;
 use std::fs::File;
