@@ -81,29 +81,43 @@ pub struct AppSwap {
 }
 
 /// A launch's prefetch: from the foreground transition until its frame, each fault
-/// starts reading the swap file after its own read-ahead window, up to
-/// [`PREFETCH_AHEAD_BYTES`] ahead of it, so the faults that follow (a frame walking its
-/// state, which the saver wrote in address order) find their checkpoints cached or on
-/// their way, instead of each waiting for the disk in turn. A launch asks for at most
-/// its policy's [`SwapPolicy::launch_prefetch_bytes`] in all.
+/// starts reading the swap file after its own read-ahead window, ahead of it, so the
+/// faults that follow (a frame walking its state, which the saver wrote in address order)
+/// find their checkpoints cached or on their way, instead of each waiting for the disk in
+/// turn. How far ahead grows as the kernel's read-ahead window does: from
+/// [`PREFETCH_AHEAD_BYTES`], doubled by each fault that lands in what was asked for, up to
+/// [`PREFETCH_AHEAD_MAX_BYTES`]. The policy's [`SwapPolicy::launch_prefetch_bytes`] bounds
+/// what is asked for and not yet used by a fault: the bytes a fault reads out of the
+/// asked range are given back to the budget, so a frame that walks its state in file
+/// order is read ahead all the way, whatever its size, while a launch whose faults do not
+/// follow the prefetch wastes at most the budget.
 #[derive(Debug, Default)]
 struct LaunchPrefetch {
     /// A launch is under way.
     active: bool,
-    /// Bytes it may still ask for.
+    /// Bytes it may still ask for ahead of what its faults used.
     left: u64,
     /// The range asked for last, `[from, to)`: a fault inside it (or at its start)
     /// extends it; a fault elsewhere starts a new one.
     from: u64,
     to: u64,
+    /// How far into `[from, to)` faults have read: what they used of it.
+    used: u64,
+    /// How far ahead of a fault the range is kept.
+    ahead: u64,
     /// Anything was asked for since the last drop.
     asked: bool,
 }
 
-/// How far ahead of a launch's fault its prefetch reads: 512 KiB (four read-ahead
+/// How far ahead of a launch's first fault its prefetch reads: 512 KiB (four read-ahead
 /// windows in flight at once). A default-workload frame faults about 1.2 MiB in 9-11
 /// faults; 1 MiB ahead had launches ask for 2.9 MiB each (median), 512 KiB for less.
 pub const PREFETCH_AHEAD_BYTES: u64 = 512 << 10;
+
+/// The farthest a launch's prefetch reads ahead of a fault once its faults follow it:
+/// 4 MiB, half a virtio disk's `read_ahead_kb`, enough to keep the disk busy while a
+/// frame of the published scale (10 MiB of checkpoints) restores what already came.
+pub const PREFETCH_AHEAD_MAX_BYTES: u64 = 4 << 20;
 
 /// How far past a run of faults the kernel may have read ahead, dropped when the run
 /// ends: twice a virtio disk's `read_ahead_kb` (8 MiB), as far as it reads ahead of a
@@ -240,6 +254,8 @@ impl AppSwap {
         p.left = budget;
         p.from = 0;
         p.to = 0;
+        p.used = 0;
+        p.ahead = PREFETCH_AHEAD_BYTES;
     }
 
     /// The launch's frame came (or none will): faults no longer read ahead of
@@ -263,21 +279,34 @@ impl AppSwap {
         asked
     }
 
-    /// During a launch, after a fault read the window of the file ending at `end`:
-    /// starts reading up to [`PREFETCH_AHEAD_BYTES`] past it (what is not already asked
-    /// for), within the launch's budget.
-    fn prefetch_after(&self, file: &SwapFile, end: u64) {
+    /// During a launch, after a fault read `window` of the file:
+    /// keeps the prefetch its ahead distance past it (what is not already asked for),
+    /// within the launch's budget; a fault in the asked range gives what it read of it
+    /// back to the budget and doubles the ahead distance.
+    fn prefetch_after(&self, file: &SwapFile, window: std::ops::Range<u64>) {
         let mut p = self.prefetch.lock();
-        if !p.active || p.left == 0 {
+        if !p.active {
             return;
         }
-        let from = if (p.from..=p.to).contains(&end) && p.to > p.from {
-            p.to
+        let end = window.end;
+        // A fault continues the range when its window meets it: inside it, right at its
+        // end (its faults caught up with it) or just before it (another fault of the
+        // window the range started after).
+        let continues = p.to > p.from && window.end >= p.from && window.start <= p.to;
+        let from = if continues {
+            // What the fault read of the asked range goes back to the budget.
+            let upto = end.min(p.to);
+            p.left += upto.saturating_sub(p.used);
+            p.used = p.used.max(upto);
+            p.ahead = (p.ahead * 2).min(PREFETCH_AHEAD_MAX_BYTES);
+            p.to.max(end)
         } else {
             p.from = end;
+            p.used = end;
+            p.ahead = PREFETCH_AHEAD_BYTES;
             end
         };
-        let to = (end + PREFETCH_AHEAD_BYTES).min(from + p.left);
+        let to = (end + p.ahead).min(from + p.left);
         if to <= from {
             return;
         }
@@ -574,7 +603,7 @@ impl StubHooks for AppSwap {
             .read_in_run(&file, window.start, &mut reads)
             .into_iter();
         drop(reads);
-        self.prefetch_after(&file, window.end);
+        self.prefetch_after(&file, window.clone());
         self.follow_run(&file, window);
         drop(file);
         if let Some(Err(e)) = results.next() {

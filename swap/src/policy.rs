@@ -190,8 +190,10 @@ pub trait SwapPolicy: Send + Sync + std::fmt::Debug {
     }
 
     /// Most bytes of the swap file a launch (from the foreground transition until its
-    /// frame) starts reading into the page cache ahead of its faults, so that the
-    /// frame's reads are in flight at once instead of one after another (0: none).
+    /// frame) has asked the page cache for ahead of its faults and no fault has read yet,
+    /// so that the frame's reads are in flight at once instead of one after another
+    /// (0: none). What the faults read of it is given back, so a launch whose faults
+    /// follow its prefetch is read ahead all the way.
     fn launch_prefetch_bytes(&self) -> u64 {
         0
     }
@@ -275,8 +277,8 @@ pub const MAX_PERIOD: Duration = Duration::from_secs(24 * 60 * 60);
 pub struct RestoreConfig {
     /// Eager or on demand.
     pub mode: RestoreMode,
-    /// Most bytes of the swap file one launch reads ahead of its faults into the page
-    /// cache (0: none); see [`SwapPolicy::launch_prefetch_bytes`].
+    /// Most bytes of the swap file one launch has asked for ahead of its faults and no
+    /// fault has read yet (0: none); see [`SwapPolicy::launch_prefetch_bytes`].
     pub prefetch_bytes: u64,
 }
 
@@ -626,8 +628,9 @@ batch_bytes = {batch}
 # "eager": read all of an app's reclaimed objects back when it returns to the foreground
 # (Marvin); "on-demand": read each back at its first access (an object fault).
 mode = {restore}
-# Most bytes of the swap file one launch reads ahead of its faults into the page cache
-# (dropped again after its frame); 0 turns it off. Not in Marvin: 4194304.
+# Most bytes of the swap file one launch has read ahead of its faults into the page cache
+# and no fault has used yet (what the faults use is given back; the rest is dropped after
+# its frame); 0 turns it off. Not in Marvin: 4194304.
 prefetch_bytes = {prefetch}
 
 [compaction]

@@ -1,9 +1,10 @@
 //! A launch's prefetch ([`AppSwap::begin_launch_prefetch`]): from the foreground
 //! transition until the frame, a fault starts reading the swap file ahead of itself, so
 //! the faults that follow find their checkpoints in the page cache instead of each
-//! waiting for the disk; the launch asks for no more than its policy's budget, nothing
-//! outside a launch, under a budget of 0 or for the page-swap baseline, and what it
-//! brought leaves the page cache once the launch is over.
+//! waiting for the disk; faults that follow it keep it going to the end of what they
+//! read, faults that do not leave it at no more than its policy's budget; nothing is
+//! asked for outside a launch, under a budget of 0 or for the page-swap baseline, and
+//! what it brought leaves the page cache once the launch is over.
 
 mod common;
 
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::{expected, Fixture};
 use marvin_runtime::heap::Handle;
-use marvin_swap::app_swap::{PREFETCH_AHEAD_BYTES, READ_AHEAD_BYTES};
+use marvin_swap::app_swap::{PREFETCH_AHEAD_BYTES, PREFETCH_AHEAD_MAX_BYTES, READ_AHEAD_BYTES};
 use marvin_swap::policy::{PolicyConfig, RestoreMode};
 
 /// Objects of the tests: about 8 KiB each, so the file holds several read-ahead windows
@@ -124,14 +125,23 @@ fn a_launch_reads_the_file_ahead_of_its_faults_within_its_budget() {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
-    // The faults that follow, in the prefetched range, read from the page cache; the
-    // budget spent, none asks for more.
+    // The faults that follow, in the prefetched range, read from the page cache and
+    // give what they used back to the budget: the prefetch keeps ahead of them past
+    // the budget, never past the file.
     let faults = f.faults();
     for &(h, seed) in &objs[next..] {
         assert_eq!(f.words(h), expected(seed));
     }
-    assert!(f.faults() > faults + 2, "faults past the prefetched range");
-    assert_eq!(prefetched(&f), budget, "a launch asked past its budget");
+    assert!(
+        f.faults() > faults + 2,
+        "faults past the first prefetched range"
+    );
+    let all = prefetched(&f);
+    assert!(
+        all > budget,
+        "faults that followed the prefetch did not keep it going: {all} bytes"
+    );
+    assert!(all <= end - ahead_from, "asked past the file: {all} bytes");
 
     // The frame: the prefetch ends, and what it left in the page cache leaves it.
     f.swap.end_launch_prefetch();
@@ -145,16 +155,19 @@ fn a_launch_reads_the_file_ahead_of_its_faults_within_its_budget() {
     for &(h, seed) in objs.iter().step_by(40) {
         assert_eq!(f.words(h), expected(seed));
     }
-    assert_eq!(prefetched(&f), budget, "a fault after the frame prefetched");
+    assert_eq!(prefetched(&f), all, "a fault after the frame prefetched");
 }
 
 #[test]
-fn a_launch_keeps_its_prefetch_ahead_of_its_faults_until_the_budget_is_spent() {
-    // A budget of several windows: each fault in the stream asks only for what is not
-    // yet asked for, up to PREFETCH_AHEAD_BYTES past its own window.
+fn a_launch_keeps_its_prefetch_ahead_of_faults_that_follow_it_to_the_end_of_the_file() {
+    // A budget of a few windows, a file many times larger: each fault in the stream
+    // asks only for what is not yet asked for, ahead of its own window, and what it
+    // reads goes back to the budget, so faults walking the file in order have every
+    // byte past the first window asked for once, and never twice.
     let budget = PREFETCH_AHEAD_BYTES + 2 * READ_AHEAD_BYTES;
     let (f, objs) = all_out(policy(budget), true);
     let end = used_end(&f);
+    assert!(end > 2 * budget, "the file must be longer than two budgets");
     f.swap.begin_launch_prefetch();
     let (h, seed) = objs[0];
     assert_eq!(f.words(h), expected(seed));
@@ -162,13 +175,57 @@ fn a_launch_keeps_its_prefetch_ahead_of_its_faults_until_the_budget_is_spent() {
     assert_eq!(
         first,
         PREFETCH_AHEAD_BYTES.min(end - READ_AHEAD_BYTES),
-        "the first fault asks for the ahead window"
+        "the first fault asks for the first ahead distance"
     );
     for &(h, seed) in &objs {
         assert_eq!(f.words(h), expected(seed));
     }
     let all = prefetched(&f);
-    assert!(all > first, "later faults did not keep the prefetch ahead");
+    let file_end = f.swap.file.lock().used_end();
+    assert_eq!(
+        all,
+        file_end - READ_AHEAD_BYTES,
+        "every byte past the first fault's window, once"
+    );
+    f.swap.end_launch_prefetch();
+    assert!(f.swap.drop_launch_prefetch());
+}
+
+#[test]
+fn the_prefetch_reads_farther_ahead_as_faults_land_in_it() {
+    // A budget larger than the file: what one fault asks for is bounded by the ahead
+    // distance alone, which starts at PREFETCH_AHEAD_BYTES and doubles with each fault
+    // that lands in the range, up to PREFETCH_AHEAD_MAX_BYTES.
+    let (f, objs) = all_out(policy(PREFETCH_AHEAD_MAX_BYTES), true);
+    f.swap.begin_launch_prefetch();
+    let mut largest = 0;
+    for &(h, seed) in &objs {
+        let before = prefetched(&f);
+        assert_eq!(f.words(h), expected(seed));
+        largest = largest.max(prefetched(&f) - before);
+    }
+    assert!(
+        largest > PREFETCH_AHEAD_BYTES && largest <= PREFETCH_AHEAD_MAX_BYTES,
+        "one fault asked for {largest} bytes: the ahead distance did not grow within its bound"
+    );
+    f.swap.end_launch_prefetch();
+    assert!(f.swap.drop_launch_prefetch());
+}
+
+#[test]
+fn a_launch_whose_faults_do_not_follow_its_prefetch_asks_for_at_most_its_budget() {
+    // Faults striding through the file, each several windows past the last (objects of
+    // about 8 KiB, 16 to a window), never land in what was asked ahead of them: nothing
+    // goes back to the budget, and the launch asks for at most the budget.
+    let budget = 2 * READ_AHEAD_BYTES;
+    let (f, objs) = all_out(policy(budget), true);
+    f.swap.begin_launch_prefetch();
+    for &(h, seed) in objs.iter().step_by(96) {
+        assert_eq!(f.words(h), expected(seed));
+    }
+    assert!(f.faults() >= 4, "the walk faulted window by window");
+    let all = prefetched(&f);
+    assert!(all > 0, "the launch asked for nothing");
     assert!(
         all <= budget,
         "asked for {all} bytes, more than the budget {budget}"
