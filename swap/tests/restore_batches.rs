@@ -177,3 +177,55 @@ fn faults_in_a_row_bring_every_object_back_and_leave_the_page_cache_behind_them(
         assert_eq!(f.words(*h), expected(*seed), "object {seed}");
     }
 }
+
+#[test]
+fn a_run_of_faults_prefaults_ahead_within_its_bound_and_reads_only_its_windows() {
+    use marvin_swap::app_swap::READ_AHEAD_BYTES as W;
+    use marvin_swap::fault_ahead::AHEAD_BYTES;
+    use std::sync::atomic::Ordering;
+    let n = objects();
+    let (f, objs) = all_out(n);
+    let handed = || f.swap.counters.fault_ahead_bytes.load(Ordering::Relaxed);
+    // A walk over the first three windows of the file: the faults of the second and
+    // third continue the run and hand the pages of the windows after theirs to the
+    // helper.
+    let walked: Vec<_> = objs
+        .iter()
+        .take_while(|(_, s, _)| slot_of(s) < 3 * W)
+        .collect();
+    for (h, _, seed) in &walked {
+        assert_eq!(f.words(*h), expected(*seed), "object {seed}");
+    }
+    // (A window holds more of these objects than one fault's read-ahead takes, so a
+    // window may take two faults; a fault continues the run when its window starts
+    // where the last one's ended.)
+    let faults = f.faults();
+    assert!(faults >= 3, "{faults} faults");
+    assert!(handed() > 0, "a run hands windows ahead to its helper");
+    assert!(
+        handed() <= AHEAD_BYTES + faults * W,
+        "{} bytes prefaulted ahead of a run of {faults} faults",
+        handed()
+    );
+    // Nothing past the run's windows was read: those objects are still out.
+    for (_, s, seed) in &objs[walked.len()..] {
+        assert!(
+            !f.entry(s).is_resident(),
+            "object {seed} read ahead of its fault"
+        );
+    }
+    // A corrupted checkpoint ahead of the run (its pages perhaps prefaulted) is still an
+    // error of its own fault, and every other object comes back exactly.
+    let victim = walked.len() + 40;
+    let (vh, vs, _) = &objs[victim];
+    damage(&f, slot_of(vs) + SLOT_HEADER_BYTES + 7, &[0x5A]);
+    for (i, (h, _, seed)) in objs.iter().enumerate().skip(walked.len()) {
+        if i == victim {
+            assert!(f.heap.access::<Barriers>(*h, AccessKind::Read).is_err());
+        } else {
+            assert_eq!(f.words(*h), expected(*seed), "object {seed}");
+        }
+    }
+    assert!(!f.entry(vs).is_resident(), "a corrupt checkpoint stays out");
+    assert!(f.heap.access::<Barriers>(*vh, AccessKind::Read).is_err());
+}
