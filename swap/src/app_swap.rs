@@ -346,6 +346,7 @@ impl AppSwap {
         let handed = self.fault_ahead.follow(window.clone(), |from, to| {
             out_runs_in(file, space, from, to)
         });
+        self.fault_ahead.wait_for_helper(window.start);
         if handed > 0 {
             self.counters
                 .fault_ahead_bytes

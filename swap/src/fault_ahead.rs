@@ -49,6 +49,10 @@ struct Shared {
     /// The start of the window the run's last fault read ([`NO_RUN`] when no run is
     /// under way): the helper skips jobs at or before it, whose fault came first.
     at: AtomicU64,
+    /// The start of the window the helper is prefaulting ([`NO_RUN`]: none). A fault
+    /// of that window waits for it rather than prefault the same pages at once (both
+    /// would allocate and zero a page for each, one of them for nothing).
+    helper_on: AtomicU64,
     /// Jobs handed over and not yet taken by the helper.
     queued: AtomicUsize,
     /// The app's swap side is gone: the helper stops.
@@ -84,6 +88,7 @@ impl FaultAhead {
             state: Mutex::new(State::default()),
             shared: Arc::new(Shared {
                 at: AtomicU64::new(NO_RUN),
+                helper_on: AtomicU64::new(NO_RUN),
                 queued: AtomicUsize::new(0),
                 stop: AtomicBool::new(false),
             }),
@@ -105,7 +110,7 @@ impl FaultAhead {
             return 0;
         }
         let mut st = self.state.lock();
-        self.shared.at.store(window.start, Ordering::Release);
+        self.shared.at.store(window.start, Ordering::SeqCst);
         let limit = window.end.saturating_add(AHEAD_BYTES);
         // From where the run's hand-overs reached, if that is ahead of this window and
         // within reach; else (a run that jumped) from this window on.
@@ -133,6 +138,17 @@ impl FaultAhead {
             st.sent_to = from;
         }
         handed
+    }
+
+    /// A fault of a run about to prefault its own window, which starts at `start`
+    /// (after [`FaultAhead::follow`]): waits while the helper is prefaulting that very
+    /// window, so that the fault's own advice finds its pages in (a window takes the
+    /// helper tens of microseconds).
+    pub fn wait_for_helper(&self, start: u64) {
+        while self.shared.helper_on.load(Ordering::SeqCst) == start {
+            std::hint::spin_loop();
+            std::thread::yield_now();
+        }
     }
 
     /// A fault that does not continue a run read `window`: one within the run's reach
@@ -196,14 +212,19 @@ fn helper(rx: &Receiver<Job>, shared: &Shared) {
         if shared.stop.load(Ordering::Acquire) {
             return;
         }
-        let at = shared.at.load(Ordering::Acquire);
-        if at == NO_RUN || job.start <= at {
-            continue;
+        // Claims the window, then looks where the run is (SeqCst both sides, with the
+        // fault's store of `at` and load of `helper_on` in `follow` and
+        // `wait_for_helper`): either this sees the fault there and skips the window, or
+        // the fault sees the claim and waits until it is released.
+        shared.helper_on.store(job.start, Ordering::SeqCst);
+        let at = shared.at.load(Ordering::SeqCst);
+        if at != NO_RUN && job.start > at {
+            for (addr, len) in job.runs {
+                // Only a speed-up: pages it did not bring in fault in during the read.
+                let _ = crate::prefault::populate_write(addr, len);
+            }
         }
-        for (addr, len) in job.runs {
-            // Only a speed-up: pages it did not bring in fault in during the read.
-            let _ = crate::prefault::populate_write(addr, len);
-        }
+        shared.helper_on.store(NO_RUN, Ordering::SeqCst);
     }
 }
 
