@@ -1,7 +1,6 @@
 //! One app's swap state: its swap file, its policy and its counters, and the
 //! [`StubHooks`] the runtime calls to fault objects in and to free their slots.
 
-use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,7 +13,6 @@ use marvin_runtime::reclaim_table::{ReclaimTable, ReclaimTableError};
 use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
 use parking_lot::Mutex;
 
-use crate::fault_ahead::FaultAhead;
 use crate::policy::SwapPolicy;
 use crate::read_window::FaultRun;
 use crate::swap_dir::{SwapDirError, SwapDirLock};
@@ -41,9 +39,6 @@ pub struct SwapCounters {
     /// Bytes of the swap file launches asked the kernel to read ahead of their faults
     /// ([`AppSwap::begin_launch_prefetch`]).
     pub prefetched_bytes: AtomicU64,
-    /// Bytes of pages runs of faults handed to their helper to prefault ahead of them
-    /// ([`crate::fault_ahead`]).
-    pub fault_ahead_bytes: AtomicU64,
     pub compactions: AtomicU64,
     /// Times a saver run wrote its checkpoints back to the disk and dropped them from the
     /// page cache before going on ([`crate::swap_file::WRITE_BACK_EVERY`]).
@@ -83,8 +78,6 @@ pub struct AppSwap {
     fault_run: Mutex<FaultRun>,
     /// The descriptor a run of faults reads through (opened at the first run).
     run_reader: Mutex<Option<SequentialReader>>,
-    /// The pages of the windows ahead of a run of faults, prefaulted on a second thread.
-    fault_ahead: FaultAhead,
 }
 
 /// A launch's prefetch: from the foreground transition until its frame, each fault
@@ -216,7 +209,6 @@ impl AppSwap {
             prefetch: Mutex::new(LaunchPrefetch::default()),
             fault_run: Mutex::new(FaultRun::new(FAULT_RUN_MAX_AHEAD)),
             run_reader: Mutex::new(None),
-            fault_ahead: FaultAhead::new(),
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;
@@ -314,16 +306,16 @@ impl AppSwap {
             && self.fault_run.lock().continues(from)
     }
 
-    /// A fault's read of `reads`: through the descriptor the kernel reads ahead of when
-    /// the fault continues a run (`run`), else through the file's own, which reads
-    /// nothing ahead.
+    /// A fault's read of `reads` (its window starting at `from`): through the
+    /// descriptor the kernel reads ahead of when the fault continues a run, else
+    /// through the file's own, which reads nothing ahead.
     fn read_in_run(
         &self,
         file: &SwapFile,
-        run: bool,
+        from: u64,
         reads: &mut [SlotRead<'_>],
     ) -> Vec<Result<(), SwapError>> {
-        if run {
+        if self.in_run(from) {
             let mut reader = self.run_reader.lock();
             if reader.is_none() {
                 *reader = file.sequential_reader();
@@ -335,30 +327,11 @@ impl AppSwap {
         file.read_many(reads)
     }
 
-    /// A fault about to read `window` of the file: if it continues a run, the helper is
-    /// handed the pages of the windows that follow ([`FaultAhead`]); if not, a run that
-    /// was under way ended.
-    fn prefault_ahead(&self, file: &SwapFile, space: &StubSpace, window: &Range<u64>, run: bool) {
-        if !run {
-            self.fault_ahead.lone(window.clone());
-            return;
-        }
-        let handed = self.fault_ahead.follow(window.clone(), |from, to| {
-            out_runs_in(file, space, from, to)
-        });
-        self.fault_ahead.wait_for_helper(window.start);
-        if handed > 0 {
-            self.counters
-                .fault_ahead_bytes
-                .fetch_add(handed, Ordering::Relaxed);
-        }
-    }
-
     /// After a fault (not one of an eager restore's) read the window `window` of the
     /// file: drops what the run of faults it belongs to left in the page cache
     /// ([`FaultRun`]). During a launch its own prefetch reads ahead instead, and the
     /// run ends.
-    fn follow_run(&self, file: &SwapFile, window: Range<u64>) {
+    fn follow_run(&self, file: &SwapFile, window: std::ops::Range<u64>) {
         if !self.bookmarking || self.batch.load(Ordering::Relaxed) {
             return;
         }
@@ -519,28 +492,6 @@ pub(crate) fn counting_eager_read_ahead<R>(f: impl FnOnce() -> R) -> (R, u64, u6
     (r, objects, bytes)
 }
 
-/// The page runs (coalesced) of the objects of `space` that are out with checkpoints
-/// starting in `[from, to)` of `file`, at most [`READ_AHEAD_BYTES`] of them: the pages a
-/// fault of that window would fill, for [`FaultAhead`] to prefault.
-fn out_runs_in(file: &SwapFile, space: &StubSpace, from: u64, to: u64) -> Vec<(usize, usize)> {
-    let mut budget = READ_AHEAD_BYTES as usize;
-    let mut runs = Vec::new();
-    let registry = space.registry();
-    for (_, key) in file.live_slots_in(from, to) {
-        let Some(stub) = Handle::from_value(key).and_then(|h| registry.get(h)) else {
-            continue;
-        };
-        let size = page_round(stub.bytes());
-        if size > budget || space.table.entry(stub.entry).is_resident() {
-            continue;
-        }
-        budget -= size;
-        runs.push((stub.addr, size));
-    }
-    drop(registry);
-    crate::prefault::coalesce(runs)
-}
-
 /// Bytes of the swap file read around a faulting checkpoint: the other objects whose
 /// checkpoints start in the same aligned window and are out come back in the same read
 /// (up to this many bytes of them), as a kernel's swap-in reads a cluster.
@@ -590,12 +541,8 @@ impl StubHooks for AppSwap {
             budget -= size;
             held.push((&**n, *s, guard, st));
         }
-        let window = self.read_ahead_range(slot);
-        let run = self.in_run(window.start);
-        self.prefault_ahead(&file, space, &window, run);
         // The pages the read fills, faulted in with one advice instead of one page fault
-        // each inside the read's copy (room for them was reserved before the fault; in a
-        // run, the helper may have made them resident already).
+        // each inside the read's copy (room for them was reserved before the fault).
         let runs = std::iter::once(stub)
             .chain(held.iter().map(|(n, _, _, _)| *n))
             .map(|s| (s.addr, page_round(s.bytes())))
@@ -622,7 +569,10 @@ impl StubHooks for AppSwap {
                 out,
             });
         }
-        let mut results = self.read_in_run(&file, run, &mut reads).into_iter();
+        let window = self.read_ahead_range(slot);
+        let mut results = self
+            .read_in_run(&file, window.start, &mut reads)
+            .into_iter();
         drop(reads);
         self.prefetch_after(&file, window.end);
         self.follow_run(&file, window);

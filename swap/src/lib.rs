@@ -20,8 +20,6 @@
 //! * [`read_window`]: how far ahead of a restore (or of faults in a row) the kernel reads
 //!   the swap file, and what the reads leave behind in the page cache.
 //! * [`prefault`]: the pages a restore fills, made resident in bulk.
-//! * [`fault_ahead`]: the pages of the windows ahead of a run of faults, made resident on
-//!   a second thread.
 //! * [`pageout`]: the page-swap baseline's synchronous swap-out on the allocation path.
 //!
 //! The mechanisms hold no policy constants of their own: they ask the policy.
@@ -32,7 +30,6 @@
 
 pub mod app_swap;
 pub mod external;
-pub mod fault_ahead;
 pub mod pageout;
 pub mod policy;
 pub mod prefault;
