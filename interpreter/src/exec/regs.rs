@@ -156,8 +156,15 @@ impl Builder {
     /// One instruction at position `at`; `None` when it cannot be part of a run.
     fn step(&mut self, op: Op, at: u32) -> Option<()> {
         match op {
-            Op::Load(a) => self.stack.push(Src::Local(u16::try_from(a).ok()?)),
-            Op::Push(k) => self.stack.push(Src::Imm(k)),
+            // A new top that no op wrote: a `store` of it must not retarget the last op.
+            Op::Load(a) => {
+                self.stack.push(Src::Local(u16::try_from(a).ok()?));
+                self.top_is_last = false;
+            }
+            Op::Push(k) => {
+                self.stack.push(Src::Imm(k));
+                self.top_is_last = false;
+            }
             Op::Pop => {
                 self.stack.pop()?;
                 self.top_is_last = false;
@@ -169,7 +176,10 @@ impl Builder {
                         let (d, a) = (self.slot(t + 1)?, self.slot(t)?);
                         self.result(Op::RegMov { d, a, skip: 0 });
                     }
-                    src => self.stack.push(src),
+                    src => {
+                        self.stack.push(src);
+                        self.top_is_last = false;
+                    }
                 }
             }
             Op::Swap => {
@@ -647,6 +657,43 @@ mod tests {
                     d: 1,
                     a: 2,
                     skip: 1
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_store_of_a_pushed_local_does_not_retarget_the_op_below_it() {
+        // t = v0 - 1; v0 = v1; v1 = t through the stack: `store 0` stores what `load 1`
+        // pushed, not the sum computed just before it.
+        let code = [
+            Op::Load(0),
+            Op::Push(3),
+            Op::Mul,
+            Op::Load(1),
+            Op::Store(0),
+            Op::Store(1),
+            Op::Ret,
+        ];
+        let runs = runs_of(&code, 2, &[0, 1, 2, 1, 2, 1, 0]);
+        assert_eq!(
+            runs.last().expect("a run").ops,
+            vec![
+                Op::RegMulI(RI {
+                    d: 2,
+                    a: 0,
+                    k: 3,
+                    skip: 0
+                }),
+                Op::RegMov {
+                    d: 0,
+                    a: 1,
+                    skip: 0
+                },
+                Op::RegMov {
+                    d: 1,
+                    a: 2,
+                    skip: 3
                 },
             ]
         );
