@@ -1338,6 +1338,10 @@ fn held_out_programs_run_the_same_fused_and_unfused_and_as_their_lua_peers() {
         ("matmul", 12),
         ("gcd", 40),
         ("linked", 30),
+        ("insertion", 70),
+        ("digits", 3000),
+        ("hashtab", 500),
+        ("tree", 5),
     ] {
         let program = dir.join("programs").join(format!("{name}.masm"));
         let ran = same_fused_and_unfused(
