@@ -206,6 +206,9 @@ enum Expr {
     Neg(Box<Expr>),
     /// `arr[(v & 7) + k]`, `k` from -1 to 1 (so it may fail): an index with a displacement
     ElemOff(u32, i64),
+    /// `arr[c + k]`, `c` a loop counter (0 to 8, so it may fail), `k` from -2 to 2: a
+    /// local plus a constant, which the translator leaves uncomputed until it is read
+    ElemNear(u32, i64),
 }
 
 /// A statement; loops count with their own counter, so they always end.
@@ -225,6 +228,12 @@ enum Stmt {
     Discard(Expr),
     /// `arr[(v & 7) + k] = c`, a constant element at an index with a displacement
     SetElemConst(u32, i64, i64),
+    /// `arr[c + k] = e`, `c` a loop counter: the index is pushed before a value that is
+    /// computed (`a[j + 1] = a[j]`)
+    SetElemNear(u32, i64, Expr),
+    /// `a, b = b, a - k` through the stack (`load a; push k; sub; load b; store a; store
+    /// b`): a store into the local an uncomputed sum still reads
+    SwapNear(u32, u32, i64),
     If(usize, u32, Expr, Vec<Stmt>),
     /// `for c = 0; c < n; c += step` tested at the top (`jz` out, `jmp` back) or at the
     /// bottom (`jmp` to the test first), bound a constant, a variable or the field
@@ -261,12 +270,14 @@ fn expr(calls: usize) -> BoxedStrategy<Expr> {
             .prop_map(|(e, raw)| Expr::Elem(Box::new(e), raw));
         let neg = inner.clone().prop_map(|e| Expr::Neg(Box::new(e)));
         let elem_off = (0..VARS, -1i64..=1).prop_map(|(v, k)| Expr::ElemOff(v, k));
+        let elem_near = (0..COUNTERS, -2i64..=2).prop_map(|(c, k)| Expr::ElemNear(c, k));
         if calls == 0 {
-            return prop_oneof![4 => bin, 1 => elem, 1 => neg, 1 => elem_off].boxed();
+            return prop_oneof![4 => bin, 1 => elem, 1 => neg, 1 => elem_off, 1 => elem_near]
+                .boxed();
         }
         let call = (0..calls, inner.clone(), inner)
             .prop_map(|(k, a, b)| Expr::Call(k, Box::new(a), Box::new(b)));
-        prop_oneof![4 => bin, 1 => elem, 1 => call, 1 => neg, 1 => elem_off].boxed()
+        prop_oneof![4 => bin, 1 => elem, 1 => call, 1 => neg, 1 => elem_off, 1 => elem_near].boxed()
     })
     .boxed()
 }
@@ -287,6 +298,8 @@ fn stmts(depth: u32, calls: usize) -> BoxedStrategy<Vec<Stmt>> {
         1 => (0..VARS, 0..VARS, expr(calls)).prop_map(|(a, b, e)| Stmt::SetTwo(a, b, e)),
         1 => expr(calls).prop_map(Stmt::Discard),
         1 => (0..VARS, -1i64..=1, -5i64..5).prop_map(|(v, k, c)| Stmt::SetElemConst(v, k, c)),
+        1 => (0..COUNTERS, -2i64..=2, expr(calls)).prop_map(|(c, k, e)| Stmt::SetElemNear(c, k, e)),
+        1 => (0..VARS, 0..VARS, -2i64..=2).prop_map(|(a, b, k)| Stmt::SwapNear(a, b, k)),
     ];
     if depth == 0 {
         return prop::collection::vec(simple, 1..6).boxed();
@@ -407,6 +420,13 @@ impl Gen {
                 self.elem_index(*v, *k);
                 self.line("aload");
             }
+            Expr::ElemNear(c, k) => {
+                self.line(format!("load {ARR}"));
+                self.line(format!("load {}", VAR0 + VARS + c));
+                self.line(format!("push {k}"));
+                self.line("add");
+                self.line("aload");
+            }
         }
     }
 
@@ -471,6 +491,22 @@ impl Gen {
                     self.elem_index(*v, *k);
                     self.line(format!("push {c}"));
                     self.line("astore");
+                }
+                Stmt::SetElemNear(c, k, e) => {
+                    self.line(format!("load {ARR}"));
+                    self.line(format!("load {}", VAR0 + VARS + c));
+                    self.line(format!("push {k}"));
+                    self.line("add");
+                    self.expr(e);
+                    self.line("astore");
+                }
+                Stmt::SwapNear(a, b, k) => {
+                    self.line(format!("load {}", VAR0 + a));
+                    self.line(format!("push {k}"));
+                    self.line("sub");
+                    self.line(format!("load {}", VAR0 + b));
+                    self.line(format!("store {}", VAR0 + a));
+                    self.line(format!("store {}", VAR0 + b));
                 }
                 Stmt::If(c, v, e, then) => {
                     let skip = self.label();
@@ -1302,6 +1338,10 @@ fn held_out_programs_run_the_same_fused_and_unfused_and_as_their_lua_peers() {
         ("matmul", 12),
         ("gcd", 40),
         ("linked", 30),
+        ("insertion", 70),
+        ("digits", 3000),
+        ("hashtab", 500),
+        ("tree", 5),
     ] {
         let program = dir.join("programs").join(format!("{name}.masm"));
         let ran = same_fused_and_unfused(

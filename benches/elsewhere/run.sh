@@ -11,7 +11,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 marvin=${1:-target/release/marvin}
 runs=${2:-5}
 shift 2 2>/dev/null || shift $#
-progs=${*:-"xorsum bubble collatz matmul gcd linked"}
+progs=${*:-"xorsum bubble collatz matmul gcd linked insertion digits hashtab tree"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '%-8s %10s %10s %7s\n' program marvin lua5.4 'x lua'

@@ -32,7 +32,9 @@
 //!    its first positions and the last skips the rest (no position inside a chosen run
 //!    may be continued at from outside it); when the run is followed by an op that names
 //!    both its successors (a loop's closing test), that op is copied right after the
-//!    run's last op, which then falls through instead of skipping.
+//!    run's last op, which then falls through instead of skipping; when that last op is
+//!    an increment of the local the test reads, the two become one op (`IncBrConst`,
+//!    `IncBrLocal`), as in pass 2.
 //!
 //! Calls and returns fuse with the instructions that push a call's arguments or a
 //! return's value (`load a; push k; sub; call m`, `push k; call m`, `load a; ret`,
@@ -532,6 +534,28 @@ fn inc_then(a: u32, inc: i64, br: Op) -> Option<Op> {
     }
 }
 
+/// Whether `op` is a fixed superinstruction that divides (`div`, `rem`) through the
+/// generic [`Bin::apply`], a second dispatch on the operation.
+fn divides(op: Op) -> bool {
+    let d = |b: Bin| matches!(b, Bin::Div | Bin::Rem);
+    match op {
+        Op::BinRet(b)
+        | Op::BinConst(b, _)
+        | Op::BinConstStore(b, ..)
+        | Op::BinLocal(b, _)
+        | Op::BinStore(b, _)
+        | Op::LoadBinConst(_, b, _)
+        | Op::LoadBinLocal(_, b, _)
+        | Op::LoadBinConstStore(_, b, ..)
+        | Op::LoadBinLocalStore(_, b, ..)
+        | Op::BinLocalStore(b, ..) => d(b),
+        Op::LoadBinConstBinLocal(_, b1, _, b2, _) | Op::BinConst2Store(b1, _, b2, ..) => {
+            d(b1) || d(b2)
+        }
+        _ => false,
+    }
+}
+
 /// Fuses a method's translated code in place (see the module doc for the passes). With
 /// the method's `frame`, register runs ([`super::regs`]) are candidates too.
 pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
@@ -571,8 +595,11 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
             if let Some(c) = after(i + r.len) {
                 let k = r.ops.len() as u32 + c;
                 // Of two runs as good, the longer (they come shortest first): it may end
-                // where pass 4 can give it a loop's test to fall through to.
-                if k < best_cost || (k == best_cost && run.is_some()) {
+                // where pass 4 can give it a loop's test to fall through to. A run as good
+                // as a fixed op that divides through the generic operation is taken too:
+                // its division is an op of its own, with no second dispatch.
+                let tie = run.is_some() || divides(best);
+                if k < best_cost || (k == best_cost && tie) {
                     best_cost = k;
                     run = Some(r);
                 }
@@ -648,6 +675,15 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
             code[i + m] = copy;
             if let Some(skip) = regs::skip_mut(&mut code[i + m - 1]) {
                 *skip = 0;
+            }
+            // A run that ends in `x = x + k` before a test of `x` closes its loop in one
+            // op, as pass 2 closes a loop whose increment is alone.
+            if let Op::RegAddI(r) = code[i + m - 1] {
+                let closed =
+                    inc_then(r.a as u32, r.k as i64, copy).and_then(|op| placed(op, i + m - 1));
+                if let (true, Some(op)) = (r.d == r.a, closed) {
+                    code[i + m - 1] = op;
+                }
             }
         }
     }

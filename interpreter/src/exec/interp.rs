@@ -23,6 +23,7 @@ use marvin_runtime::trace::Tracer;
 
 use super::binding::AppBinding;
 use super::op::Op;
+use super::operator::Bin;
 use super::ops::{Cx, Pos};
 pub use super::stack::{frame_pc, frame_roots, Frame, ValueStack};
 use super::trap::{error, Fault, Trap};
@@ -279,6 +280,8 @@ impl<A: AppBinding> Thread<A> {
                 Op::AddIncBr { .. } => cx.add_inc_br(op)?,
                 // Register runs' integer, move and branch ops (`ops::reg`).
                 Op::RegBin { op, ref r, at } => cx.reg_bin(op, r, at)?,
+                Op::RegDiv { ref r, at } => cx.reg_bin(Bin::Div, r, at)?,
+                Op::RegRem { ref r, at } => cx.reg_bin(Bin::Rem, r, at)?,
                 Op::RegAdd(ref r) => cx.reg3(r, |x, y| x.wrapping_add(y)),
                 Op::RegSub(ref r) => cx.reg3(r, |x, y| x.wrapping_sub(y)),
                 Op::RegMul(ref r) => cx.reg3(r, |x, y| x.wrapping_mul(y)),

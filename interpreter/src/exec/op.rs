@@ -293,10 +293,19 @@ pub enum Op {
     // pointer. The ops of a run sit at the run's first positions; the last continues
     // `skip` positions further, past the ones the run does not occupy. An op that can
     // fail reports the original position `at` of the instruction it stands for.
-    /// `d = a OP b`, `OP` a division or a comparison (the ops below need no dispatch on
-    /// their operation)
+    /// `d = a OP b`, `OP` a comparison (the ops below need no dispatch on their operation)
     RegBin {
         op: Bin,
+        r: R3,
+        at: u32,
+    },
+    /// `d = a / b` and `d = a rem b`, failing at `at` when `b` is 0 (ops of their own, so
+    /// that a remainder by a variable needs no dispatch on its operation)
+    RegDiv {
+        r: R3,
+        at: u32,
+    },
+    RegRem {
         r: R3,
         at: u32,
     },

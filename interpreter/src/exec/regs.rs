@@ -56,6 +56,10 @@ enum Src {
     Local(u16),
     /// This constant (pushed by `push`, not written anywhere).
     Imm(i64),
+    /// This local plus a constant (`load a; push k; add`), not computed yet: an array
+    /// index takes it as the local and a displacement, anything else gets the add
+    /// (`RegAddI`, which cannot fail) written to the entry's slot when it reads it.
+    Sum(u16, i16),
     /// In the entry's own slot.
     Slot,
 }
@@ -105,6 +109,12 @@ impl Builder {
             Src::Slot => {}
             Src::Local(a) => self.emit(Op::RegMov { d, a, skip: 0 }),
             Src::Imm(k) => self.emit(Op::RegMovI { d, k, skip: 0 }),
+            Src::Sum(a, k) => self.emit(Op::RegAddI(RI {
+                d,
+                a,
+                k: k as i32,
+                skip: 0,
+            })),
         }
         self.stack[t] = Src::Slot;
         Some(())
@@ -126,6 +136,9 @@ impl Builder {
     /// that op goes, since no one else reads its result.
     fn index(&mut self, t: usize) -> Option<(u16, i16)> {
         let slot = self.slot(t)?;
+        if let Src::Sum(a, k) = self.stack[t] {
+            return Some((a, k));
+        }
         if let (Src::Slot, Some(&Op::RegAddI(r))) = (self.stack[t], self.ops.last()) {
             if let (true, Ok(off)) = (r.d == slot, i16::try_from(r.k)) {
                 self.ops.pop();
@@ -156,8 +169,15 @@ impl Builder {
     /// One instruction at position `at`; `None` when it cannot be part of a run.
     fn step(&mut self, op: Op, at: u32) -> Option<()> {
         match op {
-            Op::Load(a) => self.stack.push(Src::Local(u16::try_from(a).ok()?)),
-            Op::Push(k) => self.stack.push(Src::Imm(k)),
+            // A new top that no op wrote: a `store` of it must not retarget the last op.
+            Op::Load(a) => {
+                self.stack.push(Src::Local(u16::try_from(a).ok()?));
+                self.top_is_last = false;
+            }
+            Op::Push(k) => {
+                self.stack.push(Src::Imm(k));
+                self.top_is_last = false;
+            }
             Op::Pop => {
                 self.stack.pop()?;
                 self.top_is_last = false;
@@ -169,11 +189,15 @@ impl Builder {
                         let (d, a) = (self.slot(t + 1)?, self.slot(t)?);
                         self.result(Op::RegMov { d, a, skip: 0 });
                     }
-                    src => self.stack.push(src),
+                    src => {
+                        self.stack.push(src);
+                        self.top_is_last = false;
+                    }
                 }
             }
             Op::Swap => {
                 let t = self.stack.len().checked_sub(2)?;
+                // An entry computed into its slot would have to move with it.
                 if self.stack[t] == Src::Slot || self.stack[t + 1] == Src::Slot {
                     return None;
                 }
@@ -287,7 +311,7 @@ impl Builder {
         let (was_last, emitted) = (self.top_is_last, self.ops.len());
         self.stack.pop();
         for u in 0..t {
-            if self.stack[u] == Src::Local(d) {
+            if matches!(self.stack[u], Src::Local(a) | Src::Sum(a, _) if a == d) {
                 self.materialize(u)?;
             }
         }
@@ -302,6 +326,12 @@ impl Builder {
         let op = match src {
             Src::Local(a) => Op::RegMov { d, a, skip: 0 },
             Src::Imm(k) => Op::RegMovI { d, k, skip: 0 },
+            Src::Sum(a, k) => Op::RegAddI(RI {
+                d,
+                a,
+                k: k as i32,
+                skip: 0,
+            }),
             Src::Slot => Op::RegMov {
                 d,
                 a: self.slot(t)?,
@@ -315,6 +345,12 @@ impl Builder {
     /// A binary operation at position `at`.
     fn binary(&mut self, b: Bin, at: u32) -> Option<()> {
         let t = self.stack.len().checked_sub(2)?;
+        if let Some(sum) = self.sum(b, t) {
+            self.stack.truncate(t);
+            self.stack.push(sum);
+            self.top_is_last = false;
+            return Some(());
+        }
         let a = self.operand(t)?;
         let d = self.slot(t)?;
         let constant = match self.stack[t + 1] {
@@ -361,9 +397,31 @@ impl Builder {
         Some(())
     }
 
+    /// Entries `t` and `t + 1` added (or subtracted) as a [`Src::Sum`], when they are a
+    /// local (or a sum) and a constant that keep the displacement in `i16`.
+    fn sum(&self, b: Bin, t: usize) -> Option<Src> {
+        let Src::Imm(k) = self.stack[t + 1] else {
+            return None;
+        };
+        let k = match b {
+            Bin::Add => k,
+            Bin::Sub => k.checked_neg()?,
+            _ => return None,
+        };
+        let (a, k0) = match self.stack[t] {
+            Src::Local(a) => (a, 0),
+            Src::Sum(a, k0) => (a, k0 as i64),
+            _ => return None,
+        };
+        Some(Src::Sum(a, i16::try_from(k0.checked_add(k)?).ok()?))
+    }
+
     /// `jnz t` (`on`) or `jz t`, the run's last instruction, whose fall-through is `fall`.
     fn branch(&mut self, on: bool, t: u32, fall: u32) -> Option<()> {
         let top = self.stack.len().checked_sub(1)?;
+        if let Src::Sum(..) = self.stack[top] {
+            self.materialize(top)?;
+        }
         let src = self.stack[top];
         // The compare that computed the condition, if it is the last op: it becomes the
         // branch, after the entries below are in their slots.
@@ -386,7 +444,7 @@ impl Builder {
                 t,
                 fall,
             },
-            (None, Src::Imm(_)) => return None,
+            (None, Src::Imm(_) | Src::Sum(..)) => return None,
         };
         self.emit(op);
         Some(())
@@ -398,6 +456,8 @@ fn with_slots(b: Bin, r: R3, at: u32) -> Op {
     match b {
         Bin::Add => Op::RegAdd(r),
         Bin::Sub => Op::RegSub(r),
+        Bin::Div => Op::RegDiv { r, at },
+        Bin::Rem => Op::RegRem { r, at },
         Bin::Mul => Op::RegMul(r),
         Bin::And => Op::RegAnd(r),
         Bin::Or => Op::RegOr(r),
@@ -426,6 +486,8 @@ fn with_const(b: Bin, r: RI) -> Op {
 fn dest(op: &mut Op) -> Option<&mut u16> {
     match op {
         Op::RegBin { r, .. }
+        | Op::RegDiv { r, .. }
+        | Op::RegRem { r, .. }
         | Op::RegAdd(r)
         | Op::RegSub(r)
         | Op::RegMul(r)
@@ -456,6 +518,8 @@ fn dest(op: &mut Op) -> Option<&mut u16> {
 pub fn skip_mut(op: &mut Op) -> Option<&mut u8> {
     match op {
         Op::RegBin { r, .. }
+        | Op::RegDiv { r, .. }
+        | Op::RegRem { r, .. }
         | Op::RegAdd(r)
         | Op::RegSub(r)
         | Op::RegMul(r)
@@ -649,6 +713,138 @@ mod tests {
                     skip: 1
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn an_index_plus_a_constant_pushed_before_a_computed_value_is_a_displacement() {
+        // a[j + 1] = a[j], locals a, j: the sum `j + 1` waits under the load of `a[j]`
+        // and becomes the store's displacement, with no add of its own.
+        let code = [
+            Op::Load(0),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Add,
+            Op::Load(0),
+            Op::Load(1),
+            Op::ALoad(Ty::Int),
+            Op::AStore(Ty::Int),
+            Op::Ret,
+        ];
+        let runs = runs_of(&code, 2, &[0, 1, 2, 3, 2, 3, 4, 3, 0]);
+        assert_eq!(
+            runs.last().expect("a run").ops,
+            vec![
+                Op::RegALoad {
+                    d: 4,
+                    arr: 0,
+                    i: 1,
+                    off: 0,
+                    ty: Ty::Int,
+                    skip: 0,
+                    at: 6
+                },
+                Op::RegAStore {
+                    arr: 0,
+                    i: 1,
+                    off: 1,
+                    v: 4,
+                    ty: Ty::Int,
+                    skip: 6,
+                    at: 7
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_store_into_the_local_of_an_uncomputed_sum_computes_it_first() {
+        // a, b = b, a - 2 through the stack: `store 0` must not change what `a - 2` reads.
+        let code = [
+            Op::Load(0),
+            Op::Push(2),
+            Op::Sub,
+            Op::Load(1),
+            Op::Store(0),
+            Op::Store(1),
+            Op::Ret,
+        ];
+        let runs = runs_of(&code, 2, &[0, 1, 2, 1, 2, 1, 0]);
+        assert_eq!(
+            runs.last().expect("a run").ops,
+            vec![
+                Op::RegAddI(RI {
+                    d: 2,
+                    a: 0,
+                    k: -2,
+                    skip: 0
+                }),
+                Op::RegMov {
+                    d: 0,
+                    a: 1,
+                    skip: 0
+                },
+                Op::RegMov {
+                    d: 1,
+                    a: 2,
+                    skip: 3
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_store_of_a_pushed_local_does_not_retarget_the_op_below_it() {
+        // t = v0 - 1; v0 = v1; v1 = t through the stack: `store 0` stores what `load 1`
+        // pushed, not the sum computed just before it.
+        let code = [
+            Op::Load(0),
+            Op::Push(3),
+            Op::Mul,
+            Op::Load(1),
+            Op::Store(0),
+            Op::Store(1),
+            Op::Ret,
+        ];
+        let runs = runs_of(&code, 2, &[0, 1, 2, 1, 2, 1, 0]);
+        assert_eq!(
+            runs.last().expect("a run").ops,
+            vec![
+                Op::RegMulI(RI {
+                    d: 2,
+                    a: 0,
+                    k: 3,
+                    skip: 0
+                }),
+                Op::RegMov {
+                    d: 0,
+                    a: 1,
+                    skip: 0
+                },
+                Op::RegMov {
+                    d: 1,
+                    a: 2,
+                    skip: 3
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_remainder_by_a_local_is_an_op_of_its_own() {
+        let code = [Op::Load(0), Op::Load(1), Op::Rem, Op::Store(2), Op::Ret];
+        let runs = runs_of(&code, 3, &[0, 1, 2, 1, 0]);
+        assert_eq!(
+            runs.last().expect("a run").ops,
+            vec![Op::RegRem {
+                r: R3 {
+                    d: 2,
+                    a: 0,
+                    b: 1,
+                    skip: 3
+                },
+                at: 2
+            }]
         );
     }
 

@@ -2,8 +2,9 @@
 //! in frame slots at fixed indices, never moving the stack pointer; the last op of a run
 //! continues past the run's free positions ([`Cx::skip`]) and a failing one reports the
 //! original position `at` of its instruction. One op per operation (`reg3`, `reg_k` with
-//! the operation inlined), so that no op dispatches a second time on its operation; the
-//! divisions and compares share `RegBin`/`RegBinI`.
+//! the operation inlined), so that no op dispatches a second time on its operation
+//! (`RegDiv` and `RegRem` too, through `reg_bin` with a constant operation); the compares
+//! share `RegBin`/`RegBinI`.
 
 use marvin_runtime::barrier::BarrierMode;
 
