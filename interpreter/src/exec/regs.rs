@@ -795,8 +795,8 @@ mod tests {
 
     #[test]
     fn a_store_of_a_pushed_local_does_not_retarget_the_op_below_it() {
-        // t = v0 - 1; v0 = v1; v1 = t through the stack: `store 0` stores what `load 1`
-        // pushed, not the sum computed just before it.
+        // t = v0 * 3; v0 = v1; v1 = t through the stack: `store 0` stores what `load 1`
+        // pushed, not the product computed just before it.
         let code = [
             Op::Load(0),
             Op::Push(3),
