@@ -40,6 +40,9 @@ pub struct SwapCounters {
     /// ([`AppSwap::begin_launch_prefetch`]).
     pub prefetched_bytes: AtomicU64,
     pub compactions: AtomicU64,
+    /// Objects whose fault brought back only their first pages, the others coming back
+    /// on first touch ([`crate::page_restore`]).
+    pub paged_objects: AtomicU64,
     /// Times a saver run wrote its checkpoints back to the disk and dropped them from the
     /// page cache before going on ([`crate::swap_file::WRITE_BACK_EVERY`]).
     pub write_backs: AtomicU64,
@@ -57,7 +60,7 @@ impl SwapCounters {
 pub struct AppSwap {
     pub policy: Arc<dyn SwapPolicy>,
     pub file: Mutex<SwapFile>,
-    pub counters: SwapCounters,
+    pub counters: Arc<SwapCounters>,
     /// The last swap error, for reports.
     pub last_error: Mutex<Option<String>>,
     /// Marvin's bookmarking collector, or the page-swap baseline.
@@ -78,6 +81,8 @@ pub struct AppSwap {
     fault_run: Mutex<FaultRun>,
     /// The descriptor a run of faults reads through (opened at the first run).
     run_reader: Mutex<Option<SequentialReader>>,
+    /// The heap's large objects live in memory files ([`LargeBacking::Memfd`]).
+    memfd: bool,
 }
 
 /// A launch's prefetch: from the foreground transition until its frame, each fault
@@ -213,7 +218,7 @@ impl AppSwap {
         let swap = Arc::new(AppSwap {
             policy,
             file: Mutex::new(file),
-            counters: SwapCounters::default(),
+            counters: Arc::default(),
             last_error: Mutex::new(None),
             bookmarking,
             batch: std::sync::atomic::AtomicBool::new(false),
@@ -223,6 +228,7 @@ impl AppSwap {
             prefetch: Mutex::new(LaunchPrefetch::default()),
             fault_run: Mutex::new(FaultRun::new(FAULT_RUN_MAX_AHEAD)),
             run_reader: Mutex::new(None),
+            memfd: heap.large_space().backing() == LargeBacking::Memfd,
         });
         heap.enable_stubs(StubSpace::new(table, swap.clone(), bookmarking))
             .map_err(|_| AttachError::StubsEnabled)?;
@@ -420,6 +426,19 @@ impl AppSwap {
 }
 
 impl AppSwap {
+    /// Whether a fault of `stub` restores it a page run at a time ([`crate::page_restore`]):
+    /// Marvin's object fault (not an eager restore's, not a collection's) of an object of
+    /// at least the policy's [`SwapPolicy::page_restore_min_bytes`] with no references.
+    fn restores_by_page(&self, space: &StubSpace, stub: &Stub) -> bool {
+        let min = self.policy.page_restore_min_bytes();
+        self.bookmarking
+            && min > 0
+            && stub.nrefs == 0
+            && stub.kind.payload_bytes(stub.len) >= min
+            && !self.batch.load(Ordering::Relaxed)
+            && !space.collecting.load(Ordering::Relaxed)
+    }
+
     /// The aligned window of the file a fault reads around: Marvin's
     /// [`READ_AHEAD_BYTES`], or the page-swap baseline's cluster
     /// ([`PAGE_CLUSTER_BYTES`]).
@@ -542,9 +561,29 @@ impl StubHooks for AppSwap {
             return Err(NoCheckpoint(stub.handle.value()).into());
         };
         let slot = SlotId::from_offset(slot);
+        // A page-at-a-time restore of an earlier life ends before anything is read into
+        // the object's pages.
+        crate::page_restore::cancel(stub.addr);
         let file = self.file.lock();
         if !self.batch.load(Ordering::Relaxed) {
             file.check().inspect_err(|e| self.record_error(e))?;
+        }
+        if self.restores_by_page(space, stub) {
+            let src = file
+                .page_source(slot, stub.handle.value(), stub.kind.payload_bytes(stub.len))
+                .inspect_err(|e| self.record_error(e))?;
+            if let Some(src) = src {
+                let (addr, len) = (stub.addr, page_round(stub.bytes()));
+                let counters = self.counters.clone();
+                if crate::page_restore::begin(addr, len, HEADER_BYTES, src, counters, self.memfd) {
+                    drop(file);
+                    // SAFETY: the object's locks are held by our caller; its pages come
+                    // back on first touch, the header's first.
+                    unsafe { Self::install_header(stub) };
+                    self.counters.paged_objects.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+            }
         }
         // Neighbours that are out, each held as a fault holds its object: entry shared,
         // state locked, both taken without waiting (this thread already holds locks a
@@ -567,6 +606,7 @@ impl StubHooks for AppSwap {
             if entry.is_resident() || st.is_dead() || st.slot() != Some(s.offset()) {
                 continue;
             }
+            crate::page_restore::cancel(n.addr);
             budget -= size;
             held.push((&**n, *s, guard, st));
         }
@@ -647,7 +687,9 @@ impl StubHooks for AppSwap {
         own + self.read_ahead_budget(own)
     }
 
-    fn freed(&self, _stub: &Stub, state: &mut StubState) {
+    fn freed(&self, stub: &Stub, state: &mut StubState) {
+        // Before its pages can be handed out again.
+        crate::page_restore::cancel(stub.addr);
         if let Some(slot) = state.take_slot() {
             let _ = self.file.lock().free(SlotId::from_offset(slot));
         }

@@ -20,6 +20,8 @@
 //! * [`read_window`]: how far ahead of a restore (or of faults in a row) the kernel reads
 //!   the swap file, and what the reads leave behind in the page cache.
 //! * [`prefault`]: the pages a restore fills, made resident in bulk.
+//! * [`page_restore`]: large objects brought back a run of pages at a time on first
+//!   touch (through `uffd`, the userfaultfd and its `SIGBUS` handler).
 //! * [`pageout`]: the page-swap baseline's synchronous swap-out on the allocation path.
 //!
 //! The mechanisms hold no policy constants of their own: they ask the policy.
@@ -30,6 +32,7 @@
 
 pub mod app_swap;
 pub mod external;
+pub mod page_restore;
 pub mod pageout;
 pub mod policy;
 pub mod prefault;
@@ -41,6 +44,7 @@ pub mod saver;
 pub mod stubber;
 pub mod swap_dir;
 pub mod swap_file;
+mod uffd;
 
 pub use app_swap::{AppSwap, AttachError, NoCheckpoint, SwapCounters};
 

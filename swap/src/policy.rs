@@ -198,6 +198,13 @@ pub trait SwapPolicy: Send + Sync + std::fmt::Debug {
         0
     }
 
+    /// The smallest object (payload bytes, references none) an object fault brings back a
+    /// run of pages at a time, its other pages coming back on first touch
+    /// ([`crate::page_restore`]); 0: every object comes back whole.
+    fn page_restore_min_bytes(&self) -> usize {
+        0
+    }
+
     /// The fraction of dead bytes in the swap file above which it is compacted.
     fn compaction_threshold(&self) -> f64;
 }
@@ -266,6 +273,8 @@ pub struct ReclaimerConfig {
 pub const DEFAULT_LAUNCH_PREFETCH_BYTES: u64 = 4 << 20;
 /// The most a policy may set [`RestoreConfig::prefetch_bytes`] to (256 MiB).
 pub const MAX_LAUNCH_PREFETCH_BYTES: u64 = 256 << 20;
+/// The largest [`RestoreConfig::page_min_bytes`]: the largest checkpoint.
+const MAX_PAYLOAD_BYTES: u64 = crate::swap_file::layout::MAX_PAYLOAD as u64;
 /// The longest period (and saver budget) a policy may set: a day. A longer one never
 /// comes round in an experiment, and every `--time-scale` a run accepts keeps it
 /// representable.
@@ -280,6 +289,9 @@ pub struct RestoreConfig {
     /// Most bytes of the swap file one launch has asked for ahead of its faults and no
     /// fault has read yet (0: none); see [`SwapPolicy::launch_prefetch_bytes`].
     pub prefetch_bytes: u64,
+    /// Smallest object (payload bytes) a fault brings back a run of pages at a time (0:
+    /// every object whole); see [`SwapPolicy::page_restore_min_bytes`].
+    pub page_min_bytes: u64,
 }
 
 /// Swap-file compaction.
@@ -366,6 +378,7 @@ impl Default for RestoreConfig {
         RestoreConfig {
             mode: RestoreMode::Eager,
             prefetch_bytes: DEFAULT_LAUNCH_PREFETCH_BYTES,
+            page_min_bytes: 0,
         }
     }
 }
@@ -514,6 +527,17 @@ impl PolicyConfig {
                 ),
             ));
         }
+        let page_min = self.restore.page_min_bytes;
+        let sums_min = crate::swap_file::page_sums::PAGE_SUMS_MIN_BYTES as u64;
+        if page_min != 0 && !(sums_min..=MAX_PAYLOAD_BYTES).contains(&page_min) {
+            return Err((
+                "restore.page_min_bytes",
+                format!(
+                    "must be 0 (off) or {sums_min} to {MAX_PAYLOAD_BYTES}, found {page_min}: \
+                     smaller checkpoints keep no checksum per page"
+                ),
+            ));
+        }
         let t = self.compaction.threshold;
         if !(t > 0.0 && t <= 1.0) {
             return Err((
@@ -632,6 +656,10 @@ mode = {restore}
 # and no fault has used yet (what the faults use is given back; the rest is dropped after
 # its frame); 0 turns it off. Not in Marvin: 4194304.
 prefetch_bytes = {prefetch}
+# Smallest object (payload bytes) an object fault brings back a run of pages at a time, its
+# other pages coming back when first touched, as the kernel swaps pages in: at least 65536,
+# or 0 for every object whole. Not in Marvin: 0.
+page_min_bytes = {page_min}
 
 [compaction]
 # Compact the swap file when its dead bytes exceed this fraction of it, in (0, 1].
@@ -661,6 +689,7 @@ threshold = {threshold:?}
                 RestoreMode::OnDemand => "\"on-demand\"",
             },
             prefetch = self.restore.prefetch_bytes,
+            page_min = self.restore.page_min_bytes,
             threshold = self.compaction.threshold,
         )
     }
@@ -720,6 +749,10 @@ impl SwapPolicy for PolicyConfig {
 
     fn launch_prefetch_bytes(&self) -> u64 {
         self.restore.prefetch_bytes
+    }
+
+    fn page_restore_min_bytes(&self) -> usize {
+        self.restore.page_min_bytes as usize
     }
 
     fn compaction_threshold(&self) -> f64 {

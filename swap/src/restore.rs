@@ -340,12 +340,17 @@ impl<'a> Batch<'a> {
                 continue;
             };
             match state.slot() {
-                Some(slot) if !state.is_dead() && !entry.is_resident() => held.push(Held {
-                    stub,
-                    slot,
-                    _entry: guard,
-                    _state: state,
-                }),
+                Some(slot) if !state.is_dead() && !entry.is_resident() => {
+                    // A page-at-a-time restore of an earlier life ends before the batch
+                    // reads into its pages ([`crate::page_restore`]).
+                    crate::page_restore::cancel(stub.addr);
+                    held.push(Held {
+                        stub,
+                        slot,
+                        _entry: guard,
+                        _state: state,
+                    })
+                }
                 _ if entry.is_resident() => {}
                 _ => alone.push(stub.clone()),
             }

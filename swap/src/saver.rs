@@ -70,9 +70,13 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             drop(charged.take());
             let next = &stubs[i..(i + CHARGE_EVERY).min(stubs.len())];
             let buffer = next.iter().map(|s| s.bytes()).max().unwrap_or(0);
-            charged = Some(
-                heap.runtime_growth(next.len() * SwapFile::index_bytes_per_checkpoint() + buffer),
-            );
+            let sums: usize = next
+                .iter()
+                .map(|s| SwapFile::page_sum_bytes(s.bytes()))
+                .sum();
+            charged = Some(heap.runtime_growth(
+                next.len() * SwapFile::index_bytes_per_checkpoint() + sums + buffer,
+            ));
         }
         if written_since_release >= WRITE_BACK_EVERY {
             // Keep the run's checkpoints from sitting dirty in the page cache, which

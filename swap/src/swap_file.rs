@@ -33,6 +33,7 @@ mod crc32;
 mod error;
 pub mod layout;
 mod page_cache;
+pub mod page_sums;
 mod sequential;
 mod vectored;
 
@@ -42,6 +43,7 @@ use std::num::NonZeroU32;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use codec::Compression;
 pub use crc32::crc32;
@@ -149,6 +151,21 @@ struct Planned {
     packed: Option<usize>,
 }
 
+/// A checkpoint to read a run of pages at a time ([`SwapFile::page_source`]): the file
+/// (a handle of its own, so reads need no lock of the swap file, and a compaction that
+/// replaces the file leaves this one readable), where the payload starts, its length and
+/// the checksum of each [`page_sums::SUM_BYTES`] piece of it.
+#[derive(Clone, Debug)]
+pub struct PageSource {
+    pub file: Arc<File>,
+    pub path: PathBuf,
+    pub key: u64,
+    pub slot: SlotId,
+    pub payload_at: u64,
+    pub len: usize,
+    pub sums: Arc<[u32]>,
+}
+
 /// Where a checkpoint lives: the byte offset of its slot in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SlotId(u64);
@@ -253,6 +270,10 @@ pub struct SwapFile {
     owner: RunIdentity,
     /// Scratch for compressing a checkpoint before it is written.
     compressed: Vec<u8>,
+    /// Piece checksums of the large checkpoints stored as they are.
+    page_sums: page_sums::PageSums,
+    /// A second handle on `file` for [`PageSource`]s (made at the first one).
+    shared: std::sync::OnceLock<Arc<File>>,
 }
 
 /// A checkpoint's payload as it goes to the file: as it is, or compressed.
@@ -332,6 +353,8 @@ impl SwapFile {
             live_slots: 0,
             owner,
             compressed: Vec::new(),
+            page_sums: Default::default(),
+            shared: Default::default(),
         })
     }
 
@@ -654,6 +677,26 @@ impl SwapFile {
         payload: &[u8],
         raw_len: usize,
     ) -> Result<(), CorruptKind> {
+        Self::check_slot_fields(key, info, header, payload.len(), raw_len)?;
+        let computed = crc32(payload);
+        if computed != header.payload_crc {
+            return Err(CorruptKind::BadPayloadChecksum {
+                stored: header.payload_crc,
+                computed,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`SwapFile::check_slot`] but for the payload's checksum, for a slot that stores
+    /// `stored` bytes.
+    fn check_slot_fields(
+        key: u64,
+        info: &SlotInfo,
+        header: &SlotHeader,
+        stored: usize,
+        raw_len: usize,
+    ) -> Result<(), CorruptKind> {
         let capacity = info.capacity;
         if header.state != SlotState::Live {
             return Err(CorruptKind::NotLive);
@@ -677,10 +720,10 @@ impl SwapFile {
                 expected: capacity as u64,
             });
         }
-        if header.len as usize != payload.len() || header.len > header.capacity {
+        if header.len as usize != stored || header.len > header.capacity {
             return Err(CorruptKind::LengthMismatch {
                 stored: header.len as u64,
-                expected: payload.len() as u64,
+                expected: stored as u64,
             });
         }
         let codec_fits = match header.codec {
@@ -693,14 +736,52 @@ impl SwapFile {
                 expected: raw_len as u64,
             });
         }
-        let computed = crc32(payload);
-        if computed != header.payload_crc {
-            return Err(CorruptKind::BadPayloadChecksum {
-                stored: header.payload_crc,
-                computed,
-            });
-        }
         Ok(())
+    }
+
+    /// Where object `key`'s checkpoint in `slot` (of `raw_len` payload bytes) can be read
+    /// a run of pages at a time, each piece checked against its own checksum
+    /// ([`page_sums`]): its slot header is read and checked now, as a whole read checks
+    /// it (live, its key, the generation the index expects, its lengths), and it must be
+    /// stored as it is. `None` when the checkpoint has no piece checksums (small, or
+    /// compressed): it is then read whole.
+    pub fn page_source(
+        &self,
+        slot: SlotId,
+        key: u64,
+        raw_len: usize,
+    ) -> Result<Option<PageSource>, SwapError> {
+        let Some(sums) = self.page_sums.get(slot.0) else {
+            return Ok(None);
+        };
+        self.check_file()?;
+        let info = self.live_info(slot)?;
+        let header = self.header_at(key, slot)?;
+        Self::check_slot_fields(key, &info, &header, raw_len, raw_len)
+            .map_err(|kind| self.corrupt(key, slot, kind))?;
+        if header.codec != Codec::Raw || sums.len() != raw_len.div_ceil(page_sums::SUM_BYTES) {
+            return Ok(None);
+        }
+        let file = match self.shared.get() {
+            Some(f) => f.clone(),
+            None => {
+                let f = Arc::new(self.file.try_clone().map_err(|source| SwapError::Io {
+                    op: "open a second handle on",
+                    path: self.path.clone(),
+                    source,
+                })?);
+                self.shared.get_or_init(|| f).clone()
+            }
+        };
+        Ok(Some(PageSource {
+            file,
+            path: self.path.clone(),
+            key,
+            slot,
+            payload_at: slot.0 + SLOT_HEADER_BYTES,
+            len: raw_len,
+            sums,
+        }))
     }
 
     /// The live slots starting in `[from, to)`, by offset: their ids and owners' keys.
@@ -807,7 +888,17 @@ impl SwapFile {
     pub fn index_bytes(&self) -> usize {
         let slot = std::mem::size_of::<u64>() + std::mem::size_of::<SlotInfo>();
         let free = std::mem::size_of::<(u32, u64)>();
-        (self.slots.len() * slot + self.free.len() * free) * 3 / 2
+        (self.slots.len() * slot + self.free.len() * free) * 3 / 2 + self.page_sums.bytes()
+    }
+
+    /// At most how many bytes the piece checksums of a checkpoint of `payload` bytes add to
+    /// [`SwapFile::index_bytes`] ([`page_sums`]).
+    pub const fn page_sum_bytes(payload: usize) -> usize {
+        if payload < page_sums::PAGE_SUMS_MIN_BYTES {
+            0
+        } else {
+            payload.div_ceil(page_sums::SUM_BYTES) * 4 + 3 * std::mem::size_of::<(u64, usize)>()
+        }
     }
 
     /// At most how many bytes one more checkpoint adds to [`SwapFile::index_bytes`]: its
@@ -913,6 +1004,8 @@ impl SwapFile {
         }
         let (bytes_before, dead_before) = (self.file_bytes(), self.dead_bytes());
         self.file = file;
+        self.shared = Default::default();
+        self.page_sums.moved(remap.iter().map(|(o, n)| (o.0, n.0)));
         self.len = size;
         self.slots = new_slots;
         self.free.clear();
@@ -1165,6 +1258,8 @@ impl SwapFile {
         let mut encoded = [0u8; SLOT_HEADER_BYTES as usize];
         header.encode(&mut encoded);
         self.write_at(&encoded, offset)?;
+        self.page_sums
+            .written(offset, bytes, stored.codec == Codec::Raw);
         self.slots.insert(
             offset,
             SlotInfo {
@@ -1226,6 +1321,7 @@ impl SwapFile {
     fn release(&mut self, offset: u64) {
         let info = self.slots[&offset];
         let live = info.live.expect("release takes a live slot");
+        self.page_sums.released(offset);
         self.live_payload -= live.len as u64;
         self.live_slots -= 1;
         let (mut start, mut end) = (offset, info.end(offset));

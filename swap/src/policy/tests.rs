@@ -29,6 +29,7 @@ fn every_knob_changed() -> PolicyConfig {
         restore: RestoreConfig {
             mode: RestoreMode::OnDemand,
             prefetch_bytes: 0,
+            page_min_bytes: 1 << 20,
         },
         compaction: CompactionConfig { threshold: 0.4 },
     }
@@ -193,7 +194,7 @@ fn every_key_in_the_document_has_a_comment_above_it() {
             );
         }
     }
-    assert_eq!(keys, 15, "every knob appears once");
+    assert_eq!(keys, 16, "every knob appears once");
 }
 
 #[test]
@@ -229,6 +230,11 @@ fn wrong_types_are_named_with_their_table() {
     let e = error_of("[restore]\nprefetch_bytes = 1000000000000\n");
     assert!(
         e.contains("restore.prefetch_bytes") && e.contains("at most"),
+        "{e}"
+    );
+    let e = error_of("[restore]\npage_min_bytes = 4096\n");
+    assert!(
+        e.contains("restore.page_min_bytes") && e.contains("checksum per page"),
         "{e}"
     );
     let e = error_of("[working_set]\nbackground_period = \"30 parsecs\"\n");

@@ -28,8 +28,15 @@ pub fn model_policy() -> PolicyConfig {
     let mut p = PolicyConfig::default();
     p.saver.background_period = p.saver.foreground_period;
     p.restore.mode = RestoreMode::OnDemand;
+    p.restore.page_min_bytes = PAGE_RESTORE_MIN_BYTES;
     p
 }
+
+/// The experiment's [`marvin_swap::PolicyConfig`] `restore.page_min_bytes`: arrays of 256
+/// KiB and more come back a run of pages at a time, the rest whole. The mixed workload's 1
+/// MiB arrays are read two bytes each by a frame, which restored whole read 10 MiB where
+/// the kernel's swap read twenty pages (docs/notes/2026-12-03-paper-scale.md).
+pub const PAGE_RESTORE_MIN_BYTES: u64 = 256 << 10;
 
 /// The process mode's policy: the model's, with the background write task every second
 /// (100 ms at the default time scale) in both states. In the process mode the kernel
