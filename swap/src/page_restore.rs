@@ -39,6 +39,10 @@ use crate::swap_file::page_sums::SUM_BYTES;
 use crate::swap_file::{crc32, PageSource};
 use crate::uffd;
 
+/// The status a run ends with after a runtime error (MASM's contract), as when an object
+/// fault fails its checks.
+pub const RUNTIME_ERROR_STATUS: i32 = 70;
+
 /// The page size the fills place.
 pub const PAGE: usize = 4096;
 
@@ -262,14 +266,15 @@ fn fatal(obj: &PagedObject, why: std::fmt::Arguments<'_>) -> ! {
     let mut w = std::io::Cursor::new(&mut msg[..]);
     let _ = writeln!(
         w,
-        "error: swap file {}: object {} ({}): {why}",
+        "error: cannot fault in object {key}: swap file {}: checkpoint of object {key} in {} \
+         (a page at a time): {why}",
         obj.src.path.display(),
-        obj.src.key,
-        obj.src.slot
+        obj.src.slot,
+        key = obj.src.key,
     );
     let n = w.position() as usize;
-    // The status of any error that ends a run (marvin_console's EXIT_FAILURE).
-    uffd::die(&msg[..n], 1)
+    // A runtime error's status (the spec's 70), as a fault that fails its checks ends a run.
+    uffd::die(&msg[..n], RUNTIME_ERROR_STATUS)
 }
 
 #[cfg(test)]

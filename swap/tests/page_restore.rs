@@ -297,9 +297,13 @@ fn a_corrupted_piece_ends_the_process_with_an_error_naming_the_object() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(page_restore::RUNTIME_ERROR_STATUS),
+        "stderr: {stderr}"
+    );
     assert!(
-        stderr.contains("fail their checksum") && stderr.contains("object "),
+        stderr.contains("fail their checksum") && stderr.contains("cannot fault in object "),
         "stderr: {stderr}"
     );
     assert!(!stderr.contains("the touch returned"), "stderr: {stderr}");
