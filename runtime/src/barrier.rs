@@ -1,8 +1,7 @@
 //! The access barrier: the single entry point through which the interpreter reads and
 //! writes objects.
 //!
-//! [`Heap::access`] resolves a handle for one access ([`Heap::with_access`] runs a closure
-//! on it, which leaves the fast path nothing to release). On the fast path (the handle
+//! [`Heap::access`] resolves a handle for one access. On the fast path (the handle
 //! points straight at a resident object) it sets the header's READ bit, or WRITE and
 //! DIRTY, and hands back the object. A handle that reaches its object through a stub
 //! takes the cold path, which holds the stub's reclaim-table entry for the whole access
@@ -63,7 +62,7 @@ impl<'h> Access<'h> {
 
 impl Heap {
     /// Resolves `h` for one access of the given kind. Every object read and write of the
-    /// interpreter goes through here or through [`Heap::with_access`].
+    /// interpreter goes through here.
     #[inline(always)]
     pub fn access<B: BarrierMode>(
         &self,
@@ -74,39 +73,6 @@ impl Heap {
         if e & ENTRY_STUB != 0 || e == 0 {
             return self.access_slow::<B>(h, e, kind);
         }
-        Ok(Access {
-            obj: self.resident::<B>(e, kind),
-            stub: None,
-        })
-    }
-
-    /// Runs `body` on one access of the given kind to `h`, resolved as [`Heap::access`]
-    /// resolves it, with the same access bits. On the fast path `body` runs inline on an
-    /// access that holds no stub, so nothing is left to release after it; the caller of
-    /// `access` instead tests, after every access, whether its `Access` holds a stub
-    /// entry's lock to drop. Through a stub, `body` runs in an out-of-line copy, under the
-    /// entry's shared lock as with `access`.
-    #[inline(always)]
-    pub fn with_access<'h, B: BarrierMode, R>(
-        &'h self,
-        h: Handle,
-        kind: AccessKind,
-        body: impl FnOnce(&Access<'h>) -> R,
-    ) -> Result<R, AccessError> {
-        let e = self.table().entry(h).load(Ordering::Acquire);
-        if e & ENTRY_STUB != 0 || e == 0 {
-            return self.with_access_slow::<B, R, _>(h, e, kind, body);
-        }
-        Ok(body(&Access {
-            obj: self.resident::<B>(e, kind),
-            stub: None,
-        }))
-    }
-
-    /// The object of the untagged, non-zero handle entry `e`, with its access bits set
-    /// for `kind` (the fast path of both entry points).
-    #[inline(always)]
-    fn resident<B: BarrierMode>(&self, e: u64, kind: AccessKind) -> Obj<'_> {
         // SAFETY: a non-zero, untagged entry is the address of a live object that is
         // resident (only stubbed objects are ever reclaimed) and does not move while
         // the calling mutator is between safepoints.
@@ -117,20 +83,7 @@ impl Heap {
                 AccessKind::Write => obj.header().ensure(HeaderBits::WRITE | HeaderBits::DIRTY),
             }
         }
-        obj
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn with_access_slow<'h, B: BarrierMode, R, F: FnOnce(&Access<'h>) -> R>(
-        &'h self,
-        h: Handle,
-        e: u64,
-        kind: AccessKind,
-        body: F,
-    ) -> Result<R, AccessError> {
-        let a = self.access_slow::<B>(h, e, kind)?;
-        Ok(body(&a))
+        Ok(Access { obj, stub: None })
     }
 
     #[cold]

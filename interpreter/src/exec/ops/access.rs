@@ -34,28 +34,6 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
         }
     }
 
-    /// `body` on one access of kind `kind` to `h` through the barrier
-    /// (`Heap::with_access`: on the fast path nothing is released after `body`). `body`
-    /// refuses the access with a [`Refused`], which becomes a trap at `pos`.
-    ///
-    /// `body` must not capture `self`: through a stub it runs in an out-of-line copy, and
-    /// the loop's state, reached by a call that is not inlined, would be kept in memory
-    /// rather than registers on every path of the loop.
-    #[inline(always)]
-    pub fn with_access<R>(
-        &self,
-        pos: Pos,
-        h: Handle,
-        kind: AccessKind,
-        body: impl FnOnce(&Access<'l>) -> Result<R, Refused>,
-    ) -> Result<R, Trap> {
-        match self.heap.with_access::<B, _>(h, kind, body) {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(why)) => Err(self.fail(pos, why.message())),
-            Err(e) => Err(self.fail(pos, e.to_string())),
-        }
-    }
-
     /// An access to `h`, checked to be an instance of `s.class`.
     #[inline(always)]
     pub fn instance(
@@ -67,49 +45,14 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
     ) -> Result<Access<'l>, Trap> {
         let a = self.access(pos, h, kind)?;
         if a.obj().header().class != s.class {
-            return Err(self.class_mismatch(pos, s));
+            let name = &self.loaded.vp.program.classes[s.class as usize].name;
+            return Err(self.fail(pos, format!("class mismatch (expected {name})")));
         }
         Ok(a)
     }
 
-    /// `body` on an access to `h`, checked to be an instance of `s.class` (`body` must
-    /// not capture `self`, as for [`Cx::with_access`]).
-    #[inline(always)]
-    pub fn with_instance<R>(
-        &self,
-        pos: Pos,
-        h: Handle,
-        kind: AccessKind,
-        s: &Slot,
-        body: impl FnOnce(&Access<'l>) -> R,
-    ) -> Result<R, Trap> {
-        let class = s.class;
-        let checked = self.heap.with_access::<B, _>(
-            h,
-            kind,
-            #[inline(always)]
-            move |a| {
-                if a.obj().header().class != class {
-                    return None;
-                }
-                Some(body(a))
-            },
-        );
-        match checked {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => Err(self.class_mismatch(pos, s)),
-            Err(e) => Err(self.fail(pos, e.to_string())),
-        }
-    }
-
-    #[inline(always)]
-    fn class_mismatch(&self, pos: Pos, s: &Slot) -> Trap {
-        let name = &self.loaded.vp.program.classes[s.class as usize].name;
-        self.fail(pos, format!("class mismatch (expected {name})"))
-    }
-
     /// `body` of the word of integer field `s` in the instance `h`, class-checked for
-    /// `kind` (the access is held until `body` returns; `body` must not capture `self`).
+    /// `kind` (the access is held until `body` returns).
     #[inline(always)]
     pub fn with_field<R>(
         &self,
@@ -119,44 +62,23 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
         s: &Slot,
         body: impl FnOnce(&AtomicU64) -> R,
     ) -> Result<R, Trap> {
-        let slot = s.slot as usize;
-        self.with_instance(
-            pos,
-            h,
-            kind,
-            s,
-            #[inline(always)]
-            move |acc| {
-                // SAFETY: the class check proved an instance of `s.class`, whose layout has
-                // slot `s.slot`.
-                let w = unsafe { acc.obj().slot_unchecked(slot) };
-                body(w)
-            },
-        )
+        let acc = self.instance(pos, h, kind, s)?;
+        // SAFETY: the class check proved an instance of `s.class`, whose layout has slot
+        // `s.slot`.
+        let w = unsafe { acc.obj().slot_unchecked(s.slot as usize) };
+        Ok(body(w))
     }
 
     #[inline(always)]
     pub fn read_field(&self, pos: Pos, h: Handle, s: &Slot) -> Result<u64, Trap> {
-        self.with_field(
-            pos,
-            h,
-            AccessKind::Read,
-            s,
-            #[inline(always)]
-            |w| w.load(Ordering::Relaxed),
-        )
+        self.with_field(pos, h, AccessKind::Read, s, |w| w.load(Ordering::Relaxed))
     }
 
     #[inline(always)]
     pub fn write_field(&self, pos: Pos, h: Handle, s: &Slot, v: u64) -> Result<(), Trap> {
-        self.with_field(
-            pos,
-            h,
-            AccessKind::Write,
-            s,
-            #[inline(always)]
-            |w| w.store(v, Ordering::Relaxed),
-        )
+        self.with_field(pos, h, AccessKind::Write, s, |w| {
+            w.store(v, Ordering::Relaxed)
+        })
     }
 
     /// A reflective updater's `valueCheck`: the new value of a reference field is null or
@@ -174,23 +96,6 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
     pub fn by_name(&self, f: FieldRef, use_: FieldUse) -> Result<NamedField, Trap> {
         resolve_by_name(&self.loaded.vp.program, &self.loaded.names, f, use_)
             .map_err(|e| self.fail(Pos::Here, e))
-    }
-}
-
-/// Why the body of an access ([`Cx::with_access`]) refused it: a byte rather than its
-/// message, so that the body's result stays in registers.
-#[derive(Clone, Copy, Debug)]
-pub enum Refused {
-    ArrayTypeMismatch,
-    ArrayIndexOutOfBounds,
-}
-
-impl Refused {
-    pub fn message(self) -> &'static str {
-        match self {
-            Refused::ArrayTypeMismatch => "array type mismatch",
-            Refused::ArrayIndexOutOfBounds => "array index out of bounds",
-        }
     }
 }
 

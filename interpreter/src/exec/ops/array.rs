@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 
 use marvin_runtime::barrier::{Access, AccessKind, BarrierMode};
 use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, Heap};
+use marvin_runtime::heap::Handle;
 
-use super::access::{dangling, Refused};
+use super::access::dangling;
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;
 use crate::exec::op::{Op, ARRAY_CLASS};
@@ -20,13 +20,23 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// Element `i` of the array `h` as type `t`.
     #[inline(always)]
     pub fn aload(&self, pos: Pos, h: Handle, i: i64, t: Ty) -> Result<u64, Trap> {
-        self.with_access(
-            pos,
-            h,
-            AccessKind::Read,
-            #[inline(always)]
-            move |a| load_element(a, i, t),
-        )
+        let a = self.access(pos, h, AccessKind::Read)?;
+        let obj = a.obj();
+        if i < 0 || i >= obj.len() as i64 {
+            if obj.header().class != ARRAY_CLASS {
+                return Err(self.fail(pos, "array type mismatch"));
+            }
+            return Err(self.fail(pos, "array index out of bounds"));
+        }
+        Ok(match (obj.kind(), t) {
+            (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
+                obj.bytes()[i as usize].load(Ordering::Relaxed) as u64
+            }
+            (ObjKind::IntArray, Ty::Int | Ty::Any) | (ObjKind::RefArray, Ty::Ref | Ty::Any) => {
+                obj.words()[i as usize].load(Ordering::Relaxed)
+            }
+            _ => return Err(self.fail(pos, "array type mismatch")),
+        })
     }
 
     /// Stores `v` (of static type `t`) at element `i` of the array `h`. A value of open
@@ -34,27 +44,47 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// as it is, and into a reference array when it is null or a live object.
     #[inline(always)]
     pub fn astore(&self, pos: Pos, h: Handle, i: i64, v: u64, t: Ty) -> Result<(), Trap> {
-        let heap = self.heap;
-        self.with_access(
-            pos,
-            h,
-            AccessKind::Write,
-            #[inline(always)]
-            move |a| store_element(heap, a, i, v, t),
-        )
+        let a = self.access(pos, h, AccessKind::Write)?;
+        let obj = a.obj();
+        if i < 0 || i >= obj.len() as i64 {
+            if obj.header().class != ARRAY_CLASS {
+                return Err(self.fail(pos, "array type mismatch"));
+            }
+            return Err(self.fail(pos, "array index out of bounds"));
+        }
+        match (obj.kind(), t) {
+            (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
+                obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed)
+            }
+            (ObjKind::IntArray, Ty::Int | Ty::Any) => {
+                obj.words()[i as usize].store(v, Ordering::Relaxed)
+            }
+            (ObjKind::RefArray, Ty::Ref) => a.store_ref(i as usize, v),
+            (ObjKind::RefArray, Ty::Any) if v == 0 || !dangling(self.heap, v) => {
+                a.store_ref(i as usize, v)
+            }
+            _ => return Err(self.fail(pos, "array type mismatch")),
+        }
+        Ok(())
     }
 
-    /// Stores the int `v` at element `i` of the array `h` (an int or byte array only).
+    /// Stores the int `v` at element `i` of the array accessed by `a` (an int or byte
+    /// array only).
     #[inline(always)]
-    fn astore_int(&self, h: Handle, i: i64, v: u64) -> Result<(), Trap> {
-        let heap = self.heap;
-        self.with_access(
-            Pos::Here,
-            h,
-            AccessKind::Write,
-            #[inline(always)]
-            move |a| store_element(heap, a, i, v, Ty::Int),
-        )
+    fn astore_int(&self, a: Access<'_>, i: i64, v: u64) -> Result<(), Trap> {
+        let obj = a.obj();
+        if i < 0 || i >= obj.len() as i64 {
+            if obj.header().class != ARRAY_CLASS {
+                return Err(self.fail(Pos::Here, "array type mismatch"));
+            }
+            return Err(self.fail(Pos::Here, "array index out of bounds"));
+        }
+        match obj.kind() {
+            ObjKind::ByteArray => obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed),
+            ObjKind::IntArray => obj.words()[i as usize].store(v, Ordering::Relaxed),
+            _ => return Err(self.fail(Pos::Here, "array type mismatch")),
+        }
+        Ok(())
     }
 
     /// `aload` of the array and index on the stack
@@ -87,18 +117,11 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
             None => self.pop(),
         };
         let h = self.handle(pos, v)?;
-        let n = self.with_access(
-            pos,
-            h,
-            AccessKind::Read,
-            #[inline(always)]
-            |a| {
-                if a.obj().header().class != ARRAY_CLASS {
-                    return Err(Refused::ArrayTypeMismatch);
-                }
-                Ok(a.obj().len() as u64)
-            },
-        )?;
+        let a = self.access(pos, h, AccessKind::Read)?;
+        if a.obj().header().class != ARRAY_CLASS {
+            return Err(self.fail(pos, "array type mismatch"));
+        }
+        let n = a.obj().len() as u64;
         match d {
             Some(d) => self.set_local(d as usize, n),
             None => self.push(n),
@@ -130,14 +153,13 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     pub fn astore_local_const(&mut self, arr: u32, i: u32, k: i64) -> Result<(), Trap> {
         self.advance(3);
         let h = self.handle(Pos::Here, self.local(arr as usize))?;
-        self.astore_int(h, self.local(i as usize) as i64, k as u64)
+        let a = self.access(Pos::Here, h, AccessKind::Write)?;
+        self.astore_int(a, self.local(i as usize) as i64, k as u64)
     }
 
     /// `d = arr[i + off]` as type `ty` (`Op::RegALoad`)
     #[inline(always)]
     pub fn reg_aload(&mut self, op: &Op) -> Result<(), Trap> {
-        // By reference: each operand is loaded where it is used, `at` only where an
-        // error needs it, rather than all at once and kept across the access.
         let Op::RegALoad {
             d,
             arr,
@@ -146,15 +168,16 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
             ty,
             skip,
             at,
-        } = op
+        } = *op
         else {
             unreachable!("not a RegALoad: {op:?}")
         };
-        let h = self.handle(Pos::At(*at), self.local(*arr as usize))?;
-        let i = (self.local(*i as usize) as i64).wrapping_add(*off as i64);
-        let v = self.aload(Pos::At(*at), h, i, *ty)?;
-        self.set_local(*d as usize, v);
-        self.skip(*skip);
+        let pos = Pos::At(at);
+        let h = self.handle(pos, self.local(arr as usize))?;
+        let i = (self.local(i as usize) as i64).wrapping_add(off as i64);
+        let v = self.aload(pos, h, i, ty)?;
+        self.set_local(d as usize, v);
+        self.skip(skip);
         Ok(())
     }
 
@@ -162,8 +185,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     /// constant `k` (`Op::RegAStoreI`)
     #[inline(always)]
     pub fn reg_astore(&mut self, op: &Op) -> Result<(), Trap> {
-        // By reference, as in `reg_aload`.
-        let (arr, i, off, v, ty, skip, at) = match op {
+        let (arr, i, off, v, ty, skip, at) = match *op {
             Op::RegAStore {
                 arr,
                 i,
@@ -172,7 +194,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
                 ty,
                 skip,
                 at,
-            } => (arr, i, off, self.local(*v as usize), *ty, skip, at),
+            } => (arr, i, off, self.local(v as usize), ty, skip, at),
             Op::RegAStoreI {
                 arr,
                 i,
@@ -180,88 +202,14 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
                 k,
                 skip,
                 at,
-            } => (arr, i, off, *k as i64 as u64, Ty::Int, skip, at),
+            } => (arr, i, off, k as i64 as u64, Ty::Int, skip, at),
             _ => unreachable!("not a RegAStore: {op:?}"),
         };
-        let h = self.handle(Pos::At(*at), self.local(*arr as usize))?;
-        let i = (self.local(*i as usize) as i64).wrapping_add(*off as i64);
-        self.astore(Pos::At(*at), h, i, v, ty)?;
-        self.skip(*skip);
+        let pos = Pos::At(at);
+        let h = self.handle(pos, self.local(arr as usize))?;
+        let i = (self.local(i as usize) as i64).wrapping_add(off as i64);
+        self.astore(pos, h, i, v, ty)?;
+        self.skip(skip);
         Ok(())
     }
-}
-
-/// Whether `i` indexes an array of `len` elements: one unsigned compare, as a negative
-/// `i` wraps to above any length.
-#[inline(always)]
-fn in_bounds(i: i64, len: u32) -> bool {
-    (i as u64) < len as u64
-}
-
-/// The error of an index outside an object of class `class`: a type mismatch when it is
-/// not an array.
-#[inline(always)]
-fn index_error(class: u32) -> Refused {
-    if class != ARRAY_CLASS {
-        return Refused::ArrayTypeMismatch;
-    }
-    Refused::ArrayIndexOutOfBounds
-}
-
-/// Element `i` of the array accessed by `a` as type `t`, or the error's message.
-#[inline(always)]
-fn load_element(a: &Access<'_>, i: i64, t: Ty) -> Result<u64, Refused> {
-    let obj = a.obj();
-    if !in_bounds(i, obj.len()) {
-        return Err(index_error(obj.header().class));
-    }
-    let kind = obj.kind();
-    if holds_words_of(kind, t) {
-        // SAFETY: an int or reference array (`holds_words_of`), a word object, of more
-        // than `i` elements (checked above).
-        return Ok(unsafe { obj.slot_unchecked(i as usize) }.load(Ordering::Relaxed));
-    }
-    if kind == ObjKind::ByteArray && t != Ty::Ref {
-        return Ok(obj.bytes()[i as usize].load(Ordering::Relaxed) as u64);
-    }
-    Err(Refused::ArrayTypeMismatch)
-}
-
-/// Stores `v` of static type `t` at element `i` of the array accessed by `a`, or the
-/// error's message.
-#[inline(always)]
-fn store_element(heap: &Heap, a: &Access<'_>, i: i64, v: u64, t: Ty) -> Result<(), Refused> {
-    let obj = a.obj();
-    if !in_bounds(i, obj.len()) {
-        return Err(index_error(obj.header().class));
-    }
-    let kind = obj.kind();
-    if kind == ObjKind::IntArray && t != Ty::Ref {
-        // SAFETY: an int array, a word object, of more than `i` elements (checked above).
-        unsafe { obj.slot_unchecked(i as usize) }.store(v, Ordering::Relaxed);
-        return Ok(());
-    }
-    match (kind, t) {
-        (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
-            obj.bytes()[i as usize].store(v as u8, Ordering::Relaxed)
-        }
-        (ObjKind::RefArray, Ty::Ref) => a.store_ref(i as usize, v),
-        (ObjKind::RefArray, Ty::Any) if v == 0 || !dangling(heap, v) => a.store_ref(i as usize, v),
-        _ => return Err(Refused::ArrayTypeMismatch),
-    }
-    Ok(())
-}
-
-/// Whether an array of kind `kind` holds words an element of static type `t` is read
-/// from: an int array for `Int`, a reference array for `Ref`, either for `Any`. Shifts
-/// and one bit test, where a match on the pair was an indirect jump on the kind.
-#[inline(always)]
-fn holds_words_of(kind: ObjKind, t: Ty) -> bool {
-    const INT: u32 = 1 << ObjKind::IntArray as u32;
-    const REF: u32 = 1 << ObjKind::RefArray as u32;
-    // Byte `t` holds the kinds `t` reads words from.
-    const KINDS: u32 = INT << (8 * Ty::Int as u32)
-        | REF << (8 * Ty::Ref as u32)
-        | (INT | REF) << (8 * Ty::Any as u32);
-    KINDS >> (8 * t as u32 + kind as u32) & 1 != 0
 }

@@ -40,14 +40,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let v = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
-        self.with_instance(
-            Pos::Here,
-            h,
-            AccessKind::Write,
-            s,
-            #[inline(always)]
-            |a| a.store_ref(s.slot as usize, v),
-        )
+        let a = self.instance(Pos::Here, h, AccessKind::Write, s)?;
+        a.store_ref(s.slot as usize, v);
+        Ok(())
     }
 
     /// `getfield`, resolved by name
@@ -203,14 +198,8 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let h = self.handle(pos, self.local(o as usize))?;
         let v = self.local(v as usize);
         if is_ref {
-            self.with_instance(
-                pos,
-                h,
-                AccessKind::Write,
-                s,
-                #[inline(always)]
-                |a| a.store_ref(s.slot as usize, v),
-            )?;
+            let a = self.instance(pos, h, AccessKind::Write, s)?;
+            a.store_ref(s.slot as usize, v);
         } else {
             self.write_field(pos, h, s, v)?;
         }

@@ -58,14 +58,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let d = self.pop();
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
-        let old = self.with_field(
-            Pos::Here,
-            h,
-            AccessKind::Write,
-            s,
-            #[inline(always)]
-            |w| w.fetch_add(d, Ordering::SeqCst),
-        )?;
+        let old = self.with_field(Pos::Here, h, AccessKind::Write, s, |w| {
+            w.fetch_add(d, Ordering::SeqCst)
+        })?;
         self.push(old);
         Ok(())
     }
@@ -75,14 +70,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
     pub fn load_xadd(&mut self, a: u32, k: i32, s: &Slot, discard: bool) -> Result<(), Trap> {
         self.advance(2);
         let h = self.handle(Pos::Here, self.local(a as usize))?;
-        let old = self.with_field(
-            Pos::Here,
-            h,
-            AccessKind::Write,
-            s,
-            #[inline(always)]
-            |w| w.fetch_add(k as i64 as u64, Ordering::SeqCst),
-        )?;
+        let old = self.with_field(Pos::Here, h, AccessKind::Write, s, |w| {
+            w.fetch_add(k as i64 as u64, Ordering::SeqCst)
+        })?;
         if discard {
             self.advance(1);
         } else {
