@@ -104,8 +104,9 @@ fn masm_programs_print_what_the_peers_print() {
     }
 }
 
-/// The bench runs a warm-up round, then every implementation once per round in turn (not
-/// all of one implementation's repetitions back to back), and the per-round ratio cancels
+/// The bench runs a warm-up round, then every implementation once per round (not all of one
+/// implementation's repetitions back to back), the order rotating from round to round so
+/// that each implementation goes first in turn, and the per-round ratio cancels
 /// a host whose speed changes from round to round. A fake runner stands in for the
 /// subprocesses: each implementation has a fixed cost, scaled by the round's "host speed".
 #[test]
@@ -132,11 +133,28 @@ fn rounds_interleave_and_round_ratios_cancel_drift() {
     })
     .expect("the fake runs succeed");
 
-    let expected: Vec<Implementation> = (0..=reps).flat_map(|_| imps).collect();
+    // One warm-up run of each in order, then rounds whose order rotates: round r starts
+    // with implementation r (mod 4), so each goes first in turn.
+    let mut expected: Vec<Implementation> = imps.to_vec();
+    for r in 0..reps {
+        expected.extend((0..imps.len()).map(|k| imps[(r + k) % imps.len()]));
+    }
     assert_eq!(
-        calls, expected,
-        "one warm-up round, then round-robin rounds"
+        calls[..2 * imps.len()],
+        imps.iter().chain(&imps).copied().collect::<Vec<_>>(),
+        "the warm-up and the first round run in the order given"
     );
+    assert_eq!(
+        calls[2 * imps.len()..3 * imps.len()],
+        [
+            Implementation::MarvinNoBarrier,
+            Implementation::Lua,
+            Implementation::CPython,
+            Implementation::Marvin
+        ],
+        "the second round starts with the second implementation"
+    );
+    assert_eq!(calls, expected, "one warm-up round, then rotating rounds");
 
     assert_eq!(samples.len(), imps.len());
     for (sample, imp) in samples.iter().zip(imps) {

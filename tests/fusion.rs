@@ -18,7 +18,7 @@ use marvin_app::RunConfig;
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
-use marvin_sidebyside::interp::{default_dir, PROGRAMS};
+use marvin_sidebyside::interp::{default_dir, Suite, ELSEWHERE_PROGRAMS, PROGRAMS};
 use proptest::prelude::*;
 
 mod in_process;
@@ -1322,27 +1322,17 @@ fn an_element_copied_between_arrays_stores_whatever_its_type() {
     }
 }
 
-/// The held-out programs of `benches/elsewhere/` (`run.sh`), at small sizes: each prints
+/// The held-out programs of `benches/elsewhere/` (`--suite elsewhere`), at their tiny sizes: each prints
 /// the same fused and unfused, and what its Lua peer prints (when `lua5.4` is installed).
 #[test]
 fn held_out_programs_run_the_same_fused_and_unfused_and_as_their_lua_peers() {
-    let dir = default_dir().join("elsewhere");
+    let dir = Suite::Elsewhere.dir();
     let lua = Command::new("lua5.4")
         .arg("-v")
         .output()
         .is_ok_and(|o| o.status.success());
-    for (name, n) in [
-        ("xorsum", 60),
-        ("bubble", 70),
-        ("collatz", 1000),
-        ("matmul", 12),
-        ("gcd", 40),
-        ("linked", 30),
-        ("insertion", 70),
-        ("digits", 3000),
-        ("hashtab", 500),
-        ("tree", 5),
-    ] {
+    assert_eq!(ELSEWHERE_PROGRAMS.len(), 10);
+    for (name, n) in ELSEWHERE_PROGRAMS.iter().map(|p| (p.name, p.tiny)) {
         let program = dir.join("programs").join(format!("{name}.masm"));
         let ran = same_fused_and_unfused(
             name,

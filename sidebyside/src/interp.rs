@@ -1,18 +1,21 @@
 //! `marvin bench interp`: the MASM interpreter against Lua 5.4 and CPython on the same
 //! programs.
 //!
-//! Two suites ([`Suite`], `--suite`): the default one ([`PROGRAMS`], in `benches/`) and the
+//! Three suites ([`Suite`], `--suite`): the default one ([`PROGRAMS`], in `benches/`), the
 //! Are We Fast Yet benchmarks that need only integers and objects ([`AWFY_PROGRAMS`], in
 //! `benches/awfy/`; Marr, Daloze and Mössenböck, DLS 2016), each of which runs its
 //! benchmark `N` times (DeltaBlue: its tests at size `N`) and checks the suite's
-//! published result. Each program exists up to three times with the same algorithm and the
+//! published result, and the held-out programs ([`ELSEWHERE_PROGRAMS`], in
+//! `benches/elsewhere/`): small integer programs written apart from the interpreter's
+//! tuning, each as a user of MASM and of Lua would write it. Each program exists up to three times with the same algorithm and the
 //! same printed result: `DIR/programs/NAME.masm` (its size is the constant `N`, overridden
 //! with `-D N=...`), `DIR/peers/NAME.lua` and `DIR/peers/NAME.py` (the size is `argv[1]`);
 //! a peer without its file for a program is skipped for that program with a note. Every
 //! implementation runs as a subprocess and is timed by wall clock, start to exit. Each
 //! program runs one untimed warm-up round and then `--reps` rounds, a round running every
-//! implementation once in turn ([`measure_rounds`]), so that a slow stretch of a shared
-//! host lands on all of them alike; the table reports medians, ratios of the medians to
+//! implementation once, the order rotating from round to round so that each goes first in
+//! turn ([`measure_rounds`]), so that a slow stretch of a shared host, and whatever the run
+//! before leaves behind, lands on all of them alike; the table reports medians, ratios of the medians to
 //! Lua, and the median of the per-round ratios to Lua, and last the geometric mean over the
 //! programs of each implementation's ratios ([`geomean_samples`]). Every implementation
 //! must print exactly what the others print, or the benchmark fails naming the program.
@@ -24,7 +27,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{finish, median, CommonArgs, Sample, ROUND_RATIO};
+use super::{finish, median, rounds, CommonArgs, Sample, ROUND_RATIO};
 
 #[derive(Debug, Args)]
 #[command(mut_arg("reps", |a| a.default_value("3")))]
@@ -32,8 +35,10 @@ pub struct InterpArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// The programs: `default` (fib, loop, sieve, binarytrees, fields, arraysum, count,
-    /// nested, bound, hash, methods) or `awfy` (the Are We Fast Yet benchmarks bounce, list,
-    /// permute, queens, sieve, storage, towers, richards, deltablue).
+    /// nested, bound, hash, methods), `awfy` (the Are We Fast Yet benchmarks bounce, list,
+    /// permute, queens, sieve, storage, towers, richards, deltablue) or `elsewhere` (the
+    /// held-out programs xorsum, bubble, collatz, matmul, gcd, linked, insertion, digits,
+    /// hashtab, tree).
     #[arg(long, value_enum, default_value_t = Suite::Default)]
     pub suite: Suite,
     /// Run only this program of the suite.
@@ -43,7 +48,7 @@ pub struct InterpArgs {
     #[arg(long)]
     pub quick: bool,
     /// Directory holding `programs/` and `peers/` (default: this source tree's `benches/`,
-    /// or `benches/awfy/` for `--suite awfy`).
+    /// `benches/awfy/` for `--suite awfy`, `benches/elsewhere/` for `--suite elsewhere`).
     #[arg(long)]
     pub dir: Option<PathBuf>,
 }
@@ -55,6 +60,8 @@ pub enum Suite {
     Default,
     /// The Are We Fast Yet benchmarks, in `benches/awfy/`.
     Awfy,
+    /// The held-out programs, in `benches/elsewhere/`.
+    Elsewhere,
 }
 
 impl Suite {
@@ -63,6 +70,7 @@ impl Suite {
         match self {
             Suite::Default => PROGRAMS,
             Suite::Awfy => AWFY_PROGRAMS,
+            Suite::Elsewhere => ELSEWHERE_PROGRAMS,
         }
     }
 
@@ -71,6 +79,7 @@ impl Suite {
         match self {
             Suite::Default => default_dir(),
             Suite::Awfy => default_dir().join("awfy"),
+            Suite::Elsewhere => default_dir().join("elsewhere"),
         }
     }
 
@@ -79,6 +88,7 @@ impl Suite {
         match self {
             Suite::Default => "default",
             Suite::Awfy => "awfy",
+            Suite::Elsewhere => "elsewhere",
         }
     }
 }
@@ -246,6 +256,86 @@ pub const AWFY_PROGRAMS: &[BenchProgram] = &[
         full: 50_000,
         quick: 5_000,
         tiny: 20,
+    },
+];
+
+/// The held-out programs (`--suite elsewhere`): integer programs written apart from the
+/// interpreter's own suites and its tuning (the issue's xor loop, bubble sort and Collatz
+/// counts, then shapes written before the interpreter was measured on them). The full
+/// sizes are the programs' own defaults (`.const N`, Lua's `argv[1]` default), 50-700 ms
+/// each for marvin on the 2-vCPU machine of `docs/benchmarks.md`; `--quick` runs the sizes
+/// the instruction counts of the notes use.
+pub const ELSEWHERE_PROGRAMS: &[BenchProgram] = &[
+    BenchProgram {
+        name: "xorsum",
+        about: "the sum of `i xor j` over N x N",
+        full: 5_000,
+        quick: 500,
+        tiny: 60,
+    },
+    BenchProgram {
+        name: "bubble",
+        about: "bubble sort of N ints in an int array, then a checksum",
+        full: 3_000,
+        quick: 300,
+        tiny: 70,
+    },
+    BenchProgram {
+        name: "collatz",
+        about: "the total Collatz steps of 1..N",
+        full: 300_000,
+        quick: 30_000,
+        tiny: 1000,
+    },
+    BenchProgram {
+        name: "matmul",
+        about: "an N x N int matrix product in flat arrays",
+        full: 200,
+        quick: 60,
+        tiny: 12,
+    },
+    BenchProgram {
+        name: "gcd",
+        about: "the sum of Euclid's gcd(i, j), a method call each, N x N",
+        full: 1_000,
+        quick: 150,
+        tiny: 40,
+    },
+    BenchProgram {
+        name: "linked",
+        about: "an N-node linked list walked 5000 times, a field sum",
+        full: 1_000,
+        quick: 300,
+        tiny: 30,
+    },
+    BenchProgram {
+        name: "insertion",
+        about: "insertion sort of N ints, a while loop shifting elements up",
+        full: 4_000,
+        quick: 600,
+        tiny: 70,
+    },
+    BenchProgram {
+        name: "digits",
+        about:
+            "the digit sums of 1..N by `% 10` and `/ 10`, and how many of the numbers they divide",
+        full: 1_000_000,
+        quick: 100_000,
+        tiny: 3000,
+    },
+    BenchProgram {
+        name: "hashtab",
+        about: "N keys counted in an open-addressing hash table on int arrays, a method call each",
+        full: 60_000,
+        quick: 6_000,
+        tiny: 500,
+    },
+    BenchProgram {
+        name: "tree",
+        about: "a depth-N binary tree built and walked 12 times by recursive methods",
+        full: 15,
+        quick: 12,
+        tiny: 5,
     },
 ];
 
@@ -470,7 +560,7 @@ pub fn run(args: &InterpArgs) -> anyhow::Result<()> {
     }
     notes.push(format!(
         "each program ran one untimed warm-up round, then {} timed rounds of every \
-         implementation in turn; `rounds x {BASELINE}` (JSON `{ROUND_RATIO}`) is the median \
+         implementation, the order rotating from round to round; `rounds x {BASELINE}` (JSON `{ROUND_RATIO}`) is the median \
          over the rounds of each round's time over {BASELINE}'s in the same round",
         args.common.reps.max(1)
     ));
@@ -548,11 +638,14 @@ pub fn geomean_samples(samples: &[Sample]) -> Vec<Sample> {
 /// The implementation the ratios refer to.
 pub const BASELINE: &str = "lua";
 
-/// Measures one program at `size`: one untimed warm-up round, then `reps` (at least 1)
-/// timed rounds, each running every implementation once in the order given
-/// (round-robin), so a slow stretch of the host lands on every implementation of a round
-/// alike. `run` runs one implementation once and returns its stdout and wall time in ns.
-/// Every run, the warm-up included, must print what the first one printed.
+/// Measures one program at `size`: one untimed warm-up run of each implementation, then
+/// `reps` (at least 1) timed rounds, each running every implementation once, the order
+/// rotating from round to round ([`rounds::interleaved`]: for marvin, marvin without
+/// barriers and Lua, round 0 runs them in that order, round 1 starts with the second,
+/// round 2 with Lua, ...), so that a slow stretch of the host, and whatever the run before
+/// leaves behind, lands on every implementation alike. `run` runs one implementation once
+/// and returns its stdout and wall time in ns. Every run, the warm-up included, must print
+/// what the first one printed.
 ///
 /// Returns one sample per implementation: the median of its rounds' times, and, when the
 /// baseline ([`BASELINE`]) is among the implementations, [`ROUND_RATIO`], the median over
@@ -565,36 +658,26 @@ pub fn measure_rounds(
     reps: usize,
     mut run: impl FnMut(Implementation) -> anyhow::Result<(String, f64)>,
 ) -> anyhow::Result<Vec<Sample>> {
-    let rounds = reps.max(1);
     let mut reference: Option<(Implementation, String)> = None;
-    let mut check = |imp: Implementation, stdout: String| -> anyhow::Result<()> {
-        match &reference {
-            None => reference = Some((imp, stdout)),
-            Some((first, expected)) if *expected != stdout => bail!(
-                "{}: {} printed {:?} but {} printed {:?}",
-                program.name,
-                imp.name(),
-                stdout,
-                first.name(),
-                expected
-            ),
-            Some(_) => {}
-        }
-        Ok(())
-    };
-    for &imp in implementations {
-        let (stdout, _) = run(imp)?;
-        check(imp, stdout)?;
-    }
     // times[i][r]: implementation i's time in round r.
-    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); implementations.len()];
-    for _ in 0..rounds {
-        for (i, &imp) in implementations.iter().enumerate() {
+    let times: Vec<Vec<f64>> =
+        rounds::interleaved(implementations.len(), reps, |i| -> anyhow::Result<f64> {
+            let imp = implementations[i];
             let (stdout, ns) = run(imp)?;
-            check(imp, stdout)?;
-            times[i].push(ns);
-        }
-    }
+            match &reference {
+                None => reference = Some((imp, stdout)),
+                Some((first, expected)) if *expected != stdout => bail!(
+                    "{}: {} printed {:?} but {} printed {:?}",
+                    program.name,
+                    imp.name(),
+                    stdout,
+                    first.name(),
+                    expected
+                ),
+                Some(_) => {}
+            }
+            Ok(ns)
+        })?;
     let base = implementations
         .iter()
         .position(|imp| imp.name() == BASELINE)
