@@ -119,6 +119,23 @@ fn reclaim_reports_both_reclaimers_and_every_restore_with_bytes() {
         let fresh = s.get("ratio_to_disk_into_fresh_memory");
         assert_eq!(fresh.is_some(), cache(s) == "cold", "{s}");
     }
+    // Every reclaim and restore row, floors included, carries each timed round's time
+    // (one round here, `--reps 1`), whose median is the row's.
+    let timed: Vec<_> = rows
+        .iter()
+        .filter(|s| {
+            let scenario = s["scenario"].as_str().unwrap();
+            scenario.starts_with("reclaim") || scenario.starts_with("restore")
+        })
+        .collect();
+    assert!(timed.len() > 20, "{} rows", timed.len());
+    for s in timed {
+        let rounds = s["rounds_ms"].as_array().unwrap_or_else(|| panic!("{s}"));
+        assert_eq!(rounds.len(), 1, "{s}");
+        let ms = rounds[0].as_f64().unwrap();
+        let median = s["median_ns"].as_f64().unwrap() / 1e6;
+        assert!((ms - median).abs() < 1e-6, "{s}");
+    }
 }
 
 #[test]

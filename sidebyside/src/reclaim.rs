@@ -381,6 +381,13 @@ fn madvise_restored_pages(saved: &SavedHeap, size: u64) -> anyhow::Result<(f64, 
 /// The kernel frees pages faster into the per-CPU lists that have just handed them
 /// out, so a drop measured right after another one (whose pages filled those lists)
 /// would pay the zone lock that the first did not.
+///
+/// And every timed drop has the same history: before its restore, every array is
+/// reclaimed (untimed, one coalesced drop), so each one's pages were allocated right
+/// after the same kind of drop. Before, marvin's restore came after the floor's drop and
+/// its fresh mapping, the floor's after the per-object reclaim's 128,000 one-page
+/// drops, which leave the per-CPU lists tuned otherwise (the kernel sizes them by what
+/// was freed and allocated last). Each row carries its rounds' times (`rounds_ms`).
 fn reclaim_rows(
     saved: &SavedHeap,
     sizes: [u64; 2],
@@ -398,6 +405,7 @@ fn reclaim_rows(
         let mut floor_calls = 1;
         for rep in 0..=reps {
             for (k, (_, reclaim)) in reclaims.iter_mut().enumerate() {
+                saved.reclaim_all();
                 saved.restore_eager()?;
                 let t = Instant::now();
                 let r = reclaim(size);
@@ -411,6 +419,7 @@ fn reclaim_rows(
             let (ns, fresh) = match floor.pages {
                 FloorPages::Fresh(time) => (time(size)?, None),
                 FloorPages::Restored(fresh) => {
+                    saved.reclaim_all();
                     let (ns, calls) = madvise_restored_pages(saved, size)?;
                     floor_calls = calls;
                     (ns, Some(fresh(size)?))
@@ -422,16 +431,19 @@ fn reclaim_rows(
             }
         }
         saved.restore_eager()?;
-        let mut floor_row = Sample::new(&scenario, floor.name, median(&mut floor_ns))
+        let rounds = |ns: &[f64]| ns.iter().map(|t| t / 1e6).collect::<Vec<f64>>();
+        let mut floor_row = Sample::new(&scenario, floor.name, median(&mut floor_ns.clone()))
             .with("bytes", size)
-            .with(floor.calls_key, floor_calls);
+            .with(floor.calls_key, floor_calls)
+            .with(ROUNDS_MS, rounds(&floor_ns));
         if !fresh_ns.is_empty() {
             floor_row = floor_row.with(FRESH_PAGES_MS, median(&mut fresh_ns) / 1e6);
         }
         for (k, (name, _)) in reclaims.iter().enumerate() {
-            let row = Sample::new(&scenario, *name, median(&mut times[k]))
+            let row = Sample::new(&scenario, *name, median(&mut times[k].clone()))
                 .with("bytes", size)
-                .with(floor.calls_key, calls[k]);
+                .with(floor.calls_key, calls[k])
+                .with(ROUNDS_MS, rounds(&times[k]));
             samples.push(against_floor(row, &floor_row));
         }
         samples.push(floor_row);
@@ -551,6 +563,8 @@ fn against_floor(row: Sample, floor: &Sample) -> Sample {
 }
 
 const PUBLISHED: &str = "published";
+/// In a reclaim or restore row (JSON): each timed round's time (ms), in the order run.
+const ROUNDS_MS: &str = "rounds_ms";
 /// The cold restores' floor: the swap file read from the disk, front to back.
 const DISK_FLOOR: &str = "disk-sequential-read";
 /// In a cold restore's row (JSON): the median time (ms) of the disk floor's reads made
@@ -642,24 +656,66 @@ fn restore_rows(
     floor_bytes: u64,
     reps: usize,
 ) -> anyhow::Result<(Sample, Sample)> {
-    let mut times = Vec::new();
-    let mut floor_times = Vec::new();
-    let mut fresh_times = Vec::new();
-    let mut file_bytes = 0;
-    let mut bytes = 0;
+    let mut rounds = RestoreRounds::new(saved, scenario, (eager, cold), floor_bytes);
     for rep in 0..=reps {
-        if rep > 0 {
+        rounds.round(rep > 0)?;
+    }
+    rounds.rows()
+}
+
+/// The rounds of one restore row and its floor's ([`restore_rows`]), kept apart so that
+/// rows to be compared can take their rounds in turn.
+struct RestoreRounds<'a> {
+    saved: &'a SavedHeap,
+    scenario: &'a str,
+    eager: bool,
+    cold: bool,
+    floor_bytes: u64,
+    times: Vec<f64>,
+    floor_times: Vec<f64>,
+    fresh_times: Vec<f64>,
+    file_bytes: u64,
+    bytes: u64,
+}
+
+impl<'a> RestoreRounds<'a> {
+    fn new(
+        saved: &'a SavedHeap,
+        scenario: &'a str,
+        (eager, cold): (bool, bool),
+        floor_bytes: u64,
+    ) -> RestoreRounds<'a> {
+        RestoreRounds {
+            saved,
+            scenario,
+            eager,
+            cold,
+            floor_bytes,
+            times: Vec::new(),
+            floor_times: Vec::new(),
+            fresh_times: Vec::new(),
+            file_bytes: 0,
+            bytes: 0,
+        }
+    }
+
+    /// One round: the floor's measurement, then everything reclaimed and restored
+    /// (timed), then checked. A round not `timed` (the warm-up) records nothing.
+    fn round(&mut self, timed: bool) -> anyhow::Result<()> {
+        let saved = self.saved;
+        let cold = self.cold;
+        if timed {
             let path = saved.swap.file.lock().path().to_path_buf();
-            let limit = floor_bytes;
+            let limit = self.floor_bytes;
             let (b, ns) = if cold {
                 cold_file_read(&path, limit)?
             } else {
                 warm_file_read(&path, limit)?
             };
-            file_bytes = b;
-            floor_times.push(ns);
+            self.file_bytes = b;
+            self.floor_times.push(ns);
             if cold {
-                fresh_times.push(cold_file_read_fresh(&path, limit)?.1);
+                self.fresh_times.push(cold_file_read_fresh(&path, limit)?.1);
             }
         }
         let taken = saved.reclaim_all();
@@ -672,56 +728,70 @@ fn restore_rows(
             saved.drop_swap_cache()?;
         }
         let t = Instant::now();
-        if eager {
-            bytes = saved.restore_eager()?;
+        if self.eager {
+            self.bytes = saved.restore_eager()?;
         } else {
             saved.walk_first_words()?;
-            bytes = saved.object_bytes();
+            self.bytes = saved.object_bytes();
         }
         let ns = t.elapsed().as_nanos() as f64;
-        if rep > 0 {
-            times.push(ns);
+        if timed {
+            self.times.push(ns);
         }
-        saved.walk_first_words()?;
+        saved.walk_first_words()
     }
-    ensure!(
-        bytes == saved.object_bytes(),
-        "restored {bytes} of {}",
-        saved.object_bytes()
-    );
-    let ns = median(&mut times);
-    let floor_ns = median(&mut floor_times);
-    let floor_row = Sample::new(
-        scenario,
-        if cold { DISK_FLOOR } else { PAGE_CACHE_FLOOR },
-        floor_ns,
-    )
-    .with("bytes", file_bytes)
-    .with("mb_per_s", mb_per_s(file_bytes, floor_ns));
-    let mut row = Sample::new(scenario, "marvin", ns)
-        .with("bytes", bytes)
-        .with("file_bytes", saved.stored_bytes())
-        .with("mb_per_s", mb_per_s(bytes, ns));
-    if cold {
-        // Beside the floor, not instead of it: the disk floor reads into one reused
-        // buffer, a restore into fresh pages; this says what those pages' faults add.
-        let fresh_ns = median(&mut fresh_times);
-        let per_byte = |ns: f64, b: u64| ns / b as f64;
-        row = row.with(
-            FRESH_MEMORY_RATIO,
-            per_byte(ns, bytes) / per_byte(fresh_ns, file_bytes),
+
+    /// marvin's row, carrying its ratio to the floor, and the floor's row.
+    fn rows(self) -> anyhow::Result<(Sample, Sample)> {
+        let saved = self.saved;
+        let (bytes, file_bytes, cold) = (self.bytes, self.file_bytes, self.cold);
+        ensure!(
+            bytes == saved.object_bytes(),
+            "restored {bytes} of {}",
+            saved.object_bytes()
         );
-        row = row.with(FRESH_MEMORY_FLOOR_MS, fresh_ns / 1e6);
+        let rounds = |ns: &[f64]| ns.iter().map(|t| t / 1e6).collect::<Vec<f64>>();
+        let ns = median(&mut self.times.clone());
+        let floor_ns = median(&mut self.floor_times.clone());
+        let floor_row = Sample::new(
+            self.scenario,
+            if cold { DISK_FLOOR } else { PAGE_CACHE_FLOOR },
+            floor_ns,
+        )
+        .with("bytes", file_bytes)
+        .with("mb_per_s", mb_per_s(file_bytes, floor_ns))
+        .with(ROUNDS_MS, rounds(&self.floor_times));
+        let mut row = Sample::new(self.scenario, "marvin", ns)
+            .with("bytes", bytes)
+            .with("file_bytes", saved.stored_bytes())
+            .with("mb_per_s", mb_per_s(bytes, ns))
+            .with(ROUNDS_MS, rounds(&self.times));
+        if cold {
+            // Beside the floor, not instead of it: the disk floor reads into one reused
+            // buffer, a restore into fresh pages; this says what those pages' faults add.
+            let fresh_ns = median(&mut self.fresh_times.clone());
+            let per_byte = |ns: f64, b: u64| ns / b as f64;
+            row = row.with(
+                FRESH_MEMORY_RATIO,
+                per_byte(ns, bytes) / per_byte(fresh_ns, file_bytes),
+            );
+            row = row.with(FRESH_MEMORY_FLOOR_MS, fresh_ns / 1e6);
+        }
+        Ok((against_floor(row, &floor_row), floor_row))
     }
-    Ok((against_floor(row, &floor_row), floor_row))
 }
 
 /// Eager restores of `large` bytes of arrays saved with `[saver] compress = "lz4"`:
-/// random arrays (which do not compress, so they are stored as they are) beside the
-/// same arrays saved without compression, and the workload's arrays (which do). Each
-/// row's floor reads as many bytes of its own swap file as its checkpoints take, so a
+/// random arrays (which do not compress, so each is stored as it is) beside the same
+/// arrays saved without compression, and the workload's arrays (which do). Each row's
+/// floor reads as many bytes of its own swap file as its checkpoints take, so a
 /// compressed restore reads fewer bytes than it restores (`file_bytes` against
 /// `bytes`).
+///
+/// The two random rows, which are compared with each other, take their rounds in turn
+/// (plain first in even rounds, lz4 first in odd ones), both heaps built before either
+/// is timed: measured one after the other, a change in the machine's load between the
+/// two rows' rounds (other work on a shared machine) made either look slower.
 fn compressed_rows(large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
     let mut samples = Vec::new();
     let lz4 = PolicyConfig {
@@ -731,23 +801,60 @@ fn compressed_rows(large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
         },
         ..Default::default()
     };
-    for (arrays, fill, policy, codec) in [
-        ("random", Fill::Random, PolicyConfig::default(), "none"),
-        ("random", Fill::Random, lz4.clone(), "lz4"),
-        ("workload", Fill::Workload, lz4.clone(), "lz4"),
-    ] {
-        let saved = SavedHeap::build_with(large, LargeBacking::Anonymous, fill, policy)?;
+    let scenario = |cache: &str, arrays: &str, codec: &str| {
+        format!(
+            "restore {} MiB eager {cache}, {arrays} arrays, compress {codec}",
+            large / MIB
+        )
+    };
+    {
+        let random = [
+            (
+                "none",
+                SavedHeap::build_with(
+                    large,
+                    LargeBacking::Anonymous,
+                    Fill::Random,
+                    PolicyConfig::default(),
+                )?,
+            ),
+            (
+                "lz4",
+                SavedHeap::build_with(large, LargeBacking::Anonymous, Fill::Random, lz4.clone())?,
+            ),
+        ];
         for (cache, cold) in [("warm", false), ("cold", true)] {
-            let scenario = format!(
-                "restore {} MiB eager {cache}, {arrays} arrays, compress {codec}",
-                large / MIB
-            );
-            let floor_bytes = saved.stored_bytes();
-            let (row, floor_row) =
-                restore_rows(&saved, &scenario, (true, cold), floor_bytes, reps)?;
-            samples.push(row);
-            samples.push(floor_row);
+            let names: Vec<String> = random
+                .iter()
+                .map(|(codec, _)| scenario(cache, "random", codec))
+                .collect();
+            let mut rows: Vec<RestoreRounds<'_>> = random
+                .iter()
+                .zip(&names)
+                .map(|((_, saved), name)| {
+                    RestoreRounds::new(saved, name, (true, cold), saved.stored_bytes())
+                })
+                .collect();
+            for rep in 0..=reps {
+                let order = if rep % 2 == 0 { [0, 1] } else { [1, 0] };
+                for k in order {
+                    rows[k].round(rep > 0)?;
+                }
+            }
+            for rounds in rows {
+                let (row, floor_row) = rounds.rows()?;
+                samples.push(row);
+                samples.push(floor_row);
+            }
         }
+    }
+    let saved = SavedHeap::build_with(large, LargeBacking::Anonymous, Fill::Workload, lz4)?;
+    for (cache, cold) in [("warm", false), ("cold", true)] {
+        let name = scenario(cache, "workload", "lz4");
+        let (row, floor_row) =
+            restore_rows(&saved, &name, (true, cold), saved.stored_bytes(), reps)?;
+        samples.push(row);
+        samples.push(floor_row);
     }
     Ok(samples)
 }
