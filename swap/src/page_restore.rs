@@ -88,7 +88,7 @@ pub fn begin(
     counters: Arc<SwapCounters>,
     memfd: bool,
 ) -> bool {
-    let Some(uffd) = uffd::get() else {
+    let Some(uffd) = uffd::get(resolve) else {
         return false;
     };
     if (memfd && !uffd.shmem)
@@ -135,7 +135,7 @@ pub fn cancel(addr: usize) {
     let mut objects = OBJECTS.write();
     if let Some(obj) = objects.remove(&addr) {
         COUNT.fetch_sub(1, Ordering::Relaxed);
-        if let Some(uffd) = uffd::get() {
+        if let Some(uffd) = uffd::get(resolve) {
             // Only fails for a range no longer mapped, which nothing touches.
             let _ = uffd.unregister(obj.addr, obj.len);
         }
@@ -145,7 +145,7 @@ pub fn cancel(addr: usize) {
 /// Whether this process can restore objects a page run at a time (a kernel with
 /// userfaultfd's `SIGBUS` mode, 5.11 or later, and no sandbox that forbids it).
 pub fn available() -> bool {
-    uffd::get().is_some()
+    uffd::get(resolve).is_some()
 }
 
 /// Whether the object at `addr` is being restored a page run at a time.
@@ -157,7 +157,7 @@ pub fn is_paged(addr: usize) -> bool {
 /// the address is in an object being restored so. Returns false for any other address.
 /// Runs in a signal handler on the touching thread: it takes no lock that thread can hold
 /// while touching an object, and allocates nothing but on its way to exit.
-pub(crate) fn resolve(fault: usize) -> bool {
+fn resolve(fault: usize) -> bool {
     if COUNT.load(Ordering::Relaxed) == 0 {
         return false;
     }
@@ -230,7 +230,7 @@ fn fill(obj: &PagedObject, page: usize) {
     // The object's byte x is the payload's x - header, at PAD + x - header - from.
     let start = PAD + p.p0 * PAGE - obj.header - p.from;
     let image = &buf[start..start + (p.p1 - p.p0) * PAGE];
-    let Some(uffd) = uffd::get() else {
+    let Some(uffd) = uffd::get(resolve) else {
         fatal(obj, format_args!("its userfaultfd is gone"));
     };
     if let Err(e) = uffd.copy(obj.addr + p.p0 * PAGE, image) {

@@ -1,8 +1,9 @@
 //! The kernel side of restoring pages on first touch: a userfaultfd that reports a touch
 //! of a missing page in a registered range as `SIGBUS` to the touching thread, and the
-//! `SIGBUS` handler that hands such a fault to [`crate::page_restore`] before it falls
-//! back to whatever handled `SIGBUS` before. The only unsafe code of the page-at-a-time
-//! restore: a system call, four `ioctl`s, a signal handler's installation and its chaining.
+//! `SIGBUS` handler that hands such a fault to the resolver given at [`get`]
+//! ([`crate::page_restore`]'s) before it falls back to whatever handled `SIGBUS` before.
+//! The only unsafe code of the page-at-a-time restore: two system calls, four `ioctl`s, a
+//! signal handler's installation and its chaining.
 //!
 //! Faults arrive as signals on the touching thread (`UFFD_FEATURE_SIGBUS`), not as
 //! events for a handler thread: the thread that needs the page reads it, at its own
@@ -74,12 +75,23 @@ pub struct Uffd {
 
 static UFFD: OnceLock<Option<Uffd>> = OnceLock::new();
 
+/// What answers a `SIGBUS` at an address: true when it placed the page (the touch then
+/// runs again), false for an address it does not know.
+pub type Resolver = fn(usize) -> bool;
+
+static RESOLVER: OnceLock<Resolver> = OnceLock::new();
+
+/// The page size the kernel fills pages in.
+const PAGE: usize = 4096;
+
 /// The process's userfaultfd with faults reported as `SIGBUS`, and the `SIGBUS` handler
-/// installed; `None` where the kernel offers neither (before 5.11, or a sandbox that
-/// forbids the call), and pages then come back whole.
-pub fn get() -> Option<&'static Uffd> {
+/// installed, which hands each fault to `resolver` (the first one given, for the
+/// process's life); `None` where the kernel offers neither (before 5.11, or a sandbox
+/// that forbids the call), and pages then come back whole.
+pub fn get(resolver: Resolver) -> Option<&'static Uffd> {
     UFFD.get_or_init(|| {
         let uffd = Uffd::open().ok()?;
+        let _ = RESOLVER.set(resolver);
         install_sigbus_handler().ok()?;
         Some(uffd)
     })
@@ -156,7 +168,7 @@ impl Uffd {
     /// `src`, atomically per page: a page some other thread filled meanwhile keeps its
     /// bytes. Returns the pages this call filled. Never blocks on a signal; async-signal-safe.
     pub fn copy(&self, dst: usize, src: &[u8]) -> io::Result<usize> {
-        let page = crate::page_restore::PAGE;
+        let page = PAGE;
         let mut done = 0;
         let mut filled = 0;
         while done < src.len() {
@@ -221,7 +233,7 @@ fn install_sigbus_handler() -> io::Result<()> {
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
-    if crate::page_restore::resolve(addr) {
+    if RESOLVER.get().is_some_and(|resolve| resolve(addr)) {
         // The page is in: the touch runs again and finds it.
         return;
     }
@@ -248,7 +260,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
 
 /// How many pages of `[addr, addr + len)` (page-aligned, mapped) are in memory now.
 pub fn resident_pages(addr: usize, len: usize) -> io::Result<usize> {
-    let page = crate::page_restore::PAGE;
+    let page = PAGE;
     let mut vec = vec![0u8; len.div_ceil(page)];
     // SAFETY: `vec` holds one byte per page of the range, which the kernel fills; it
     // reads no memory of the range.
