@@ -2,7 +2,8 @@
 //! of a missing page in a registered range as `SIGBUS` to the touching thread, and the
 //! `SIGBUS` handler that hands such a fault to the resolver given at [`get`]
 //! ([`crate::page_restore`]'s) before it falls back to whatever handled `SIGBUS` before.
-//! The only unsafe code of the page-at-a-time restore: two system calls, four `ioctl`s, a
+//! The only unsafe code of the page-at-a-time restore: its system calls (`userfaultfd`,
+//! `mincore`, `write` and `_exit` on the way out), four `ioctl`s, a
 //! signal handler's installation and its chaining.
 //!
 //! Faults arrive as signals on the touching thread (`UFFD_FEATURE_SIGBUS`), not as
