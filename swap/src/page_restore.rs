@@ -43,8 +43,8 @@ use crate::uffd;
 /// fault fails its checks.
 pub const RUNTIME_ERROR_STATUS: i32 = 70;
 
-/// The page size the fills place.
-pub const PAGE: usize = 4096;
+/// The page size the fills place: the large-object space's, whose objects these are.
+pub use marvin_runtime::heap::large_space::PAGE;
 
 /// Pages one fill places at most: the faulting page and those after it in the object.
 pub const RUN_PAGES: usize = 8;

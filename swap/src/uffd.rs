@@ -18,6 +18,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 
+use marvin_runtime::heap::large_space::PAGE;
+
 const UFFD_API: u64 = 0xAA;
 const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 const UFFD_FEATURE_SIGBUS: u64 = 1 << 7;
@@ -81,9 +83,6 @@ static UFFD: OnceLock<Option<Uffd>> = OnceLock::new();
 pub type Resolver = fn(usize) -> bool;
 
 static RESOLVER: OnceLock<Resolver> = OnceLock::new();
-
-/// The page size the kernel fills pages in.
-const PAGE: usize = 4096;
 
 /// The process's userfaultfd with faults reported as `SIGBUS`, and the `SIGBUS` handler
 /// installed, which hands each fault to `resolver` (the first one given, for the
