@@ -315,3 +315,36 @@ fn an_app_that_comes_to_the_foreground_loses_nothing() {
     // The reclaimer got in before the switch in some interleavings, not in others.
     assert!(TOOK.load(Relaxed) > 0 && LEFT.load(Relaxed) > 0);
 }
+
+/// The reclaimer's release that clears RESIDENT with the lock in one step
+/// (`unlock_reclaimer_removing`, what a reclaim's `finish` uses) excludes the app thread as
+/// `unlock_reclaimer` does, and an app thread that gets in after it sees RESIDENT cleared.
+#[test]
+fn releasing_with_resident_cleared_excludes_and_publishes() {
+    loom::model(|| {
+        let g = Guarded::new();
+        g.lock.insert_flags(EntryFlags::RESIDENT);
+        let app = {
+            let g = g.clone();
+            thread::spawn(move || {
+                assert!(g.lock.lock_shared_or_give_up(|_| false));
+                // SAFETY: checked by the model, as in `Guarded::write`.
+                let before = g.owner.with(|p| unsafe { *p });
+                if before == "reclaimer" {
+                    assert!(
+                        !g.lock.flags().contains(EntryFlags::RESIDENT),
+                        "the reclaimer's object is seen as out"
+                    );
+                }
+                g.write("app");
+                g.lock.unlock_shared();
+            })
+        };
+        if g.lock.try_lock_reclaimer() {
+            g.write("reclaimer");
+            g.lock.unlock_reclaimer_removing(EntryFlags::RESIDENT);
+        }
+        app.join().unwrap();
+        assert!(!g.lock.flags().contains(EntryFlags::RECLAIMER_LOCK));
+    });
+}

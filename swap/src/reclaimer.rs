@@ -59,8 +59,8 @@ impl Taken<'_> {
     /// regardless is safe: each checkpoint is clean, so a fault reads back exactly what
     /// the object holds.
     pub fn finish(self) {
-        for g in &self.guards {
-            g.mark_reclaimed();
+        for g in self.guards {
+            g.release_reclaimed();
         }
     }
 }

@@ -339,6 +339,16 @@ impl<'a> ReclaimerGuard<'a> {
     pub fn mark_reclaimed(&self) {
         self.entry.lock.remove_flags(EntryFlags::RESIDENT);
     }
+
+    /// Records that the object's pages were dropped and releases the entry, in one
+    /// atomic step: [`ReclaimerGuard::mark_reclaimed`] then the guard's drop.
+    pub fn release_reclaimed(self) {
+        self.entry
+            .lock
+            .unlock_reclaimer_removing(EntryFlags::RESIDENT);
+        // The lock is released above; the guard's drop would release it again.
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for ReclaimerGuard<'_> {

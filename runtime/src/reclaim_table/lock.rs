@@ -174,6 +174,17 @@ impl EntryLock {
         self.flags.fetch_and(!bit, Ordering::Release);
     }
 
+    /// Clears `flags` and releases the reclaimer's exclusive lock in one atomic step:
+    /// the same as [`EntryLock::remove_flags`] then [`EntryLock::unlock_reclaimer`],
+    /// with one read-modify-write instead of two (a reclaim of 500 MiB releases 128,000
+    /// entries).
+    pub fn unlock_reclaimer_removing(&self, flags: EntryFlags) {
+        let bits = flags.union(EntryFlags::RECLAIMER_LOCK).bits();
+        // AcqRel: the Release pairs with the Acquire re-check in `lock_shared`, as in
+        // `unlock_reclaimer`; the Acquire is `remove_flags`'.
+        self.flags.fetch_and(!bits, Ordering::AcqRel);
+    }
+
     /// The number of runtime threads holding (or taking) the shared lock.
     pub fn shared_count(&self) -> u32 {
         self.readers.load(Ordering::Acquire)

@@ -73,6 +73,28 @@ fn reclaimable_needs_every_flag_and_no_lock() {
 }
 
 #[test]
+fn release_reclaimed_clears_resident_and_unlocks_in_one_step() {
+    let table = ReclaimTable::anonymous(2).unwrap();
+    let id = table.insert(1, 2, 3).unwrap();
+    let other = table.entry(table.insert(4, 5, 6).unwrap());
+    let e = table.entry(id);
+    for entry in [e, other] {
+        entry.set_resident(true);
+        entry.set_saved(true);
+        entry.set_clean(true);
+        entry.set_cold(true);
+    }
+    let guard = e.try_lock_reclaimer().expect("unlocked entry");
+    guard.release_reclaimed();
+    assert!(!e.is_resident(), "RESIDENT cleared");
+    assert!(!e.is_reclaimer_locked(), "the lock released");
+    assert!(e.is_occupied() && e.is_saved() && e.is_clean() && e.is_cold());
+    // A runtime thread can take it again, and the neighbour was not touched.
+    drop(e.lock_shared().expect("released"));
+    assert!(other.is_resident() && other.looks_reclaimable());
+}
+
+#[test]
 fn flag_changes_never_touch_the_reclaimer_bit() {
     let table = ReclaimTable::anonymous(1).unwrap();
     let e = table.entry(table.insert(1, 2, 3).unwrap());
