@@ -9,7 +9,11 @@
  *      pread into it;
  *   B  a pread of 2 MiB into a reused staging buffer, then UFFDIO_COPY into the fresh
  *      mapping (registered with a userfaultfd): pages allocated and filled in one step,
- *      never zeroed first.
+ *      never zeroed first;
+ *   a  A on two threads, as an eager restore shares the prefaulting today: a second
+ *      thread populates up to 8 chunks ahead, this one reads each once it is populated;
+ *   b  B on two threads: this one reads chunk k into one of two staging buffers while
+ *      a second places chunk k-1 from the other.
  *
  * Each cold (the file dropped from the page cache first) and warm (read through first),
  * five rounds, modes in turn. Build and run as root on the machine to measure, with
@@ -18,11 +22,13 @@
  *   gcc -O2 -o /tmp/restore_placement benches/probes/restore_placement.c
  *   flock /run/marvin-machine.lock /tmp/restore_placement [MODES] [FILE]
  *
- * MODES defaults to DEAB; FILE to /var/tmp/restore_placement.bin (500 MiB of
+ * MODES defaults to DEABab; FILE to /var/tmp/restore_placement.bin (500 MiB of
  * pseudo-random bytes, written once if missing; remove it afterwards).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <linux/userfaultfd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +48,42 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
+#define CHUNKS (SIZE / CHUNK)
+#define AHEAD 8
+
 static const char *path = "/var/tmp/restore_placement.bin";
 static int uffd = -1;
 static char *staging;
+static char *staging2[2];
+
+/* The two-thread modes' shared state: the destination, the chunks done by the second
+ * thread, and (b) the chunks read by the first. */
+static char *two_dst;
+static atomic_long helper_done, reader_done;
+static char two_mode;
+
+static void *helper(void *arg) {
+    (void)arg;
+    for (long k = 0; k < (long)CHUNKS; k++) {
+        if (two_mode == 'a') {
+            while (k >= atomic_load(&reader_done) + AHEAD) {
+            }
+            madvise(two_dst + k * CHUNK, CHUNK, MADV_POPULATE_WRITE);
+        } else {
+            while (atomic_load(&reader_done) <= k) {
+            }
+            struct uffdio_copy c = {.dst = (unsigned long)(two_dst + k * CHUNK),
+                                    .src = (unsigned long)staging2[k % 2],
+                                    .len = CHUNK};
+            if (ioctl(uffd, UFFDIO_COPY, &c)) {
+                perror("UFFDIO_COPY");
+                exit(1);
+            }
+        }
+        atomic_store(&helper_done, k + 1);
+    }
+    return NULL;
+}
 
 static double now_ms(void) {
     struct timespec t;
@@ -112,12 +151,33 @@ static double run(char mode, int cold) {
     }
     char *dst = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (dst == MAP_FAILED) die("mmap");
-    if (mode == 'B') {
+    if (mode == 'B' || mode == 'b') {
         struct uffdio_register reg = {
             .range = {(unsigned long)dst, SIZE}, .mode = UFFDIO_REGISTER_MODE_MISSING};
         if (ioctl(uffd, UFFDIO_REGISTER, &reg)) die("UFFDIO_REGISTER");
     }
-    for (size_t off = 0; off < SIZE; off += CHUNK) {
+    if (mode == 'a' || mode == 'b') {
+        pthread_t t2;
+        two_dst = dst, two_mode = mode;
+        atomic_store(&helper_done, 0);
+        atomic_store(&reader_done, 0);
+        pthread_create(&t2, NULL, helper, NULL);
+        for (long k = 0; k < (long)CHUNKS; k++) {
+            if (mode == 'a') {
+                while (atomic_load(&helper_done) <= k) {
+                }
+                read_exact(fd, dst + k * CHUNK, CHUNK, k * CHUNK);
+            } else {
+                /* Staging buffer k % 2 is free once chunk k - 2 is placed. */
+                while (atomic_load(&helper_done) < k - 1) {
+                }
+                read_exact(fd, staging2[k % 2], CHUNK, k * CHUNK);
+            }
+            atomic_store(&reader_done, k + 1);
+        }
+        pthread_join(t2, NULL);
+    }
+    for (size_t off = 0; mode != 'a' && mode != 'b' && off < SIZE; off += CHUNK) {
         switch (mode) {
         case 'A':
             madvise(dst + off, CHUNK, MADV_POPULATE_WRITE);
@@ -134,7 +194,7 @@ static double run(char mode, int cold) {
             break;
         }
         default:
-            fprintf(stderr, "unknown mode %c (modes: D E A B)\n", mode);
+            fprintf(stderr, "unknown mode %c (modes: D E A B a b)\n", mode);
             exit(2);
         }
     }
@@ -145,10 +205,12 @@ static double run(char mode, int cold) {
 }
 
 int main(int argc, char **argv) {
-    const char *modes = argc > 1 ? argv[1] : "DEAB";
+    const char *modes = argc > 1 ? argv[1] : "DEABab";
     if (argc > 2) path = argv[2];
     staging = aligned_alloc(4096, CHUNK);
-    if (!staging) die("aligned_alloc");
+    staging2[0] = aligned_alloc(4096, CHUNK);
+    staging2[1] = aligned_alloc(4096, CHUNK);
+    if (!staging || !staging2[0] || !staging2[1]) die("aligned_alloc");
     uffd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
     if (uffd < 0) die("userfaultfd");
     struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_SIGBUS};
