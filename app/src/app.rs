@@ -75,6 +75,8 @@ pub struct App {
     /// The app just went to the background: its heap task saves at once
     /// ([`App::heap_task_sleep_until`] returns early), cold objects to completion.
     pub(crate) save_soon: std::sync::atomic::AtomicBool,
+    /// Asked to age its working set now ([`App::request_age`]).
+    pub(crate) age_soon: std::sync::atomic::AtomicBool,
     /// The swap side and its mode, once swapping is enabled.
     pub(crate) swap: std::sync::OnceLock<(Arc<marvin_swap::AppSwap>, SwapMode)>,
     /// Memory transitions so far (background, save, reclaim, foreground).
@@ -126,6 +128,7 @@ impl App {
             outcome: Mutex::new(None),
             sleepers: (Mutex::new(()), Condvar::new()),
             save_soon: std::sync::atomic::AtomicBool::new(false),
+            age_soon: std::sync::atomic::AtomicBool::new(false),
             swap: std::sync::OnceLock::new(),
             transitions: Mutex::new(Vec::new()),
             reclaim_latencies: Mutex::new(Vec::new()),
@@ -369,10 +372,14 @@ impl App {
     }
 
     /// The heap task's sleep: until `until`, until the app ends, or until a background
-    /// transition asks for a save ([`App::save_soon`]).
+    /// transition asks for a save ([`App::save_soon`]) or the System for a working-set
+    /// round ([`App::request_age`]).
     pub(crate) fn heap_task_sleep_until(&self, until: Instant) {
         let mut g = self.sleepers.0.lock();
-        while !self.safepoints.is_terminating() && !self.save_soon.load(Ordering::Acquire) {
+        while !self.safepoints.is_terminating()
+            && !self.save_soon.load(Ordering::Acquire)
+            && !self.age_soon.load(Ordering::Acquire)
+        {
             if self.sleepers.1.wait_until(&mut g, until).timed_out() {
                 break;
             }
@@ -394,6 +401,17 @@ impl App {
     pub(crate) fn request_save(&self) {
         let _g = self.sleepers.0.lock();
         self.save_soon.store(true, Ordering::Release);
+        self.sleepers.1.notify_all();
+    }
+
+    /// Asks the heap task for a working-set round now, then a save of what it found
+    /// cold, and wakes it: memory is short and nothing of this app was cold enough to
+    /// take (aging on demand, as a kernel's reclaim ages its LRU lists faster under
+    /// pressure). A launch under way keeps it waiting until its frame; a request made
+    /// while one is pending is the same request.
+    pub fn request_age(&self) {
+        let _g = self.sleepers.0.lock();
+        self.age_soon.store(true, Ordering::Release);
         self.sleepers.1.notify_all();
     }
 

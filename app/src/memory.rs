@@ -408,12 +408,17 @@ pub(crate) fn start_heap_task(app: &Arc<App>) -> Option<std::thread::JoinHandle<
                 swap.drop_launch_prefetch();
                 let fg = app.is_foreground();
                 let now = Instant::now();
-                if now >= next_ws {
+                // Taken in the foreground too (where it does nothing), or the sleep below
+                // would not sleep.
+                let aged = app.age_soon.swap(false, Ordering::AcqRel) && !fg;
+                if now >= next_ws || aged {
                     app.working_set_round();
                     next_ws = now + swap.policy.working_set_period(fg);
                 }
-                if app.save_soon.swap(false, Ordering::AcqRel) {
-                    // Just sent to the background: start saving its cold objects now.
+                let sent_back = app.save_soon.swap(false, Ordering::AcqRel);
+                if aged || sent_back {
+                    // Just sent to the background, or aged on demand: save its cold
+                    // objects now.
                     let _ = app.save_cold_now();
                     next_save = Instant::now() + swap.policy.saver_period(false);
                 } else if now >= next_save {

@@ -246,6 +246,65 @@ fn going_to_the_background_saves_cold_objects_at_once_not_at_the_next_period() {
     assert_eq!(app.mark_count("verify_failed"), 0);
 }
 
+/// Waits (bounded) until `done` holds of `app`, failing with `what` otherwise.
+fn until(app: &App, what: &str, done: impl Fn(&App) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done(app) {
+        assert!(Instant::now() < deadline, "{what}");
+        assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Aging on demand: a background app whose working-set and saver periods are an hour
+/// away runs a working-set round and a save as soon as it is asked to age
+/// (`request_age`, what the System's `age` command does), so that objects turn cold,
+/// saved and reclaimable without waiting for its periods. Without the request nothing
+/// more is walked or saved in the window the test waits (an hour).
+#[test]
+fn a_background_app_asked_to_age_walks_and_saves_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = Arc::new(App::new(buckets(), quiet()).expect("app"));
+    let mut policy = PolicyConfig::default();
+    policy.saver.foreground_period = Duration::from_secs(3600);
+    policy.saver.background_period = Duration::from_secs(3600);
+    policy.working_set.foreground_period = Duration::from_secs(3600);
+    policy.working_set.background_period = Duration::from_secs(3600);
+    policy.coldness.window_rounds = 1;
+    app.enable_swap(dir.path(), "app", Arc::new(policy), SwapMode::Objects)
+        .expect("swap on");
+    let running = App::launch(&app, "test-main".into()).expect("launches");
+    rounds(&app, 2);
+    app.apply(Command::Background)
+        .expect("bg")
+        .expect("a transition");
+    // The transition's own save (its objects were not cold yet: one round, at start).
+    until(&app, "no heap-task round after the transition", |a| {
+        a.gc_totals().working_set_rounds >= 1
+    });
+    rounds(&app, 2);
+    let walked = app.gc_totals().working_set_rounds;
+    let written = app.swap_io().bytes_written;
+    // Each request is a round: three in a row, each waited for.
+    for k in 1..=3 {
+        app.request_age();
+        until(&app, "no working-set round after the age request", |a| {
+            a.gc_totals().working_set_rounds >= walked + k
+        });
+    }
+    // The rounds found the buckets the workload left alone cold, and the saves wrote them.
+    until(&app, "nothing saved after the age requests", |a| {
+        a.swap_io().bytes_written > written
+    });
+    assert!(
+        app.reclaim(u64::MAX).expect("reclaims").bytes > 0,
+        "nothing to reclaim"
+    );
+    assert!(app.apply(Command::Stop).expect("stops").is_none());
+    assert_eq!(running.join(), None, "a stopped app has no trap");
+    assert_eq!(app.mark_count("verify_failed"), 0);
+}
+
 /// A launch (`begin_launch_quiet`, the foreground transition, then `resume`) keeps the
 /// heap task's working-set walks out of the way until the launch's frame, then lets them
 /// go on. The walk's period is 1 ms here, so a heap task that ignored the launch would

@@ -151,6 +151,11 @@ pub struct Summary {
     pub lmk_held_ticks: u64,
     #[serde(default)]
     pub lmk_holds_expired: u64,
+    /// Process mode, marvin: requests to background apps to age their working set now,
+    /// sent while the reclaimer found too little to take (aging on demand, see
+    /// `system/src/processes/run.rs`). 0 elsewhere.
+    #[serde(default)]
+    pub age_requests: u64,
     /// Process mode: major faults of the apps' processes, and those that happened
     /// during their collections (the GC pathology of page swap).
     pub major_faults: u64,

@@ -338,6 +338,7 @@ fn obey(
             let name = match cmd {
                 Command::Background => "command background",
                 Command::Foreground => "command foreground",
+                Command::Age => "command age",
                 Command::Stop => "command stop",
             };
             app.trace().tracer().instant(track, name);
@@ -361,6 +362,11 @@ fn obey(
             }
             Command::Background if swapping => Some(("background", app.enter_background())),
             Command::Foreground if swapping => Some(("foreground", app.enter_foreground())),
+            // Done by the heap task, which the request wakes; no transition to report.
+            Command::Age => {
+                app.request_age();
+                None
+            }
             // A plain heap has nothing to do: the kernel and the killer act on it.
             Command::Background | Command::Foreground => None,
         };

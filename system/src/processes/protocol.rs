@@ -12,7 +12,8 @@
 //! System -> app (stdin)            app -> System (stdout)
 //!   {"to":"background"}              {"ev":"ready","pid":4242,"run":"5f0c…e1"}
 //!   {"to":"foreground"}              {"ev":"marks","marks":{"round":3,"frame":1}}
-//!   {"to":"stop"}                    {"ev":"marks","marks":{...},"counters":{...}}
+//!   {"to":"age"}                     {"ev":"marks","marks":{...},"counters":{...}}
+//!   {"to":"stop"}
 //!                                    {"ev":"transition","action":"background",...}
 //!                                    {"ev":"frame","at_ns":N,"major_faults":N,...}
 //!                                    {"ev":"exit","status":0,"error":null}
@@ -42,6 +43,10 @@ pub enum Command {
     Background,
     /// The user came back to this app.
     Foreground,
+    /// Memory is short and the System's reclaimer found nothing to take: a background app
+    /// runs a working-set round now, and saves what that found cold, rather than at its
+    /// background period ([`crate::processes`]' aging on demand).
+    Age,
     /// End the app (its process exits after its `exit` report).
     Stop,
 }
@@ -194,7 +199,12 @@ mod tests {
 
     #[test]
     fn every_message_survives_the_pipe() {
-        for c in [Command::Background, Command::Foreground, Command::Stop] {
+        for c in [
+            Command::Background,
+            Command::Foreground,
+            Command::Age,
+            Command::Stop,
+        ] {
             assert_eq!(roundtrip(c.clone()), c);
         }
         let marks: BTreeMap<_, _> = [("round".to_string(), 3), ("frame".to_string(), 1)].into();

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 
 use super::death::{self, Death};
 use super::kill_hold::{HoldInput, KillHold};
@@ -145,6 +145,8 @@ struct Slot {
     /// Its main looper and control threads, once both are seen (raised while it is in
     /// front).
     ui_tids: Vec<u32>,
+    /// When it was last told to age its working set ([`Run::age_on_demand`]).
+    aged_at: Option<Instant>,
     /// They run under `SCHED_FIFO` now.
     ui_raised: bool,
 }
@@ -292,6 +294,7 @@ pub fn run_policy(
             base_nice: procstat::stat(std::process::id()).map_or(0, |s| s.nice),
             control_gap_max: Duration::ZERO,
             passes_at_kill: 0,
+            age_requests: 0,
             lmk_off,
             oom_booked: group.oom_kills().unwrap_or(0),
             trace,
@@ -383,6 +386,8 @@ struct Run<'a> {
     lmk_off: bool,
     /// Marvin: the reclaimer's complete passes when the killer last killed.
     passes_at_kill: u64,
+    /// Marvin: age requests sent to background apps ([`Run::age_on_demand`]).
+    age_requests: u64,
     /// The longest time between two turns of the control loop.
     control_gap_max: Duration,
     /// The group's kernel OOM kills already booked against an app that died.
@@ -441,6 +446,7 @@ impl Run<'_> {
                 let working_set = self.group.working_set().ok();
                 if let Some(ws) = working_set {
                     self.working_set = ws;
+                    self.age_on_demand(ws);
                 }
                 if self.may_kill() && !self.hold_kill(critical, working_set) {
                     self.killer.step(critical)?
@@ -500,6 +506,7 @@ impl Run<'_> {
         summary.lmk_kill_reasons = self.kill_reasons.clone();
         summary.lmk_held_ticks = self.hold.held_ticks();
         summary.lmk_holds_expired = self.hold.expired();
+        summary.age_requests = self.age_requests;
         summary.restarts = self.restarts;
         summary.control_gap_max_ns = self.control_gap_max.as_nanos() as u64;
         // A launch still under way when the run ends never finished.
@@ -567,6 +574,7 @@ impl Run<'_> {
             ended: false,
             ui_tids: Vec::new(),
             ui_raised: false,
+            aged_at: None,
         })
     }
 
@@ -719,6 +727,44 @@ impl Run<'_> {
         self.fg = Some(next);
         self.update_states();
         Ok(pending)
+    }
+
+    /// Aging on demand (marvin): while the reclaimer's last pass came up short and the
+    /// group's working set is where the reclaimer works (within twice the killer's
+    /// headroom of the limit), every background app not told so within the policy's
+    /// foreground working-set period is told to age its working set now
+    /// ([`Command::Age`]): a run of its heap task's working-set rounds and saves at the
+    /// foreground period instead of the background one, so that what it no longer
+    /// touches turns cold and saved, and so reclaimable, as a kernel's reclaim ages its
+    /// LRU lists faster when it finds too little to take. Without it, an app sent to the
+    /// background holds all its objects for four background rounds (12 s at the
+    /// defaults), and apps larger than the defaults' launched every 1.4 s held more than
+    /// the limit between them ([the note](../../../docs/notes/2026-12-04-aging-on-demand.md)).
+    fn age_on_demand(&mut self, working_set: u64) {
+        let Some(r) = &self.reclaimer else {
+            return;
+        };
+        let limit = self.cfg.system.budget as u64;
+        if !r.shared().short() || working_set <= limit.saturating_sub(2 * self.cfg.headroom) {
+            return;
+        }
+        let every = self.cfg.policy.working_set_period(true);
+        let now = Instant::now();
+        for s in &mut self.slots {
+            if Some(s.id) == self.fg || s.killed || !s.told_ready {
+                continue;
+            }
+            if s.aged_at
+                .is_some_and(|t| now.saturating_duration_since(t) < every)
+            {
+                continue;
+            }
+            if let Some(p) = s.proc.as_mut() {
+                p.tell(&Command::Age);
+                s.aged_at = Some(now);
+                self.age_requests += 1;
+            }
+        }
     }
 
     fn send_to_background(&mut self, id: usize) {
