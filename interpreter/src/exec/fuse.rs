@@ -128,10 +128,16 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
                     out.push(Op::LoadBinPutField(a, op, f));
                 }
             }
-            if let (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) = (at(1), at(2), at(3)) {
-                if d == a {
-                    out.push(Op::IncLocal(a, k));
+            // A decrement is an increment by `-k`: `x - k` is `x + (-k)` in two's
+            // complement for every `k`, so a counting-down loop closes as one op too.
+            match (at(1), at(2), at(3)) {
+                (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) if d == a => {
+                    out.push(Op::IncLocal(a, k))
                 }
+                (Some(Op::Push(k)), Some(Op::Sub), Some(Op::Store(d))) if d == a => {
+                    out.push(Op::IncLocal(a, k.wrapping_neg()))
+                }
+                _ => {}
             }
             if let Some(Op::Push(k)) = at(1) {
                 if let Some((c, t)) = cmp_br(2) {
@@ -766,6 +772,46 @@ mod tests {
         // Branches into the middle of a run still find the original instruction.
         assert_eq!(code[3], Op::Store(1));
         assert_eq!(code[7], Op::Jnz(0));
+    }
+
+    #[test]
+    fn a_counting_down_loop_closes_in_one_dispatch() {
+        // top: if !(j >= k) goto done; j = j - 1; goto top; done: ret (tested at the top,
+        // as a `while` loop counting down is written)
+        let mut code = vec![
+            Op::Load(1),
+            Op::Load(2),
+            Op::Ge,
+            Op::Jz(9),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Sub,
+            Op::Store(1),
+            Op::Jmp(0),
+            Op::Ret,
+        ];
+        fuse(&mut code, None);
+        assert_eq!(
+            code[4],
+            Op::IncBrLocal {
+                a: 1,
+                inc: -1,
+                b: 2,
+                c: Bin::Ge.cond(true).unwrap(),
+                t: 4,
+                fall: 9
+            }
+        );
+        // The decrement of the most negative constant is still an increment by it.
+        let mut code = vec![
+            Op::Load(0),
+            Op::Push(i64::MIN),
+            Op::Sub,
+            Op::Store(0),
+            Op::Ret,
+        ];
+        fuse(&mut code, None);
+        assert_eq!(code[0], Op::IncLocal(0, i64::MIN));
     }
 
     /// top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
