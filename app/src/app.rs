@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use marvin_deliqueue::{DeliQueue, MessageQueue};
+use marvin_deliqueue::{DeliQueue, InstantClock, MessageQueue};
 use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
 use marvin_runtime::fasttrack::FastTracker;
 use marvin_runtime::heap::Heap;
@@ -62,8 +62,11 @@ pub struct App {
     marks: Vec<AtomicU64>,
     pub(crate) gc: Mutex<GcTotals>,
     start: Instant,
-    /// The main looper's queue.
-    pub(crate) queue: Arc<DeliQueue<MasmMessage>>,
+    /// The main looper's queue, on a clock with no calibration: `MonotonicClock`'s
+    /// calibration at the first post (`main` is the first message) cost every run 0.6 ms
+    /// to tens of milliseconds on a busy host, and an app posts too few messages for its
+    /// cheaper readings to pay that back.
+    pub(crate) queue: Arc<DeliQueue<MasmMessage, InstantClock>>,
     /// References pinned as roots by pending messages and starting threads (count per value).
     pub(crate) pinned: Arc<PinnedRoots>,
     /// Spawned threads still running.
@@ -121,7 +124,7 @@ impl App {
             marks,
             gc: Mutex::new(GcTotals::default()),
             start: Instant::now(),
-            queue: Arc::new(DeliQueue::new()),
+            queue: Arc::new(DeliQueue::with_clock(InstantClock::new())),
             pinned: Arc::new(Mutex::new(HashMap::new())),
             threads_alive: AtomicUsize::new(0),
             handles: Mutex::new(Vec::new()),

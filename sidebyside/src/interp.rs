@@ -29,8 +29,11 @@ use clap::Args;
 
 use super::{finish, median, rounds, CommonArgs, Sample, ROUND_RATIO};
 
+/// Five rounds by default: the verdict is the median of the per-round ratios, and on a
+/// shared host one round in four or five runs slow; of three rounds, two slow ones move
+/// the median, of five it takes three (`docs/benchmarks.md`).
 #[derive(Debug, Args)]
-#[command(mut_arg("reps", |a| a.default_value("3")))]
+#[command(mut_arg("reps", |a| a.default_value("5")))]
 pub struct InterpArgs {
     #[command(flatten)]
     pub common: CommonArgs,

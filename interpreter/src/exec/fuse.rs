@@ -34,7 +34,9 @@
 //!    both its successors (a loop's closing test), that op is copied right after the
 //!    run's last op, which then falls through instead of skipping; when that last op is
 //!    an increment of the local the test reads, the two become one op (`IncBrConst`,
-//!    `IncBrLocal`), as in pass 2.
+//!    `IncBrLocal`), as in pass 2. A run ending in two increments of different locals
+//!    (`x = x + 1; p = p + 1`, a loop over two indices) has them swapped first when the
+//!    test reads the first.
 //!
 //! Calls and returns fuse with the instructions that push a call's arguments or a
 //! return's value (`load a; push k; sub; call m`, `push k; call m`, `load a; ret`,
@@ -128,10 +130,16 @@ fn candidates(code: &[Op], i: usize) -> Vec<Op> {
                     out.push(Op::LoadBinPutField(a, op, f));
                 }
             }
-            if let (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) = (at(1), at(2), at(3)) {
-                if d == a {
-                    out.push(Op::IncLocal(a, k));
+            // A decrement is an increment by `-k`: `x - k` is `x + (-k)` in two's
+            // complement for every `k`, so a counting-down loop closes as one op too.
+            match (at(1), at(2), at(3)) {
+                (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) if d == a => {
+                    out.push(Op::IncLocal(a, k))
                 }
+                (Some(Op::Push(k)), Some(Op::Sub), Some(Op::Store(d))) if d == a => {
+                    out.push(Op::IncLocal(a, k.wrapping_neg()))
+                }
+                _ => {}
             }
             if let Some(Op::Push(k)) = at(1) {
                 if let Some((c, t)) = cmp_br(2) {
@@ -676,6 +684,19 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
             if let Some(skip) = regs::skip_mut(&mut code[i + m - 1]) {
                 *skip = 0;
             }
+            // A run that ends in `x = x + k; p = p + q` (two steps of a loop over two
+            // indices, `x` the one tested) ends in `x`'s step instead: each reads and
+            // writes its own slot only and neither can fail, so the two commute.
+            if let (Some(&Op::RegAddI(x)), Op::RegAddI(p)) = (
+                code.get((i + m).wrapping_sub(2)).filter(|_| m >= 2),
+                code[i + m - 1],
+            ) {
+                let steps = x.d == x.a && p.d == p.a && x.a != p.a;
+                if steps && inc_then(x.a as u32, x.k as i64, copy).is_some() {
+                    code[i + m - 2] = Op::RegAddI(p);
+                    code[i + m - 1] = Op::RegAddI(x);
+                }
+            }
             // A run that ends in `x = x + k` before a test of `x` closes its loop in one
             // op, as pass 2 closes a loop whose increment is alone.
             if let Op::RegAddI(r) = code[i + m - 1] {
@@ -766,6 +787,131 @@ mod tests {
         // Branches into the middle of a run still find the original instruction.
         assert_eq!(code[3], Op::Store(1));
         assert_eq!(code[7], Op::Jnz(0));
+    }
+
+    #[test]
+    fn a_counting_down_loop_closes_in_one_dispatch() {
+        // top: if !(j >= k) goto done; j = j - 1; goto top; done: ret (tested at the top,
+        // as a `while` loop counting down is written)
+        let mut code = vec![
+            Op::Load(1),
+            Op::Load(2),
+            Op::Ge,
+            Op::Jz(9),
+            Op::Load(1),
+            Op::Push(1),
+            Op::Sub,
+            Op::Store(1),
+            Op::Jmp(0),
+            Op::Ret,
+        ];
+        fuse(&mut code, None);
+        assert_eq!(
+            code[4],
+            Op::IncBrLocal {
+                a: 1,
+                inc: -1,
+                b: 2,
+                c: Bin::Ge.cond(true).unwrap(),
+                t: 4,
+                fall: 9
+            }
+        );
+        // The decrement of the most negative constant is still an increment by it.
+        let mut code = vec![
+            Op::Load(0),
+            Op::Push(i64::MIN),
+            Op::Sub,
+            Op::Store(0),
+            Op::Ret,
+        ];
+        fuse(&mut code, None);
+        assert_eq!(code[0], Op::IncLocal(0, i64::MIN));
+    }
+
+    #[test]
+    fn a_loop_over_two_indices_closes_on_the_tested_one() {
+        // top: if !(x <= 100) goto done; s = s + a[p - 1] + a[p + 1]; x = x + 1;
+        // p = p + 1; goto top; done: return s. Locals a, x, p, s.
+        use Op::*;
+        let mut code = vec![
+            Load(1),
+            Push(100),
+            Le,
+            Jz(27),
+            Load(3),
+            Load(0),
+            Load(2),
+            Push(1),
+            Sub,
+            ALoad(Ty::Int),
+            Add,
+            Load(0),
+            Load(2),
+            Push(1),
+            Add,
+            ALoad(Ty::Int),
+            Add,
+            Store(3),
+            Load(1),
+            Push(1),
+            Add,
+            Store(1),
+            Load(2),
+            Push(1),
+            Add,
+            Store(2),
+            Jmp(0),
+            Load(3),
+            Ret,
+        ];
+        let (i, r) = (Ty::Int, Ty::Ref);
+        let stack_types: Vec<Vec<Ty>> = vec![
+            vec![],
+            vec![i],
+            vec![i, i],
+            vec![i],
+            vec![],
+            vec![i],
+            vec![i, r],
+            vec![i, r, i],
+            vec![i, r, i, i],
+            vec![i, r, i],
+            vec![i, i],
+            vec![i],
+            vec![i, r],
+            vec![i, r, i],
+            vec![i, r, i, i],
+            vec![i, r, i],
+            vec![i, i],
+            vec![i],
+            vec![],
+            vec![i],
+            vec![i, i],
+            vec![i],
+            vec![],
+            vec![i],
+            vec![i, i],
+            vec![i],
+            vec![],
+            vec![],
+            vec![i],
+        ];
+        let frame = regs::Frame {
+            locals: 4,
+            max_stack: 4,
+            stack_types: &stack_types,
+        };
+        fuse(&mut code, Some(&frame));
+        // The statement's ops, `p`'s step, then `x`'s step and test as one op.
+        let closing = code[4..12]
+            .iter()
+            .position(|op| matches!(op, IncBrConst { a: 1, inc: 1, .. }))
+            .unwrap_or_else(|| panic!("{code:?}"));
+        assert!(
+            matches!(code[4 + closing - 1], RegAddI(r) if r.a == 2 && r.d == 2 && r.k == 1),
+            "{code:?}"
+        );
     }
 
     /// top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret

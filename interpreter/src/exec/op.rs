@@ -166,7 +166,7 @@ pub enum Op {
     LoadMulAddLocal(u32, i64, u32),
     /// `push k1; OP1; push k2; OP2; store d`
     BinConst2Store(Bin, i64, Bin, i64, u32),
-    /// `load a; push k; add; store a`
+    /// `load a; push k; add; store a` (`sub` as an increment by `-k`)
     IncLocal(u32, i64),
     /// `load a; push k; add; store a; jmp t`
     IncJmp(u32, i64, u32),

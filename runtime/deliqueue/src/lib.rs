@@ -111,7 +111,7 @@ use marvin_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use marvin_sync::cell::UnsafeCell;
 use marvin_sync::Arc;
 
-pub use clock::{Clock, MonotonicClock, VirtualClock};
+pub use clock::{Clock, InstantClock, MonotonicClock, VirtualClock};
 pub use message::{
     BarrierToken, KeyFilter, Message, MessageKey, MessageQueue, Next, PostError, QueueClosed,
     FRONT_OF_QUEUE,
