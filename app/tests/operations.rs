@@ -41,16 +41,23 @@ fn quiet() -> RunConfig {
     }
 }
 
-/// Waits (bounded, so a broken app fails instead of hanging) until `app` has done `n`
-/// more rounds.
-fn rounds(app: &App, n: u64) {
-    let target = app.mark_count("round") + n;
+/// Waits (bounded, so a broken app fails instead of hanging) until `done` holds of `app`,
+/// failing with `what` otherwise.
+fn until(app: &App, what: &str, done: impl Fn(&App) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while app.mark_count("round") < target {
-        assert!(Instant::now() < deadline, "the app stopped doing rounds");
+    while !done(app) {
+        assert!(Instant::now() < deadline, "{what}");
         assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Waits (bounded) until `app` has done `n` more rounds.
+fn rounds(app: &App, n: u64) {
+    let target = app.mark_count("round") + n;
+    until(app, "the app stopped doing rounds", |a| {
+        a.mark_count("round") >= target
+    });
 }
 
 #[test]
@@ -231,29 +238,14 @@ fn going_to_the_background_saves_cold_objects_at_once_not_at_the_next_period() {
         .expect("bg")
         .expect("a transition");
     assert!(t.objects > 0, "nothing was stubbed");
-    // Bounded, so a broken heap task fails the test instead of hanging it.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while app.swap_io().bytes_written == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "no save after the background transition (the next period is an hour away)"
-        );
-        assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until(
+        &app,
+        "no save after the background transition (the next period is an hour away)",
+        |a| a.swap_io().bytes_written > 0,
+    );
     assert!(app.apply(Command::Stop).expect("stops").is_none());
     assert_eq!(running.join(), None, "a stopped app has no trap");
     assert_eq!(app.mark_count("verify_failed"), 0);
-}
-
-/// Waits (bounded) until `done` holds of `app`, failing with `what` otherwise.
-fn until(app: &App, what: &str, done: impl Fn(&App) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done(app) {
-        assert!(Instant::now() < deadline, "{what}");
-        assert!(!app.is_ending(), "the app ended: {:?}", app.outcome());
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Aging on demand: a background app whose working-set and saver periods are an hour
