@@ -402,9 +402,7 @@ impl App {
 
     /// Asks the heap task to save at once (after a background transition) and wakes it.
     pub(crate) fn request_save(&self) {
-        let _g = self.sleepers.0.lock();
-        self.save_soon.store(true, Ordering::Release);
-        self.sleepers.1.notify_all();
+        self.ask_heap_task(&self.save_soon);
     }
 
     /// Asks the heap task for a working-set round now, then a save of what it found
@@ -413,8 +411,14 @@ impl App {
     /// pressure). A launch under way keeps it waiting until its frame; a request made
     /// while one is pending is the same request.
     pub fn request_age(&self) {
+        self.ask_heap_task(&self.age_soon);
+    }
+
+    /// Raises one of the heap task's requests and wakes it, under the sleepers' lock so
+    /// that a heap task about to sleep cannot miss it.
+    fn ask_heap_task(&self, request: &std::sync::atomic::AtomicBool) {
         let _g = self.sleepers.0.lock();
-        self.age_soon.store(true, Ordering::Release);
+        request.store(true, Ordering::Release);
         self.sleepers.1.notify_all();
     }
 

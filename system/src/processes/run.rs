@@ -145,10 +145,10 @@ struct Slot {
     /// Its main looper and control threads, once both are seen (raised while it is in
     /// front).
     ui_tids: Vec<u32>,
-    /// When it was last told to age its working set ([`Run::age_on_demand`]).
-    aged_at: Option<Instant>,
     /// They run under `SCHED_FIFO` now.
     ui_raised: bool,
+    /// When it was last told to age its working set ([`Run::age_on_demand`]).
+    aged_at: Option<Instant>,
 }
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
