@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use marvin_runtime::cpuclock::thread_cpu_time_ns;
+use marvin_runtime::cpuclock::measure_thread_cpu;
 use marvin_sidebyside::reclaim::SavedHeap;
 
 fn main() -> anyhow::Result<()> {
@@ -33,16 +33,20 @@ fn main() -> anyhow::Result<()> {
         Some(s) => s.parse().with_context(|| format!("rounds: {s:?}"))?,
         None => 4,
     };
-    let saved = SavedHeap::build(mib << 20)?;
+    let bytes = mib
+        .checked_mul(1 << 20)
+        .with_context(|| format!("{mib} MiB is more than a heap can hold"))?;
+    let saved = SavedHeap::build(bytes)?;
     for round in 0..rounds {
         saved.reclaim_all();
         if cold {
             saved.drop_swap_cache()?;
         }
-        let (t, cpu) = (Instant::now(), thread_cpu_time_ns());
-        saved.walk_first_words()?;
+        let t = Instant::now();
+        let (walked, cpu_ns) = measure_thread_cpu(|| saved.walk_first_words());
         let wall_ms = t.elapsed().as_secs_f64() * 1e3;
-        let cpu_ms = (thread_cpu_time_ns() - cpu) as f64 / 1e6;
+        walked?;
+        let cpu_ms = cpu_ns as f64 / 1e6;
         println!(
             "round {round}: {} walk of {mib} MiB {wall_ms:.1} ms, walking thread's CPU {cpu_ms:.1} ms ({:.0}%)",
             if cold { "cold" } else { "warm" },
