@@ -375,6 +375,21 @@ impl Group {
         pids_of(&self.path)
     }
 
+    /// Sets the hard limit (v1 `memory.limit_in_bytes`, v2 `memory.max`). Lowering it
+    /// below the usage makes the kernel reclaim down to it in the writer's context; on
+    /// v1 the write fails with `EBUSY` when it could not.
+    pub fn set_limit(&self, max_bytes: u64) -> Result<()> {
+        let name = match self.version {
+            Version::V1 => "memory.limit_in_bytes",
+            Version::V2 => "memory.max",
+        };
+        write_text(
+            &self.file(name),
+            &max_bytes.to_string(),
+            "setting the limit",
+        )
+    }
+
     /// The hard limit as the kernel holds it (rounded down to pages).
     pub fn limit(&self) -> Result<u64> {
         match self.version {
@@ -520,6 +535,8 @@ fn remove_dir(dir: &Path, version: Version) -> Result<()> {
             write_text(&kill_file, "1", "killing the members of")?;
         } else {
             for pid in pids {
+                // A task frozen by cgroup v1's freezer does not die until thawed.
+                super::freezer::thaw_if_ours(pid);
                 // A member that exits meanwhile is fine.
                 if let Ok(fd) = sys::pidfd_open(pid) {
                     let _ = sys::pidfd_send_signal(std::os::fd::AsFd::as_fd(&fd), libc::SIGKILL);

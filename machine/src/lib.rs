@@ -6,7 +6,9 @@
 //! ([`procstat`]); cgroup counters ([`memstat`]); the real-time UI thread of the app in
 //! front ([`uithread`]); the disks brought to rest before each policy ([`settle`]). Apart from the experiment,
 //! `marvin bench queue` places threads in cpu groups as Android places an app's threads
-//! in `top-app` and `background` ([`cpugroup`]).
+//! in `top-app` and `background` ([`cpugroup`]). What phones do, for the baselines:
+//! compressed swap charged to the budget ([`zram_charge`]), cached apps paged out from
+//! outside ([`compaction`]) and frozen ([`freezer`]).
 //!
 //! [`Machine`] is the front door: it sets all of that up for one run, in order, and
 //! takes it down in reverse, holding the [`MachineLock`] throughout: one real-mode run
@@ -15,7 +17,8 @@
 //! Everything machine-wide is announced on stderr when it is created and when it is
 //! removed. Guards remove it on drop (also while a panic unwinds), [`signals`] turns
 //! Ctrl-C, SIGTERM and SIGHUP into an unwind of the run, and the start-up sweeps
-//! ([`cgroup::Hierarchy::sweep`], [`swapdev::sweep`]) remove what a run killed with
+//! ([`freezer::sweep`], [`cgroup::Hierarchy::sweep`], [`swapdev::sweep`],
+//! [`zram_charge::sweep_zswap`]) remove what a run killed with
 //! SIGKILL left behind; names carry the owner's pid and start time ([`owner`]).
 //! All `unsafe` of this layer is in [`sys`].
 
@@ -24,8 +27,10 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cgroup;
+pub mod compaction;
 pub mod cpugroup;
 pub mod error;
+pub mod freezer;
 pub mod lmk;
 pub mod lmk_policy;
 pub mod machine;
@@ -40,6 +45,7 @@ pub mod swap_header;
 pub mod swapdev;
 pub mod sys;
 pub mod uithread;
+pub mod zram_charge;
 
 pub use cgroup::{Group, Hierarchy, Limits, Version};
 pub use error::{HostError, Result};

@@ -67,12 +67,16 @@ impl Machine {
     pub fn set_up(cfg: &MachineConfig, lock: Arc<MachineLock>) -> Result<Machine> {
         let hierarchy = Hierarchy::available()?;
         signals::install().map_err(|e| super::HostError::io("installing", "signal handlers", e))?;
-        let mut swept = hierarchy.sweep()?;
+        // Frozen groups first: a task frozen by cgroup v1's freezer does not die of the
+        // SIGKILL that removing its memory group sends.
+        let mut swept = super::freezer::sweep(Some(&hierarchy.parent))?;
+        swept.extend(hierarchy.sweep()?);
         let file_dirs: Vec<&std::path::Path> = match &cfg.swap {
             SwapChoice::File { dir, .. } => vec![dir.as_path()],
             _ => Vec::new(),
         };
         swept.extend(swapdev::sweep(&cfg.state_dir, &file_dirs)?);
+        swept.extend(super::zram_charge::sweep_zswap(&cfg.state_dir)?);
         let swap = match &cfg.swap {
             SwapChoice::None => None,
             SwapChoice::File { dir, bytes } => Some(SwapDevice::enable_file(

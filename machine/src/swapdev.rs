@@ -27,7 +27,8 @@ use super::{announce, mib, sys};
 /// The prefix of swap file names and zram ownership markers.
 pub const FILE_PREFIX: &str = "marvin-swap";
 pub const ZRAM_MARKER_PREFIX: &str = "marvin-zram";
-const ZRAM_SYS: &str = "/sys/block/zram0";
+/// The zram device a run sets up, in sysfs.
+pub const ZRAM_SYS: &str = "/sys/block/zram0";
 const ZRAM_DEV: &str = "/dev/zram0";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,6 +168,19 @@ impl SwapDevice {
     /// device must be unused (disksize 0, not in `/proc/swaps`); `state_dir` keeps the
     /// marker that lets a later run's sweep reset it if this run dies.
     pub fn enable_zram(state_dir: &Path, bytes: u64, priority: Option<u16>) -> Result<SwapDevice> {
+        SwapDevice::enable_zram_with(state_dir, bytes, None, priority)
+    }
+
+    /// [`SwapDevice::enable_zram`] compressing with `algorithm` (one of the device's
+    /// `comp_algorithm` list, checked first: [`super::zram_charge::set_algorithm`]),
+    /// or the kernel's default with `None`. Resetting the device on the way out puts the
+    /// default back.
+    pub fn enable_zram_with(
+        state_dir: &Path,
+        bytes: u64,
+        algorithm: Option<&str>,
+        priority: Option<u16>,
+    ) -> Result<SwapDevice> {
         need_root()?;
         zram_free()?;
         let sys_dir = Path::new(ZRAM_SYS);
@@ -184,12 +198,18 @@ impl SwapDevice {
             active: false,
             removed: false,
         };
+        // With the guard made (and the marker written), so that a failure or a SIGKILL
+        // from here on resets the device, which puts the default algorithm back.
+        if let Some(a) = algorithm {
+            super::zram_charge::set_algorithm(sys_dir, a)?;
+        }
         let size_path = sys_dir.join("disksize");
         fs::write(&size_path, dev.bytes.to_string())
             .map_err(|e| HostError::io("writing", size_path, e))?;
         announce(&format!(
-            "set up {ZRAM_DEV} for swap ({} MiB uncompressed; its memory is not charged to the cgroup)",
-            mib(dev.bytes)
+            "set up {ZRAM_DEV} for swap ({} MiB uncompressed, {}; its memory is not charged to the cgroup)",
+            mib(dev.bytes),
+            super::zram_charge::current_algorithm(sys_dir).unwrap_or_else(|_| "its default algorithm".into())
         ));
         let head = swap_header::header(page as usize, pages, swap_header::random_uuid(), "marvin");
         let mut block = OpenOptions::new()

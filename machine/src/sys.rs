@@ -1,6 +1,7 @@
 //! Every system call of the machine side that needs `unsafe`, each behind a safe
 //! wrapper: signal handlers, pidfds (`pidfd_open`, `pidfd_send_signal`,
-//! `process_mrelease`), eventfd and poll, `swapon`/`swapoff`, joining a cgroup between
+//! `process_mrelease`), `process_madvise` (paging another process's memory out), eventfd
+//! and poll, `swapon`/`swapoff`, joining a cgroup between
 //! fork and exec, the control thread's real-time scheduling ([`RealtimeThread`]) and
 //! another thread's ([`set_thread_fifo`], the UI thread of the app in front) with its
 //! block I/O class ([`set_thread_io_class`]), dropping a file's clean pages from the page
@@ -141,6 +142,49 @@ pub fn process_mrelease(pidfd: BorrowedFd<'_>) -> io::Result<bool> {
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::ESRCH)) => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// The most ranges one `process_madvise(2)` call takes (`UIO_MAXIOV`).
+pub const MADVISE_MAX_RANGES: usize = 1024;
+
+/// Gives the kernel `advice` (`MADV_PAGEOUT`, `MADV_COLD`, `MADV_WILLNEED`) on `ranges`
+/// (start address, length) of the memory of the process behind `pidfd`
+/// (`process_madvise(2)`, Linux 5.10; needs `CAP_SYS_NICE` and ptrace read access to the
+/// target). At most [`MADVISE_MAX_RANGES`] ranges. Returns the bytes advised: the kernel
+/// stops at the first range it refuses (one unmapped or locked meanwhile) and returns what
+/// it advised before it, or the error if that was the first range.
+pub fn process_madvise(
+    pidfd: BorrowedFd<'_>,
+    ranges: &[(u64, u64)],
+    advice: libc::c_int,
+) -> io::Result<u64> {
+    if ranges.len() > MADVISE_MAX_RANGES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "more ranges than one process_madvise call takes",
+        ));
+    }
+    let iov: Vec<libc::iovec> = ranges
+        .iter()
+        .map(|&(start, len)| libc::iovec {
+            iov_base: start as usize as *mut libc::c_void,
+            iov_len: len as usize,
+        })
+        .collect();
+    // SAFETY: the kernel reads only the iovec array from this process's memory, which
+    // is live and correctly sized for the call; the addresses in it are the target's
+    // and are never dereferenced here. The fd is live for the call; flags are 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            pidfd.as_raw_fd(),
+            iov.as_ptr(),
+            iov.len(),
+            advice,
+            0 as libc::c_uint,
+        )
+    };
+    cvt(rc).map(|n| n as u64)
 }
 
 /// A non-blocking, close-on-exec eventfd (for `cgroup.event_control`).

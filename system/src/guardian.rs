@@ -5,7 +5,8 @@
 //! without doing anything. When the pipe closes without it (SIGKILL, a crash, a second
 //! stop signal that exits at once), the guardian waits for the run to be gone and
 //! removes what dead runs left: in the process mode, under the machine lock, their
-//! memory cgroups (killing the apps still in them) and swap, then, in either mode, their
+//! frozen apps' freezer groups (thawed), their memory cgroups (killing the apps still in
+//! them), swap and zswap settings, then, in either mode, their
 //! temporary directories ([`super::tempdirs`]). Each removal is announced once, on the
 //! run's stderr, which the guardian shares.
 //!
@@ -20,7 +21,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use marvin_machine::owner::Owner;
-use marvin_machine::{cgroup, swapdev, MachineLock};
+use marvin_machine::{cgroup, freezer, swapdev, zram_charge, MachineLock};
 
 /// What a run writes to its guardian when it has cleaned up itself.
 const DONE: &[u8] = b"done\n";
@@ -145,7 +146,17 @@ fn left_on_the_machine(owner: Owner) -> bool {
             )
         })
     });
-    group || swap || zram
+    let parent = cgroup::Hierarchy::available().ok().map(|h| h.parent);
+    let frozen = freezer::left_by(owner, parent.as_deref());
+    let zswap = std::fs::read_dir(swapdev::default_state_dir()).is_ok_and(|es| {
+        es.flatten().any(|e| {
+            ours(
+                zram_charge::ZSWAP_MARKER_PREFIX,
+                &e.file_name().to_string_lossy(),
+            )
+        })
+    });
+    group || swap || zram || frozen || zswap
 }
 
 /// Removes what runs that died left, each removal announced once: with `machine`,
@@ -172,7 +183,12 @@ pub fn take_machine() -> anyhow::Result<std::sync::Arc<MachineLock>> {
 
 /// The machine part of [`sweep_dead_runs`]; the caller holds the machine lock.
 pub fn sweep_machine() -> anyhow::Result<()> {
-    cgroup::Hierarchy::available()?.sweep()?;
+    let hierarchy = cgroup::Hierarchy::available()?;
+    // Frozen groups first: a task frozen by cgroup v1's freezer does not die of the
+    // SIGKILL that removing its memory group sends.
+    freezer::sweep(Some(&hierarchy.parent))?;
+    hierarchy.sweep()?;
     swapdev::sweep(&swapdev::default_state_dir(), &[])?;
+    zram_charge::sweep_zswap(&swapdev::default_state_dir())?;
     Ok(())
 }
