@@ -290,6 +290,12 @@ impl ZramCharge {
         })
     }
 
+    /// The pool the group's limit accounts for now (read at the last tick whose limit
+    /// the kernel took).
+    pub fn charged_pool(&self) -> u64 {
+        self.charged_pool
+    }
+
     /// The limit the group has now.
     pub fn limit(&self) -> u64 {
         self.limit
