@@ -191,6 +191,11 @@ impl Mechanism {
         }
     }
 
+    /// Says on stderr which mechanism the run uses ([`Mechanism::describe`]).
+    pub fn announce(&self, algorithm: &str) {
+        announce(&self.describe(algorithm));
+    }
+
     /// The run's one line on it (also for `config.toml`).
     pub fn describe(&self, algorithm: &str) -> String {
         match self {

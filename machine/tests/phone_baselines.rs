@@ -427,7 +427,14 @@ fn a_compacted_app_leaves_memory_and_reads_its_bytes_back() {
     let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
     let mut kid = Kid::from(child_command("hold:32").spawn().unwrap());
     kid.expect("ready");
+    let start = Instant::now();
     let done = compaction::page_out(kid.pid()).unwrap();
+    println!(
+        "paged out {} MiB of {} MiB in {:?}",
+        done.paged_out() >> 20,
+        done.rss_anon_before >> 20,
+        start.elapsed()
+    );
     assert!(done.rss_anon_before >= 32 * MIB, "{done:?}");
     assert!(
         done.rss_anon_after < done.rss_anon_before / 2,
@@ -457,14 +464,15 @@ fn a_frozen_app_uses_no_cpu_and_answers_after_thawing() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(cpu_clock(pid).0 > a.0, "running, its clock advances");
 
-    freezer.freeze(pid).unwrap();
+    let freeze = freezer.freeze(pid).unwrap();
     assert!(freezer.is_frozen(pid).unwrap());
     let frozen_at = cpu_clock(pid);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(cpu_clock(pid), frozen_at, "frozen, its clock stands still");
 
-    freezer.thaw(pid).unwrap();
+    let thaw = freezer.thaw(pid).unwrap();
     assert!(!freezer.is_frozen(pid).unwrap());
+    println!("froze in {freeze:?}, thawed in {thaw:?}");
     kid.say("ping 1");
     assert_eq!(kid.expect("pong"), "1", "thawed, it answers");
     assert!(cpu_clock(pid).0 > frozen_at.0);
