@@ -518,6 +518,10 @@ fn remove_dir(dir: &Path, version: Version) -> Result<()> {
     if !dir.exists() {
         return Ok(());
     }
+    if version == Version::V2 {
+        // The freezer groups of its apps (v2 nests them in the app's group).
+        super::freezer::remove_nested(dir)?;
+    }
     let deadline = Instant::now() + DRAIN_TIMEOUT;
     let kill_file = dir.join("cgroup.kill");
     loop {

@@ -67,6 +67,13 @@ impl Place {
                 parent: cgroup::under_mount(m.point, m.root, own),
             });
         }
+        Place::v2_from_texts(mountinfo)
+    }
+
+    /// cgroup v2's freezer from the mount texts, even where v1's controller is mounted
+    /// too (a hybrid layout): for tests of both.
+    pub fn v2_from_texts(mountinfo: &str) -> Option<Place> {
+        let mounts = cgroup::parse_mountinfo(mountinfo);
         let m = mounts.iter().find(|m| m.fstype == "cgroup2")?;
         Some(Place::V2 {
             mount: PathBuf::from(m.point),
@@ -318,6 +325,26 @@ fn remove_group(version: Version, path: &Path, home: &Path) -> Result<()> {
             Err(e) => return Err(HostError::io("removing freezer group", path, e)),
         }
     }
+}
+
+/// Thaws and removes the freezer groups nested in the cgroup v2 group at `dir` (a run's
+/// memory group), their members moved up into it: a v2 group that has a child cannot be
+/// removed, and the kill of its members would not see the child's. For the memory group's
+/// removal, which then kills them.
+pub fn remove_nested(dir: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let named = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(PREFIX));
+        if named && e.path().is_dir() {
+            remove_group(Version::V2, &e.path(), dir)?;
+        }
+    }
+    Ok(())
 }
 
 /// Thaws process `pid` if it sits frozen in a freezer group of ours (a v1 group named

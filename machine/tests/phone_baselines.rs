@@ -455,6 +455,16 @@ fn a_compacted_app_leaves_memory_and_reads_its_bytes_back() {
 fn a_frozen_app_uses_no_cpu_and_answers_after_thawing() {
     let Some(place) = freezer_place() else { return };
     let Some(h) = hierarchy() else { return };
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    // Both freezers where a hybrid layout has both.
+    let v2 = Place::v2_from_texts(&mountinfo).filter(|p| *p != place);
+    for place in std::iter::once(place).chain(v2) {
+        println!("with {:?}", place.version());
+        freeze_and_thaw(&h, place);
+    }
+}
+
+fn freeze_and_thaw(h: &Hierarchy, place: Place) {
     let group = h.create(&Limits::hard(256 * MIB)).unwrap();
     let mut freezer = Freezer::new(place).unwrap();
     let mut kid = Kid::from(group.spawn_inside(&mut child_command("spin")).unwrap());
