@@ -22,7 +22,7 @@ use marvin_machine::compaction;
 use marvin_machine::freezer::{self, Freezer, Place};
 use marvin_machine::owner::Owner;
 use marvin_machine::swapdev::{self, SwapDevice};
-use marvin_machine::zram_charge::{PoolStats, ZramCharge};
+use marvin_machine::zram_charge::{Mechanism, PoolStats, ZramCharge, ZswapCharge};
 use marvin_machine::{procstat, Hierarchy, Limits, MachineLock};
 
 const CHILD_ENV: &str = "MARVIN_PHONE_TEST_CHILD";
@@ -391,6 +391,74 @@ fn zram_charged_keeps_usage_plus_pool_within_the_budget_and_one_ticks_growth() {
         "0",
         "zram0 was reset"
     );
+}
+
+#[test]
+fn the_zram_charge_mechanism_follows_the_kernel() {
+    let Some(h) = hierarchy() else { return };
+    let group = h.create(&Limits::hard(16 * MIB)).unwrap();
+    let m = Mechanism::choose(&group);
+    match ZswapCharge::support(&group) {
+        Ok(()) => assert_eq!(m, Mechanism::KernelZswap),
+        Err(why) => assert_eq!(m, Mechanism::LimitLowered { why }),
+    }
+    if h.version == marvin_machine::Version::V1 {
+        assert!(
+            matches!(m, Mechanism::LimitLowered { .. }),
+            "v1 charges no zswap"
+        );
+    }
+}
+
+#[test]
+fn zswap_is_charged_by_the_kernel_where_it_can_be() {
+    let Some(h) = hierarchy() else { return };
+    let _one = machine_exclusive();
+    let budget = 32 * MIB;
+    let group = h
+        .create(&Limits {
+            max_bytes: budget,
+            high_bytes: None,
+            swappiness: None,
+        })
+        .unwrap();
+    if let Err(why) = ZswapCharge::support(&group) {
+        return println!("skipped: {why}");
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("marvin-test-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let zswap = ZswapCharge::enable(&group, "lz4", state.path()).unwrap();
+    let mut kid = Kid::from(
+        group
+            .spawn_inside(&mut child_command("steps:4:12"))
+            .unwrap(),
+    );
+    let mut largest_pool = 0;
+    for _ in 0..12 {
+        kid.expect("step");
+        let usage = group.usage().unwrap();
+        let pool = zswap.stats().unwrap();
+        assert!(usage <= budget, "the pool is inside the group's limit");
+        largest_pool = largest_pool.max(pool.pool_bytes);
+        kid.say("go");
+    }
+    assert_eq!(kid.expect("done"), "ok");
+    let stats = zswap.stats().unwrap();
+    assert!(largest_pool > 0, "zswap held the group's pages");
+    assert!(stats.compression_ratio().unwrap_or(0.0) > 2.0, "{stats:?}");
+    assert_eq!(
+        group.stat().unwrap().pswpout.unwrap_or(0),
+        0,
+        "nothing went to the disk"
+    );
+    drop(kid);
+    drop(group);
+    drop(zswap);
+    swap.remove().unwrap();
 }
 
 #[test]
