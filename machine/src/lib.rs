@@ -7,7 +7,8 @@
 //! front ([`uithread`]); the disks brought to rest before each policy ([`settle`]). Apart from the experiment,
 //! `marvin bench queue` places threads in cpu groups as Android places an app's threads
 //! in `top-app` and `background` ([`cpugroup`]). What phones do, for the baselines:
-//! compressed swap charged to the budget ([`zram_charge`]), cached apps paged out from
+//! compressed swap charged to the budget ([`zram_charge`],
+//! [`zswap_charge`]), cached apps paged out from
 //! outside ([`compaction`]) and frozen ([`freezer`]).
 //!
 //! [`Machine`] is the front door: it sets all of that up for one run, in order, and
@@ -18,7 +19,7 @@
 //! removed. Guards remove it on drop (also while a panic unwinds), [`signals`] turns
 //! Ctrl-C, SIGTERM and SIGHUP into an unwind of the run, and the start-up sweeps
 //! ([`freezer::sweep`], [`cgroup::Hierarchy::sweep`], [`swapdev::sweep`],
-//! [`zram_charge::sweep_zswap`]) remove what a run killed with
+//! [`zswap_charge::sweep_zswap`]) remove what a run killed with
 //! SIGKILL left behind; names carry the owner's pid and start time ([`owner`]).
 //! All `unsafe` of this layer is in [`sys`].
 
@@ -46,6 +47,7 @@ pub mod swapdev;
 pub mod sys;
 pub mod uithread;
 pub mod zram_charge;
+pub mod zswap_charge;
 
 pub use cgroup::{Group, Hierarchy, Limits, Version};
 pub use error::{HostError, Result};

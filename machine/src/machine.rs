@@ -76,7 +76,7 @@ impl Machine {
             _ => Vec::new(),
         };
         swept.extend(swapdev::sweep(&cfg.state_dir, &file_dirs)?);
-        swept.extend(super::zram_charge::sweep_zswap(&cfg.state_dir)?);
+        swept.extend(super::zswap_charge::sweep_zswap(&cfg.state_dir)?);
         let swap = match &cfg.swap {
             SwapChoice::None => None,
             SwapChoice::File { dir, bytes } => Some(SwapDevice::enable_file(

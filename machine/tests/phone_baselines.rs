@@ -22,7 +22,8 @@ use marvin_machine::compaction;
 use marvin_machine::freezer::{self, Freezer, Place};
 use marvin_machine::owner::Owner;
 use marvin_machine::swapdev::{self, SwapDevice};
-use marvin_machine::zram_charge::{Mechanism, PoolStats, ZramCharge, ZswapCharge};
+use marvin_machine::zram_charge::{Mechanism, PoolStats, ZramCharge};
+use marvin_machine::zswap_charge::ZswapCharge;
 use marvin_machine::{procstat, Hierarchy, Limits, MachineLock};
 
 const CHILD_ENV: &str = "MARVIN_PHONE_TEST_CHILD";

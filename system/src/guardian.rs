@@ -21,7 +21,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use marvin_machine::owner::Owner;
-use marvin_machine::{cgroup, freezer, swapdev, zram_charge, MachineLock};
+use marvin_machine::{cgroup, freezer, swapdev, zswap_charge, MachineLock};
 
 /// What a run writes to its guardian when it has cleaned up itself.
 const DONE: &[u8] = b"done\n";
@@ -151,7 +151,7 @@ fn left_on_the_machine(owner: Owner) -> bool {
     let zswap = std::fs::read_dir(swapdev::default_state_dir()).is_ok_and(|es| {
         es.flatten().any(|e| {
             ours(
-                zram_charge::ZSWAP_MARKER_PREFIX,
+                zswap_charge::ZSWAP_MARKER_PREFIX,
                 &e.file_name().to_string_lossy(),
             )
         })
@@ -189,6 +189,6 @@ pub fn sweep_machine() -> anyhow::Result<()> {
     freezer::sweep(Some(&hierarchy.parent))?;
     hierarchy.sweep()?;
     swapdev::sweep(&swapdev::default_state_dir(), &[])?;
-    zram_charge::sweep_zswap(&swapdev::default_state_dir())?;
+    zswap_charge::sweep_zswap(&swapdev::default_state_dir())?;
     Ok(())
 }
