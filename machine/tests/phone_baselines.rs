@@ -521,6 +521,44 @@ fn a_compacted_app_leaves_memory_and_reads_its_bytes_back() {
 }
 
 #[test]
+fn a_cached_app_frozen_and_compacted_comes_back_intact() {
+    let Some(place) = freezer_place() else { return };
+    if hierarchy().is_none() {
+        return;
+    }
+    let _one = machine_exclusive();
+    let dir = tempfile::Builder::new()
+        .prefix("marvin-test-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
+    let mut freezer = Freezer::new(place).unwrap();
+    let mut kid = Kid::from(child_command("hold:16").spawn().unwrap());
+    kid.expect("ready");
+    // Compacting needs nothing of the app: it works on a frozen one too.
+    freezer.freeze(kid.pid()).unwrap();
+    let done = compaction::page_out(kid.pid()).unwrap();
+    assert!(
+        done.rss_anon_after < done.rss_anon_before / 2,
+        "frozen, its memory still went out: {done:?}"
+    );
+    assert!(
+        freezer.is_frozen(kid.pid()).unwrap(),
+        "and it stayed frozen"
+    );
+    freezer.thaw(kid.pid()).unwrap();
+    kid.say("verify");
+    assert_eq!(
+        kid.expect("intact"),
+        "ok",
+        "brought back, its bytes are intact"
+    );
+    drop(kid);
+    drop(freezer);
+    swap.remove().unwrap();
+}
+
+#[test]
 fn a_frozen_app_uses_no_cpu_and_answers_after_thawing() {
     let Some(place) = freezer_place() else { return };
     let Some(h) = hierarchy() else { return };
