@@ -267,7 +267,8 @@ fn a_slurm_job_array_merges_into_the_same_grid_as_its_shards_run_by_hand() {
         task.contains("exit = 0") && task.contains("build = "),
         "{task}"
     );
-    let (slurm_runs, slurm_record) = compare(&conf, &[sweep.clone()], &tmp.path().join("m1"));
+    let (slurm_runs, slurm_record) =
+        compare(&conf, std::slice::from_ref(&sweep), &tmp.path().join("m1"));
     let (hand_runs, hand_record) = compare(&conf, &hand, &tmp.path().join("m2"));
     assert_eq!(slurm_runs.len(), 8);
     assert_eq!(rows(&slurm_runs), rows(&hand_runs));
@@ -365,7 +366,11 @@ fn a_cancelled_array_task_fails_the_grid_until_it_is_rerun() {
         "{}",
         text(&o.stdout)
     );
-    let (runs, _) = compare(&conf, &[sweep.clone()], &tmp.path().join("merged"));
+    let (runs, _) = compare(
+        &conf,
+        std::slice::from_ref(&sweep),
+        &tmp.path().join("merged"),
+    );
     assert_eq!(runs.len(), 8);
     eprintln!(
         "submit, cancel, rerun and merge took {:.1} s",

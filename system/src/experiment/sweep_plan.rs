@@ -37,14 +37,6 @@ impl SweepPlan {
     pub fn runs(&self) -> usize {
         self.columns.len() * self.reps as usize
     }
-
-    /// Run `index` of the grid as a person reads it: `LABEL #REP` (the numbering of
-    /// [`crate::plan::grid`]: repetition by repetition).
-    pub fn run_name(&self, index: usize) -> String {
-        let n = self.columns.len().max(1);
-        let label = self.columns.get(index % n).map_or("?", String::as_str);
-        format!("{label} #{}", index / n)
-    }
 }
 
 /// The flags `marvin sweep` takes from `marvin pressure` but refuses: they say where
@@ -216,7 +208,6 @@ mod tests {
             ]
         );
         assert_eq!(p.runs(), 6);
-        assert_eq!(p.run_name(4), "marvin:coldness.window_rounds=1 #1");
         // Given flags only: the defaults stay the task's own.
         assert!(p.args.contains(&"--duration".to_owned()), "{:?}", p.args);
         assert!(p.args.contains(&"ARRAYS=48".to_owned()), "{:?}", p.args);
