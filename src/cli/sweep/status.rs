@@ -109,7 +109,9 @@ fn state_of(
             Some(s) if s.is_active() => State::Running(s.node.clone().unwrap_or_default()),
             Some(s) => State::Failed(format!("{} before the task started", said(s))),
             None => match slurm {
-                Some((job, None)) => State::Missing(format!("job {job} has no task {index}")),
+                Some((job, None)) => State::Missing(format!(
+                    "never started, and job {job} holds no task {index} (cancelled while queued?)"
+                )),
                 _ if rec.job_of(index).is_some() => {
                     State::Missing("never started, and Slurm no longer knows its job".into())
                 }
@@ -139,9 +141,11 @@ fn state_of(
             } else {
                 format!("exit status {code} {on}")
             };
+            // The error, unless it only says what the status does.
             let error = t
                 .error
                 .as_deref()
+                .filter(|e| !e.starts_with("stopped by signal"))
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default();
             let slurm = slurm_task
@@ -338,7 +342,7 @@ mod tests {
     fn failures_say_why() {
         let r = sweep();
         let mut t = task(Some(143));
-        t.error = None;
+        t.error = Some("stopped by signal 15".into());
         let s = state_of(
             &r,
             0,
