@@ -44,7 +44,8 @@ pub enum Cmd {
     Compare(compare::CompareArgs),
     /// A pressure experiment's grid of runs split into tasks: a Slurm job array
     /// (--slurm, --submit) or one task after another here (--local); `marvin sweep
-    /// status DIR` shows how its tasks went.
+    /// status DIR` shows how its tasks went. Takes `marvin pressure`'s flags, with
+    /// --mode processes or in-process and --out DIR (the sweep's folder) required.
     Sweep(Box<sweep::SweepArgs>),
     /// Swap policies: print the default, check a file.
     #[command(subcommand)]
