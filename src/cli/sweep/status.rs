@@ -168,6 +168,9 @@ fn state_of(
             {
                 State::Running(t.node.clone())
             }
+            None if rec.backend == Backend::Local => {
+                State::Failed(format!("started {on} but recorded no exit (killed?)"))
+            }
             None => State::Failed(format!(
                 "started {on} but recorded no exit (killed?), and Slurm has no record of it"
             )),
@@ -381,6 +384,18 @@ mod tests {
             State::Queued
         );
         assert!(!State::Queued.needs_rerun());
+        // A local task whose process is gone without an exit recorded.
+        let mut local = sweep();
+        local.backend = Backend::Local;
+        let gone = TaskRecord {
+            pid: u32::MAX,
+            ..task(None)
+        };
+        let s = state_of(&local, 0, Some(&gone), None, vec![]);
+        assert_eq!(
+            s.to_string(),
+            "failed: started on n1 but recorded no exit (killed?)"
+        );
         // No job, no record: missing.
         let mut never = sweep();
         never.jobs.clear();
