@@ -32,6 +32,10 @@ pub struct CompareArgs {
     /// compare refuses otherwise: their figures do not measure the same thing.
     #[arg(long)]
     pub allow_mixed: bool,
+    /// Merge a `marvin sweep` folder whose grid is incomplete (failed, missing or
+    /// unfinished tasks), which compare refuses otherwise: its finished tasks only.
+    #[arg(long)]
+    pub partial: bool,
 }
 
 /// One directory's results.
@@ -256,8 +260,32 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
             return Ok(super::EXIT_USAGE);
         }
     }
-    let mut dirs = Vec::new();
+    // A sweep's folder stands for its finished tasks' folders.
+    let mut given = Vec::new();
     for d in &a.dirs {
+        if !d.join(super::sweep::folder::SWEEP_FILE).exists() {
+            given.push(d.clone());
+            continue;
+        }
+        match super::sweep::status::finished_dirs(d, a.partial) {
+            Ok((tasks, warning)) => {
+                if let Some(w) = warning {
+                    errln!("warning: {w}");
+                }
+                given.extend(tasks);
+            }
+            Err(e) => {
+                errln!("error: {e:#}");
+                return Ok(super::EXIT_USAGE);
+            }
+        }
+    }
+    if let Err(e) = super::sweep::status::one_binary(&given) {
+        errln!("error: {e:#}");
+        return Ok(super::EXIT_USAGE);
+    }
+    let mut dirs = Vec::new();
+    for d in &given {
         match load(d) {
             Ok(l) => dirs.push(l),
             Err(e) => {

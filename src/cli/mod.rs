@@ -6,6 +6,7 @@ pub mod pressure;
 pub mod program;
 pub mod reclaim;
 pub mod report;
+pub mod sweep;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -41,6 +42,11 @@ pub enum Cmd {
     /// Merge the output directories of several pressure runs (shards, variants,
     /// separate experiments) into one table and overlaid figures.
     Compare(compare::CompareArgs),
+    /// A pressure experiment's grid of runs split into tasks: a Slurm job array
+    /// (--slurm, --submit) or one task after another here (--local); `marvin sweep
+    /// status DIR` shows how its tasks went. Takes `marvin pressure`'s flags, with
+    /// --mode processes or in-process and --out DIR (the sweep's folder) required.
+    Sweep(Box<sweep::SweepArgs>),
     /// Swap policies: print the default, check a file.
     #[command(subcommand)]
     Policy(pressure::PolicyCmd),
@@ -90,6 +96,9 @@ pub fn main() -> i32 {
     if let (Cmd::Pressure(a), Some(("pressure", sub))) = (&mut cli.cmd, matches.subcommand()) {
         a.given = pressure::given_ids(sub);
     }
+    if let (Cmd::Sweep(a), Some(("sweep", sub))) = (&mut cli.cmd, matches.subcommand()) {
+        a.experiment.given = pressure::given_ids(sub);
+    }
     let res = match &cli.cmd {
         Cmd::Run(a) => program::run(a),
         Cmd::Asm(a) => program::asm(a),
@@ -97,6 +106,7 @@ pub fn main() -> i32 {
         Cmd::Disasm(a) => program::disasm(a),
         Cmd::Pressure(a) => pressure::pressure(a),
         Cmd::Compare(a) => compare::compare(a),
+        Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
         Cmd::Guardian(a) => Ok(marvin_system::guardian::serve(

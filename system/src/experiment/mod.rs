@@ -13,6 +13,7 @@ mod flags;
 mod guards;
 mod mode;
 mod settings;
+mod sweep_plan;
 #[cfg(test)]
 mod tests;
 
@@ -21,3 +22,4 @@ pub use driver::run;
 pub use flags::{given_ids, ModeArg, PolicyChoice, PressureArgs, SettleArg, SwapDeviceArg};
 pub use guards::guards;
 pub use settings::{model_policy, process_model_policy, read_policy};
+pub use sweep_plan::{plan as plan_sweep, SweepPlan};
