@@ -38,7 +38,7 @@ mod sequential;
 mod vectored;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::num::NonZeroU32;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
@@ -53,6 +53,7 @@ use layout::{
     FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
 use marvin_runtime::run_identity::RunIdentity;
+use marvin_runtime::swap_folder::SwapFolder;
 pub use sequential::SequentialReader;
 
 /// The data region a new file starts with.
@@ -253,6 +254,9 @@ impl SlotInfo {
 /// One app's swap file.
 pub struct SwapFile {
     path: PathBuf,
+    /// The file's name in `folder`, where it was created and where compaction replaces it.
+    name: String,
+    folder: Arc<SwapFolder>,
     file: File,
     /// The file's size as this process made it (reserved on disk): reads and writes stay
     /// below it, and a file found shorter was truncated behind our back.
@@ -298,13 +302,15 @@ impl std::fmt::Debug for SwapFile {
 }
 
 impl SwapFile {
-    /// Creates (or truncates) the swap file `dir/name`, with no size limit.
+    /// Creates the swap file `dir/name`, new ([`SwapFolder::create_new`]: an earlier
+    /// run's file is replaced, a link or another user's file refused), with no size limit.
     pub fn create(dir: &Path, name: &str) -> Result<SwapFile, SwapError> {
         SwapFile::open_new(dir, name, None)
     }
 
-    /// Creates (or truncates) the swap file `dir/name`, which will never grow past `limit`
-    /// bytes: a write that would need more fails with [`SwapError::LimitReached`].
+    /// Creates the swap file `dir/name` as [`SwapFile::create`] does, which will never grow
+    /// past `limit` bytes: a write that would need more fails with
+    /// [`SwapError::LimitReached`].
     pub fn with_limit(dir: &Path, name: &str, limit: u64) -> Result<SwapFile, SwapError> {
         SwapFile::open_new(dir, name, Some(limit))
     }
@@ -313,10 +319,30 @@ impl SwapFile {
         SwapFile::create_owned(dir, name, limit, *RunIdentity::current())
     }
 
-    /// Creates (or truncates) the swap file `dir/name` as run `owner`'s (the other
-    /// constructors use this process's [`RunIdentity::current`]; tests play other runs).
+    /// Creates the swap file `name` in `folder` (the swap directory this run holds), with
+    /// an optional size limit, as this process's run.
+    pub fn create_in(
+        folder: &Arc<SwapFolder>,
+        name: &str,
+        limit: Option<u64>,
+    ) -> Result<SwapFile, SwapError> {
+        SwapFile::create_owned_in(folder.clone(), name, limit, *RunIdentity::current())
+    }
+
+    /// Creates the swap file `dir/name` as run `owner`'s (the other constructors use this
+    /// process's [`RunIdentity::current`]; tests play other runs).
     pub fn create_owned(
         dir: &Path,
+        name: &str,
+        limit: Option<u64>,
+        owner: RunIdentity,
+    ) -> Result<SwapFile, SwapError> {
+        let folder = Arc::new(SwapFolder::open(dir)?);
+        SwapFile::create_owned_in(folder, name, limit, owner)
+    }
+
+    fn create_owned_in(
+        folder: Arc<SwapFolder>,
         name: &str,
         limit: Option<u64>,
         owner: RunIdentity,
@@ -327,7 +353,7 @@ impl SwapFile {
                 name: name.to_string(),
             });
         }
-        let path = dir.join(name);
+        let path = folder.path_of(name);
         let mut size = FILE_HEADER_BYTES + INITIAL_DATA_BYTES;
         if let Some(limit) = limit {
             if limit < FILE_HEADER_BYTES + SLOT_HEADER_BYTES {
@@ -340,9 +366,11 @@ impl SwapFile {
             }
             size = size.min(limit);
         }
-        let file = new_file(&path, size, &owner)?;
+        let file = new_file(&folder, name, size, &owner)?;
         Ok(SwapFile {
             path,
+            name: name.to_owned(),
+            folder,
             file,
             len: size,
             limit,
@@ -979,28 +1007,20 @@ impl SwapFile {
         if let Some(limit) = self.limit {
             size = size.min(limit).max(new_end);
         }
-        let tmp = self.path.with_file_name(format!(
-            "{}.compacting",
-            self.path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        let result = self.copy_live_slots(&tmp, size, &remap, &new_slots);
-        let file = match result {
-            Ok(done) => done,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
-        if let Err(source) = std::fs::rename(&tmp, &self.path) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(SwapError::Io {
-                op: "replace the file with its compacted copy",
-                path: self.path.clone(),
-                source,
+        // The copy is made new under a name of its own and renamed over this file only
+        // while both names still name the two files (never a link put in their place).
+        let tmp = format!("{}.compacting", self.name);
+        let file = new_file(&self.folder, &tmp, size, &self.owner)?;
+        let copied = self
+            .copy_live_slots(&file, &tmp, &remap, &new_slots)
+            .and_then(|()| {
+                self.folder
+                    .rename_own((&tmp, &file), (&self.name, Some(&self.file)))
+                    .map_err(SwapError::from)
             });
+        if let Err(e) = copied {
+            let _ = self.folder.remove(&tmp);
+            return Err(e);
         }
         let (bytes_before, dead_before) = (self.file_bytes(), self.dead_bytes());
         self.file = file;
@@ -1035,15 +1055,15 @@ impl SwapFile {
     /// cache when this returns.
     fn copy_live_slots(
         &self,
-        tmp: &Path,
-        size: u64,
+        file: &File,
+        tmp: &str,
         remap: &[(SlotId, SlotId)],
         new_slots: &BTreeMap<u64, SlotInfo>,
-    ) -> Result<File, SwapError> {
-        let file = new_file(tmp, size, &self.owner)?;
+    ) -> Result<(), SwapError> {
+        let tmp = self.folder.path_of(tmp);
         let write_err = |source| SwapError::Io {
             op: "write the compacted copy",
-            path: tmp.to_owned(),
+            path: tmp.clone(),
             source,
         };
         // The chunk being gathered: the bytes of the new file from `chunk_at` on.
@@ -1075,7 +1095,7 @@ impl SwapFile {
             let slot_bytes = SLOT_HEADER_BYTES as usize + info.capacity as usize;
             if !chunk.is_empty() && chunk.len() + slot_bytes > COMPACT_CHUNK {
                 file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
-                self.write_behind(&file, (chunk_at, chunk.len()), &mut behind);
+                self.write_behind(file, (chunk_at, chunk.len()), &mut behind);
                 chunk.clear();
             }
             if chunk.is_empty() {
@@ -1111,11 +1131,11 @@ impl SwapFile {
         }
         file.sync_data().map_err(|source| SwapError::Io {
             op: "flush the compacted copy",
-            path: tmp.to_owned(),
+            path: tmp.clone(),
             source,
         })?;
-        drop_cached(&file);
-        Ok(file)
+        drop_cached(file);
+        Ok(())
     }
 
     /// Keeps a compaction's page cache to about two chunks: starts writing back the chunk
@@ -1464,26 +1484,30 @@ impl SourceWindow {
     }
 }
 
-/// Creates (or truncates) `path` with `size` bytes reserved on disk and writes the file
-/// header.
-fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|source| SwapError::Io {
-            op: "create",
-            path: path.to_owned(),
-            source,
-        })?;
+/// Creates `name` in `folder`, new and never through a link ([`SwapFolder::create_new`]),
+/// with `size` bytes reserved on disk, and writes the file header. A file that cannot be
+/// made whole (a full disk) is removed.
+fn new_file(
+    folder: &SwapFolder,
+    name: &str,
+    size: u64,
+    owner: &RunIdentity,
+) -> Result<File, SwapError> {
+    let file = folder.create_new(name)?;
+    prepare_new(&file, &folder.path_of(name), size, owner).inspect_err(|_| {
+        let _ = folder.remove(name);
+    })?;
+    Ok(file)
+}
+
+/// Reserves `size` bytes of the new, empty `file` at `path` and writes its header.
+fn prepare_new(file: &File, path: &Path, size: u64, owner: &RunIdentity) -> Result<(), SwapError> {
     // Faults read what they need and their own read-ahead (`AppSwap`'s window and its
     // prefetch, which `will_need` still reads): the kernel's read-ahead on top read up to
     // `read_ahead_kb` (8 MiB on a virtio disk) past a fault's run, charged to the app's
     // group and mostly dropped unread. Only advice: a kernel that refuses it reads ahead.
-    let _ = marvin_runtime::memfd::random_access(&file);
-    reserve(&file, path, 0, size)?;
+    let _ = marvin_runtime::memfd::random_access(file);
+    reserve(file, path, 0, size)?;
     let mut header = [0u8; FILE_HEADER_BYTES as usize];
     write_file_header(&mut header, owner);
     file.write_all_at(&header, 0)
@@ -1491,8 +1515,7 @@ fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapErr
             op: "write the file header",
             path: path.to_owned(),
             source,
-        })?;
-    Ok(file)
+        })
 }
 
 /// Allocates disk blocks for `[from, to)`, extending the file: a full disk fails here, as
