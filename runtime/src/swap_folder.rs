@@ -92,7 +92,7 @@ impl SwapFolder {
     /// Opens the folder at `path` (which must exist) and checks that only the run's user
     /// (or root) can change its entries; see the module doc.
     pub fn open(path: &Path) -> Result<SwapFolder, FolderError> {
-        let uid = rustix::process::geteuid().as_raw();
+        let uid = run_user();
         let unsafe_folder = |reason: String| FolderError::UnsafeFolder {
             path: path.to_owned(),
             reason,
@@ -287,6 +287,11 @@ impl SwapFolder {
             source: e.into(),
         }
     }
+}
+
+/// The run's user: the effective user id, whose files a swap folder's run makes.
+pub fn run_user() -> u32 {
+    rustix::process::geteuid().as_raw()
 }
 
 /// Root may change anything anyway: a folder or link of root's is as trusted as one's own.
