@@ -394,14 +394,30 @@ impl AppSwap {
     }
 
     pub(crate) fn record_error(&self, e: &SwapError) {
+        self.record(e, "objects stay in memory unsaved");
+    }
+
+    /// [`AppSwap::record_error`] for a failed compaction, which leaves the swap file as it
+    /// was: every checkpoint stays saved and readable, and only the dead space stays.
+    pub(crate) fn record_compaction_error(&self, e: &SwapError) {
+        self.record(
+            e,
+            "the swap file is not compacted; its checkpoints stay saved in it as they were, \
+             and its dead space is reused by later saves",
+        );
+    }
+
+    /// Keeps `e` as the last swap error; the first full disk of each app is a warning that
+    /// says `what` it means for the app's objects.
+    fn record(&self, e: &SwapError, what: &str) {
         *self.last_error.lock() = Some(e.to_string());
         if is_disk_full(e) && !self.warned_full.swap(true, Ordering::Relaxed) {
-            // Once per app: the objects stay in memory, unsaved, and the app carries on.
-            // A stderr that cannot be written loses the warning, nothing else.
+            // Once per app, and the app carries on. A stderr that cannot be written loses
+            // the warning, nothing else.
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),
-                "warning: swap directory {} is full: objects stay in memory unsaved ({e})",
+                "warning: swap directory {} is full: {what} ({e})",
                 self.dir_lock.dir().display()
             );
         }
