@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 
+use super::compact::{SourceWindow, COMPACT_CHUNK};
 use super::layout::{FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
 use super::*;
 
