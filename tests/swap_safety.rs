@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use marvin_swap::swap_file::layout::SlotHeader;
 
 mod support;
-use support::{fingerprint, live_checkpoints, program, text, QUICK_COLD};
+use support::{live_checkpoints, program, text, QUICK_COLD};
 
 /// Long enough for anything these tests wait for, on a loaded machine: a hang guard, not
 /// a timing assertion.
@@ -357,6 +357,31 @@ fn a_reclaim_table_that_does_not_fit_is_a_full_disk_warning_and_the_app_carries_
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!left.iter().any(|n| n.ends_with(".table")), "{left:?}");
+}
+
+/// What a file is, for checking that nothing changed it: its bytes (a regular file's) and
+/// every part of its metadata that a write, a truncation, a rename over it or a new link
+/// to it would change. Follows no link: a link's own metadata.
+pub fn fingerprint(path: &Path) -> (Vec<u8>, [i64; 9]) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).unwrap();
+    let bytes = if m.is_file() {
+        std::fs::read(path).unwrap()
+    } else {
+        Vec::new()
+    };
+    let meta = [
+        m.len() as i64,
+        m.mode() as i64,
+        m.uid() as i64,
+        m.nlink() as i64,
+        m.ino() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ];
+    (bytes, meta)
 }
 
 /// A user other than root and the test's own (`nobody` on most systems).

@@ -47,6 +47,9 @@ pub enum SwapDirError {
     Refused(#[from] FolderError),
 }
 
+/// This process's holds, by the directory's device and inode.
+type Holds = HashMap<(u64, u64), Weak<SwapDirLock>>;
+
 /// This run's hold on a swap directory; the lock is released when the last holder drops.
 #[derive(Debug)]
 pub struct SwapDirLock {
@@ -60,7 +63,7 @@ impl SwapDirLock {
     /// The directory is checked first ([`SwapFolder::open`]: only the run's user or root
     /// may change its entries) and the lock file is never opened through a link.
     pub fn acquire(dir: &Path) -> Result<Arc<SwapDirLock>, SwapDirError> {
-        static HELD: Mutex<Option<HashMap<(u64, u64), Weak<SwapDirLock>>>> = Mutex::new(None);
+        static HELD: Mutex<Option<Holds>> = Mutex::new(None);
         let folder = SwapFolder::open(dir)?;
         let key = folder.identity()?;
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());

@@ -40,28 +40,3 @@ pub fn live_checkpoints(path: &Path) -> Vec<(u64, SlotHeader)> {
     }
     live
 }
-
-/// What a file is, for checking that nothing changed it: its bytes (a regular file's) and
-/// every part of its metadata that a write, a truncation, a rename over it or a new link
-/// to it would change. Follows no link: a link's own metadata.
-pub fn fingerprint(path: &Path) -> (Vec<u8>, [i64; 9]) {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::symlink_metadata(path).unwrap();
-    let bytes = if m.is_file() {
-        std::fs::read(path).unwrap()
-    } else {
-        Vec::new()
-    };
-    let meta = [
-        m.len() as i64,
-        m.mode() as i64,
-        m.uid() as i64,
-        m.nlink() as i64,
-        m.ino() as i64,
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-    ];
-    (bytes, meta)
-}
