@@ -327,8 +327,7 @@ impl Budget {
                 })
             }
             PressurePolicy::PageSwap => {
-                let order = self.lru_background(Some(app));
-                self.take(order, short, &|a, want| a.page_out(want).bytes)
+                self.counted_page_out(self.lru_background(Some(app)), short)
             }
         }
     }
@@ -385,13 +384,20 @@ impl Budget {
     /// did is there nothing left to take.
     fn page_out_for(&self, order: Vec<(Arc<Member>, Arc<App>)>, short: u64) -> bool {
         let seen = self.paged_out.load(Ordering::SeqCst);
+        self.counted_page_out(order, short) > 0 || self.another_paged_out(seen)
+    }
+
+    /// Pages out of `order` until `short` is back, counted as under way meanwhile and, when
+    /// it booked bytes, as done (what [`Budget::another_paged_out`] waits for): an
+    /// allocation's make-room and the launch's make-room ahead alike. Returns the bytes.
+    fn counted_page_out(&self, order: Vec<(Arc<Member>, Arc<App>)>, short: u64) -> u64 {
         self.paging_out.fetch_add(1, Ordering::SeqCst);
         let got = self.take(order, short, &|a, want| a.page_out(want).bytes);
         if got > 0 {
             self.paged_out.fetch_add(1, Ordering::SeqCst);
         }
         self.paging_out.fetch_sub(1, Ordering::SeqCst);
-        got > 0 || self.another_paged_out(seen)
+        got
     }
 
     /// Whether a page-out other than the caller's booked bytes since `seen` (the count of
