@@ -140,8 +140,8 @@ fn nearest_existing(path: &Path) -> &Path {
 /// ([`marvin_runtime::swap_folder::SwapFolder::open`]: the run's user's or root's, not
 /// writable by other users without the sticky bit). A missing one is made the run's own.
 pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
-    check_output_dir(flag, path)?;
-    if path.symlink_metadata().is_ok() {
+    // The folder first: no probe file is made in one that is refused.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         if let Err(e) = marvin_runtime::swap_folder::SwapFolder::open(path) {
             let reason = match e {
                 marvin_runtime::swap_folder::FolderError::UnsafeFolder { reason, .. } => {
@@ -152,7 +152,7 @@ pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
             return Err(error(flag, path, reason));
         }
     }
-    Ok(())
+    check_output_dir(flag, path)
 }
 
 /// Makes and removes a file of a name of its own in `dir`. The error is the operating
