@@ -109,3 +109,59 @@ fn a_lifecycle_script_reads_the_shared_syntax() {
         );
     }
 }
+
+#[test]
+fn a_lifecycle_time_too_late_names_the_step_and_blames_time_scale_only_when_given() {
+    let program = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/fib.masm");
+    let run = |spec: &str, scale: Option<&str>| {
+        let mut args = vec!["run", program.to_str().unwrap(), "--lifecycle", spec];
+        if let Some(s) = scale {
+            args.extend(["--time-scale", s]);
+        }
+        marvin(&args)
+    };
+    // Too late at any scale: the step's time is named, no flag that nobody gave.
+    let o = run("bg@18446744073709551615s", None);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--lifecycle: a step at 18446744073709551615s is later than")
+            && stderr.contains("at most 876000h"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--time-scale"), "{stderr}");
+    // Late only once scaled: the scale given is named with it.
+    let o = run("bg@500000h", Some("2"));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a step at 500000h times --time-scale 2 is later than"),
+        "{stderr}"
+    );
+    // At the bound it runs.
+    let o = run("bg@876000h", None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_policy_period_under_a_millisecond_or_a_file_that_is_not_utf8_is_a_bad_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    let check = || marvin(&["policy", "check", file.to_str().unwrap()]);
+    std::fs::write(&file, "[working_set]\nforeground_period = \"1ns\"\n").unwrap();
+    let o = check();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("working_set.foreground_period") && stderr.contains("at least 1ms"),
+        "{stderr}"
+    );
+    std::fs::write(&file, b"[saver]\nbudget = \"1s\" # \xff\n").unwrap();
+    let o = check();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(file.to_str().unwrap()) && stderr.contains("not UTF-8"),
+        "{stderr}"
+    );
+}

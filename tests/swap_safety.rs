@@ -97,9 +97,11 @@ fn a_second_run_on_the_same_swap_directory_is_refused_and_the_first_is_unharmed(
     // The same command again, while the first holds the directory.
     let second = wait_bounded(spawn(&args), "the second run");
     let stderr = text(&second.stderr);
-    assert!(
-        !second.status.success(),
-        "the second run was let in: {stderr}"
+    // Status 1: the flags were right, the directory is taken (docs/swap-safety.md).
+    assert_eq!(
+        second.status.code(),
+        Some(1),
+        "the second run was let in, or ended otherwise: {stderr}"
     );
     assert!(
         stderr.contains(&format!("in use by another run (pid {})", first.id())),
@@ -355,4 +357,193 @@ fn a_reclaim_table_that_does_not_fit_is_a_full_disk_warning_and_the_app_carries_
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!left.iter().any(|n| n.ends_with(".table")), "{left:?}");
+}
+
+/// What a file is, for checking that nothing changed it: its bytes (a regular file's) and
+/// every part of its metadata that a write, a truncation, a rename over it or a new link
+/// to it would change. Follows no link: a link's own metadata.
+pub fn fingerprint(path: &Path) -> (Vec<u8>, [i64; 9]) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).unwrap();
+    let bytes = if m.is_file() {
+        std::fs::read(path).unwrap()
+    } else {
+        Vec::new()
+    };
+    let meta = [
+        m.len() as i64,
+        m.mode() as i64,
+        m.uid() as i64,
+        m.nlink() as i64,
+        m.ino() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ];
+    (bytes, meta)
+}
+
+/// A user other than root and the test's own (`nobody` on most systems).
+const OTHER_USER: u32 = 65534;
+
+/// What another user can place under a name the run uses, each paired with how the
+/// refusal describes it. Another user's file needs root to make (skipped otherwise, with
+/// a printed reason).
+fn hostile_kinds() -> Vec<(&'static str, &'static str)> {
+    let mut kinds = vec![
+        ("symlink", "a symbolic link"),
+        ("dangling symlink", "a symbolic link"),
+        ("fifo", "a FIFO"),
+        ("hard link", "a file with 2 links"),
+    ];
+    if marvin_runtime::swap_folder::run_user() == 0 {
+        kinds.push(("another user's file", "a file of user 65534"));
+    } else {
+        eprintln!("skipping another user's file under the run's names: chown needs root");
+    }
+    kinds
+}
+
+/// Places `kind` under `at`; `outside` is a file outside the swap directory that links
+/// lead to (a dangling link leads to `missing`, which must stay missing).
+fn plant(kind: &str, at: &Path, outside: &Path, missing: &Path) {
+    match kind {
+        "symlink" => std::os::unix::fs::symlink(outside, at).unwrap(),
+        "dangling symlink" => std::os::unix::fs::symlink(missing, at).unwrap(),
+        "fifo" => {
+            let made = Command::new("mkfifo").arg(at).status().unwrap();
+            assert!(made.success(), "mkfifo {}", at.display());
+        }
+        "hard link" => std::fs::hard_link(outside, at).unwrap(),
+        "another user's file" => {
+            std::fs::write(at, b"another user's bytes").unwrap();
+            std::os::unix::fs::chown(at, Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+        }
+        _ => unreachable!("{kind}"),
+    }
+}
+
+/// `hold.masm` swapping in `dir` with every file the run can make there: its lock, swap
+/// file, reclaim table and (memory-file backing) region directory.
+fn hold_in(dir: &Path) -> Child {
+    spawn(&[
+        "run",
+        program("hold.masm").to_str().unwrap(),
+        "-D",
+        "COUNT=8",
+        "-D",
+        "ARRAY_BYTES=8176",
+        "-D",
+        "SLEEP_MS=300",
+        "--swap-dir",
+        dir.to_str().unwrap(),
+        "--large-backing",
+        "memfd",
+        "--policy",
+        QUICK_COLD,
+        "--lifecycle",
+        "bg@50ms,save@100ms,reclaim@150ms",
+    ])
+}
+
+#[test]
+fn links_fifos_and_other_users_files_under_the_runs_names_are_refused_and_nothing_outside_changes()
+{
+    // Every name `marvin run` makes in its swap directory at start (the compaction's copy,
+    // made later, is tested on the swap file itself: swap/tests/swap_folder.rs).
+    let names = [
+        "marvin.lock",
+        "app",
+        "app.table",
+        "app.regions",
+        "app.regions.tmp",
+    ];
+    for (kind, said) in hostile_kinds() {
+        for name in names {
+            let dir = tempfile::tempdir().unwrap();
+            let elsewhere = tempfile::tempdir().unwrap();
+            let outside = elsewhere.path().join("precious");
+            std::fs::write(&outside, b"bytes that must stay as they are").unwrap();
+            let missing = elsewhere.path().join("never-made");
+            let at = dir.path().join(name);
+            plant(kind, &at, &outside, &missing);
+            let (outside_before, planted) = (fingerprint(&outside), fingerprint(&at));
+
+            let out = wait_bounded(hold_in(dir.path()), "a run refused its swap directory");
+            let stderr = text(&out.stderr);
+            let what = format!("{kind} as {name}");
+            assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{} is refused: it is {said}", at.display())),
+                "{what}: {stderr}"
+            );
+            assert!(text(&out.stdout).is_empty(), "{what}: the app ran");
+            assert_eq!(
+                fingerprint(&outside),
+                outside_before,
+                "{what}: target changed"
+            );
+            assert_eq!(
+                fingerprint(&at),
+                planted,
+                "{what}: the planted entry changed"
+            );
+            assert!(!missing.exists(), "{what}: created through a dangling link");
+        }
+    }
+}
+
+#[test]
+fn an_earlier_runs_files_are_replaced_and_the_next_run_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in ["first", "second"] {
+        let out = wait_bounded(hold_in(dir.path()), run);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{run}: {:?}\n{stderr}", out.status);
+        assert_eq!(text(&out.stdout), "ready\nok\n", "{run}: {stderr}");
+    }
+    // What the runs leave: their own files, each with one link, no temporary names.
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["app", "app.regions", "app.table", "marvin.lock"]);
+}
+
+#[test]
+fn a_swap_directory_others_may_write_in_or_of_another_user_is_refused_before_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = wait_bounded(hold_in(dir.path()), "an open swap directory");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--swap-dir {}: is refused", dir.path().display()))
+            && stderr.contains("writable by other users (mode 0777)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a file was made"
+    );
+    // With the sticky bit (as /tmp has), other users cannot replace the run's files.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = wait_bounded(hold_in(dir.path()), "a sticky swap directory");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    if marvin_runtime::swap_folder::run_user() != 0 {
+        eprintln!("skipping a swap directory of another user: chown needs root");
+        return;
+    }
+    let theirs = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(theirs.path(), Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+    let out = wait_bounded(hold_in(theirs.path()), "another user's swap directory");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("belongs to user 65534"), "{stderr}");
+    assert_eq!(std::fs::read_dir(theirs.path()).unwrap().count(), 0);
 }

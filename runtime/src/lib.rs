@@ -5,7 +5,8 @@
 //! fast-tracked lock holders ([`fasttrack`]), safepoints ([`safepoint`]), the reclaim
 //! table shared with the reclaimer ([`reclaim_table`]), memory another process can
 //! reclaim ([`memfd`]), thread CPU clocks ([`cpuclock`]), CPU accounting of the runtime's
-//! own work ([`cpuaccount`]), the run's identity in its shared files ([`run_identity`]), trace events ([`trace`]) and the one duration syntax of
+//! own work ([`cpuaccount`]), the run's identity in its shared files ([`run_identity`]), the swap folder whose files are never
+//! made through a link ([`swap_folder`]), trace events ([`trace`]) and the one duration syntax of
 //! flags, policy files and lifecycle scripts ([`duration`]).
 //! Nothing here knows about the collector, the swap file or MASM: where it needs them it
 //! defines a trait that a higher layer implements. The message queue and looper are a
@@ -35,4 +36,5 @@ pub mod reclaim_table;
 pub mod run_identity;
 pub mod safepoint;
 pub mod stub;
+pub mod swap_folder;
 pub mod trace;

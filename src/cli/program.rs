@@ -183,6 +183,42 @@ fn check_run_paths(a: &RunArgs) -> Result<(), paths::PathError> {
     Ok(())
 }
 
+/// The longest a lifecycle script may wait for a step (after `--time-scale`): a century,
+/// past which no run lasts and the app's clock could not count.
+const MAX_LIFECYCLE_TIME: std::time::Duration =
+    std::time::Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// Multiplies every step's time by `time_scale`; a time that is (or scales to) more than
+/// [`MAX_LIFECYCLE_TIME`] is an error naming it, and `--time-scale` only when it was given
+/// (a scale of 1 changes nothing, so it is never blamed).
+fn scale_lifecycle(l: &mut Lifecycle, time_scale: f64) -> Result<(), String> {
+    use marvin_runtime::duration::format;
+    for (at, _) in &mut l.steps {
+        let given = *at;
+        let scaled = if time_scale == 1.0 {
+            Some(given)
+        } else {
+            std::time::Duration::try_from_secs_f64(given.as_secs_f64() * time_scale).ok()
+        };
+        match scaled.filter(|t| *t <= MAX_LIFECYCLE_TIME) {
+            Some(t) => *at = t,
+            None => {
+                let by = if time_scale == 1.0 {
+                    String::new()
+                } else {
+                    format!(" times --time-scale {time_scale}")
+                };
+                return Err(format!(
+                    "--lifecycle: a step at {}{by} is later than a script may wait (at most {})",
+                    format(given),
+                    format(MAX_LIFECYCLE_TIME)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
         errln!(
@@ -211,14 +247,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     };
     let lifecycle = match a.lifecycle.as_deref().map(Lifecycle::parse).transpose() {
         Ok(Some(mut l)) => {
-            for (at, _) in &mut l.steps {
-                match std::time::Duration::try_from_secs_f64(at.as_secs_f64() * a.time_scale) {
-                    Ok(t) => *at = t,
-                    Err(e) => {
-                        errln!("error: --time-scale {}: a lifecycle time {e}", a.time_scale);
-                        return Ok(EXIT_USAGE);
-                    }
-                }
+            if let Err(e) = scale_lifecycle(&mut l, a.time_scale) {
+                errln!("error: {e}");
+                return Ok(EXIT_USAGE);
             }
             Some(l)
         }
@@ -314,8 +345,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let outcome = match marvin_app::run_until(vp, cfg, Some(&stop)) {
         Ok(o) => o,
         Err(e) => {
+            // The flags were right (they were checked above): what stops the app here is
+            // the machine's state, such as a swap directory another run holds or a name
+            // in it taken by something this run did not make.
             errln!("error: cannot start the app: {e}");
-            return Ok(EXIT_USAGE);
+            return Ok(EXIT_FAILURE);
         }
     };
     // The program's own status, unless its output was lost.

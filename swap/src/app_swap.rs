@@ -1,6 +1,7 @@
 //! One app's swap state: its swap file, its policy and its counters, and the
 //! [`StubHooks`] the runtime calls to fault objects in and to free their slots.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use marvin_runtime::heap::{Handle, Heap, LargeBacking};
 use marvin_runtime::object::Obj;
 use marvin_runtime::reclaim_table::{ReclaimTable, ReclaimTableError};
 use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
+use marvin_runtime::swap_folder::SwapFolder;
 use parking_lot::Mutex;
 
 use crate::policy::SwapPolicy;
@@ -163,11 +165,12 @@ fn is_disk_full(e: &SwapError) -> bool {
 /// naming the directory (the app's one, hence `true`), and its objects stay in memory,
 /// since no other process can reach a table that is not in a file.
 fn table_or_full(
-    dir: &Path,
+    folder: &SwapFolder,
     name: &str,
     capacity: u32,
 ) -> Result<(ReclaimTable, bool), ReclaimTableError> {
-    match ReclaimTable::create(&crate::external::table_path(dir, name), capacity) {
+    let dir = folder.path();
+    match ReclaimTable::create_in(folder, &crate::external::table_name(name), capacity) {
         Ok(table) => Ok((table, false)),
         Err(e) if e.is_disk_full() => {
             // A stderr that cannot be written loses the warning, nothing else.
@@ -204,16 +207,22 @@ impl AppSwap {
         table_capacity: u32,
         bookmarking: bool,
     ) -> Result<Arc<AppSwap>, AttachError> {
-        std::fs::create_dir_all(dir).map_err(|source| AttachError::Dir {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
+        // A folder made here is the run's alone (a folder others may write in is refused).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| AttachError::Dir {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
         let dir_lock = SwapDirLock::acquire(dir)?;
-        let file = SwapFile::create(dir, name)?;
-        let (table, warned_full) = table_or_full(dir, name, table_capacity)?;
+        let folder = dir_lock.folder();
+        let file = SwapFile::create_in(folder, name, None)?;
+        let (table, warned_full) = table_or_full(folder, name, table_capacity)?;
         if heap.large_space().backing() == LargeBacking::Memfd {
             heap.large_space()
-                .publish_regions(&crate::external::regions_path(dir, name))?;
+                .publish_regions(folder.clone(), &crate::external::regions_name(name))?;
         }
         let swap = Arc::new(AppSwap {
             policy,
@@ -385,14 +394,30 @@ impl AppSwap {
     }
 
     pub(crate) fn record_error(&self, e: &SwapError) {
+        self.record(e, "objects stay in memory unsaved");
+    }
+
+    /// [`AppSwap::record_error`] for a failed compaction, which leaves the swap file as it
+    /// was: every checkpoint stays saved and readable, and only the dead space stays.
+    pub(crate) fn record_compaction_error(&self, e: &SwapError) {
+        self.record(
+            e,
+            "the swap file is not compacted; its checkpoints stay saved in it as they were, \
+             and its dead space is reused by later saves",
+        );
+    }
+
+    /// Keeps `e` as the last swap error; the first full disk of each app is a warning that
+    /// says `what` it means for the app's objects.
+    fn record(&self, e: &SwapError, what: &str) {
         *self.last_error.lock() = Some(e.to_string());
         if is_disk_full(e) && !self.warned_full.swap(true, Ordering::Relaxed) {
-            // Once per app: the objects stay in memory, unsaved, and the app carries on.
-            // A stderr that cannot be written loses the warning, nothing else.
+            // Once per app, and the app carries on. A stderr that cannot be written loses
+            // the warning, nothing else.
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),
-                "warning: swap directory {} is full: objects stay in memory unsaved ({e})",
+                "warning: swap directory {} is full: {what} ({e})",
                 self.dir_lock.dir().display()
             );
         }

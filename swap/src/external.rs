@@ -29,12 +29,22 @@ use crate::reclaimer::{take, ReclaimReport};
 
 /// The reclaim table file of app `name` in its swap directory `dir`.
 pub fn table_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.table"))
+    dir.join(table_name(name))
+}
+
+/// The name of app `name`'s reclaim table in its swap directory.
+pub fn table_name(name: &str) -> String {
+    format!("{name}.table")
+}
+
+/// The name of app `name`'s region directory in its swap directory.
+pub fn regions_name(name: &str) -> String {
+    format!("{name}.regions")
 }
 
 /// The region directory file of app `name` in its swap directory `dir`.
 pub fn regions_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.regions"))
+    dir.join(regions_name(name))
 }
 
 /// Why an app's memory could not be opened from outside.

@@ -212,7 +212,7 @@ pub fn compact_if_needed(heap: &Heap, swap: &AppSwap) -> Result<bool, SwapError>
     let mut file = swap.file.lock();
     let Some(report) = file
         .compact_if_needed(swap.policy.compaction_threshold())
-        .inspect_err(|e| swap.record_error(e))?
+        .inspect_err(|e| swap.record_compaction_error(e))?
     else {
         return Ok(false);
     };

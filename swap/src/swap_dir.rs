@@ -10,11 +10,12 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use marvin_runtime::run_identity::RunIdentity;
+use marvin_runtime::swap_folder::{FolderError, SwapFolder};
 
 /// The lock file in a swap directory.
 pub const LOCK_FILE: &str = "marvin.lock";
@@ -40,113 +41,125 @@ pub enum SwapDirError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The directory is not safe to write in, or a name of the lock is taken by
+    /// something this run did not make ([`SwapFolder`]).
+    #[error(transparent)]
+    Refused(#[from] FolderError),
 }
+
+/// This process's holds, by the directory's device and inode.
+type Holds = HashMap<(u64, u64), Weak<SwapDirLock>>;
 
 /// This run's hold on a swap directory; the lock is released when the last holder drops.
 #[derive(Debug)]
 pub struct SwapDirLock {
-    dir: PathBuf,
+    folder: Arc<SwapFolder>,
     /// The locked file (the `flock` lives as long as this descriptor).
     _file: File,
 }
 
 impl SwapDirLock {
     /// Takes `dir` (which must exist) for this run, or shares this run's existing hold.
+    /// The directory is checked first ([`SwapFolder::open`]: only the run's user or root
+    /// may change its entries) and the lock file is never opened through a link.
     pub fn acquire(dir: &Path) -> Result<Arc<SwapDirLock>, SwapDirError> {
-        static HELD: Mutex<Option<HashMap<PathBuf, Weak<SwapDirLock>>>> = Mutex::new(None);
-        let io = |op, source| SwapDirError::Io {
-            dir: dir.to_owned(),
-            op,
-            source,
-        };
-        let key = dir
-            .canonicalize()
-            .map_err(|e| io("resolve the directory", e))?;
+        static HELD: Mutex<Option<Holds>> = Mutex::new(None);
+        let folder = SwapFolder::open(dir)?;
+        let key = folder.identity()?;
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
         let held = held.get_or_insert_with(HashMap::new);
         held.retain(|_, w| w.strong_count() > 0);
         if let Some(lock) = held.get(&key).and_then(Weak::upgrade) {
             return Ok(lock);
         }
-        let file = lock_dir(&key).map_err(|e| match e {
+        let file = lock_dir(&folder).map_err(|e| match e {
             Locking::Held(holder) => SwapDirError::InUse {
                 dir: dir.to_owned(),
                 holder,
             },
-            Locking::Io(op, source) => io(op, source),
+            Locking::Refused(e) => SwapDirError::Refused(e),
+            Locking::Io(op, source) => SwapDirError::Io {
+                dir: dir.to_owned(),
+                op,
+                source,
+            },
         })?;
         let lock = Arc::new(SwapDirLock {
-            dir: key.clone(),
+            folder: Arc::new(folder),
             _file: file,
         });
         held.insert(key, Arc::downgrade(&lock));
         Ok(lock)
     }
 
-    /// The directory (resolved).
+    /// The directory (as given).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.folder.path()
+    }
+
+    /// The directory, opened: the run's files are made in it relative to it.
+    pub fn folder(&self) -> &Arc<SwapFolder> {
+        &self.folder
     }
 }
 
 enum Locking {
     Held(Option<u32>),
+    Refused(FolderError),
     Io(&'static str, std::io::Error),
 }
 
-/// Locks `dir/marvin.lock`. A new lock file is written and locked under a temporary name
-/// first and then renamed into place, so a sweeper never finds the lock file free in the
-/// moment between its creation and its lock.
-fn lock_dir(dir: &Path) -> Result<File, Locking> {
-    let path = dir.join(LOCK_FILE);
+impl From<FolderError> for Locking {
+    fn from(e: FolderError) -> Locking {
+        Locking::Refused(e)
+    }
+}
+
+/// Locks `marvin.lock` in `folder`. A new lock file is written and locked under a
+/// temporary name first and then linked into place, so a sweeper never finds the lock
+/// file free in the moment between its creation and its lock. Neither name is ever
+/// opened through a link or taken from another user ([`SwapFolder`]).
+fn lock_dir(folder: &SwapFolder) -> Result<File, Locking> {
     loop {
-        match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(mut file) => match file.try_lock() {
+        match folder.open_own(LOCK_FILE)? {
+            Some(mut file) => match file.try_lock() {
                 Ok(()) => {
                     // Our lock now; the file may have been replaced (a sweeper removed
                     // the directory's files): only a lock on the linked file counts.
-                    if !same_file(&file, &path) {
+                    if !folder.names(LOCK_FILE, &file)? {
                         continue;
                     }
                     write_owner(&mut file).map_err(|e| Locking::Io("write the lock file", e))?;
                     return Ok(file);
                 }
-                Err(TryLockError::WouldBlock) => return Err(Locking::Held(holder_of(&path))),
+                Err(TryLockError::WouldBlock) => return Err(Locking::Held(holder_of(&file))),
                 Err(TryLockError::Error(e)) => return Err(Locking::Io("lock the directory", e)),
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let tmp = dir.join(format!(".{LOCK_FILE}.{}", std::process::id()));
-                let mut file =
-                    File::create(&tmp).map_err(|e| Locking::Io("create the lock file", e))?;
-                file.try_lock()
-                    .map_err(|e| Locking::Io("lock the directory", e.into()))?;
-                write_owner(&mut file).map_err(|e| Locking::Io("write the lock file", e))?;
+            None => {
+                let tmp = format!(".{LOCK_FILE}.{}", std::process::id());
+                let mut file = folder.create_new(&tmp)?;
+                let made = file
+                    .try_lock()
+                    .map_err(|e| Locking::Io("lock the directory", e.into()))
+                    .and_then(|()| {
+                        write_owner(&mut file).map_err(|e| Locking::Io("write the lock file", e))
+                    });
                 // No replace: if another run got its lock file in first, contend for that one.
-                match std::fs::hard_link(&tmp, &path) {
-                    Ok(()) => {
-                        let _ = std::fs::remove_file(&tmp);
-                        return Ok(file);
+                let linked = made.and_then(|()| match folder.link(&tmp, LOCK_FILE) {
+                    Ok(()) => Ok(true),
+                    Err(FolderError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::AlreadyExists =>
+                    {
+                        Ok(false)
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let _ = std::fs::remove_file(&tmp);
-                        continue;
-                    }
-                    Err(e) => {
-                        let _ = std::fs::remove_file(&tmp);
-                        return Err(Locking::Io("create the lock file", e));
-                    }
+                    Err(e) => Err(Locking::Refused(e)),
+                });
+                let _ = folder.remove(&tmp);
+                if linked? {
+                    return Ok(file);
                 }
             }
-            Err(e) => return Err(Locking::Io("open the lock file", e)),
         }
-    }
-}
-
-fn same_file(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
     }
 }
 
@@ -159,33 +172,35 @@ fn write_owner(file: &mut File) -> std::io::Result<()> {
         me.id_hex(),
         me.started_unix_ns
     );
-    use std::os::unix::fs::FileExt;
-    file.write_all_at(text.as_bytes(), 0)?;
-    file.flush()
+    file.write_all_at(text.as_bytes(), 0)
 }
 
 /// The pid a lock file names, if it can be read.
-fn holder_of(path: &Path) -> Option<u32> {
-    let mut text = String::new();
-    File::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_string(&mut text)
-        .ok()?;
+fn holder_of(file: &File) -> Option<u32> {
+    let mut bytes = [0u8; 4096];
+    let n = file.read_at(&mut bytes, 0).ok()?;
+    let text = std::str::from_utf8(&bytes[..n]).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("pid "))
         .and_then(|p| p.trim().parse().ok())
+}
+
+/// Opens `dir/marvin.lock` to lock it, never through a link and never waiting on a
+/// FIFO: `None` unless it is a plain file.
+fn open_lock_file(dir: &Path) -> std::io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(dir.join(LOCK_FILE))?;
+    Ok(file.metadata()?.is_file().then_some(file))
 }
 
 /// Whether `dir`'s lock file exists and no run holds it. Holds the lock (returned) while
 /// the caller removes the directory. A directory without a lock file is not known to be
 /// stale (it may be being set up) and is left alone.
 fn lock_if_stale(dir: &Path) -> Option<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.join(LOCK_FILE))
-        .ok()?;
+    let file = open_lock_file(dir).ok()??;
     file.try_lock().ok()?;
     Some(file)
 }
@@ -197,12 +212,10 @@ fn lock_if_stale(dir: &Path) -> Option<File> {
 pub fn lock_unused(dir: &Path) -> Option<Vec<File>> {
     let mut held = Vec::new();
     let mut lock = |d: &Path| -> bool {
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(d.join(LOCK_FILE))
-        {
-            Ok(file) => match file.try_lock() {
+        match open_lock_file(d) {
+            // Not a plain file: not a lock of marvin's, so not free to take.
+            Ok(None) => false,
+            Ok(Some(file)) => match file.try_lock() {
                 Ok(()) => {
                     held.push(file);
                     true
@@ -279,10 +292,8 @@ mod tests {
         let a = SwapDirLock::acquire(dir.path()).unwrap();
         let b = SwapDirLock::acquire(dir.path()).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(
-            holder_of(&dir.path().join(LOCK_FILE)),
-            Some(std::process::id())
-        );
+        let file = File::open(dir.path().join(LOCK_FILE)).unwrap();
+        assert_eq!(holder_of(&file), Some(std::process::id()));
         // Held: not stale, whatever a sweep of its parent finds.
         assert!(lock_if_stale(dir.path()).is_none());
         drop((a, b));

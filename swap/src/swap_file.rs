@@ -27,33 +27,45 @@
 //!
 //! The in-memory index (which slots exist, which are live and whose) is the source of truth
 //! for allocation; the on-disk headers make each checkpoint self-checking.
+//!
+//! The file is made in the app's swap folder, new and never through a link
+//! ([`marvin_runtime::swap_folder`]); so is a compaction's copy, which is renamed only over
+//! this very file. This module holds the file, its index and the writes; reading back is
+//! in `read`, compaction in `compact`, the page cache and the disk in `sync`, the formats
+//! in [`layout`] and `codec`.
 
 mod codec;
+mod compact;
 mod crc32;
 mod error;
 pub mod layout;
 mod page_cache;
 pub mod page_sums;
+mod read;
 mod sequential;
+mod sync;
 mod vectored;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::num::NonZeroU32;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use codec::Compression;
+pub use compact::CompactionReport;
 pub use crc32::crc32;
 pub use error::{CorruptKind, SwapError};
 use layout::{
-    capacity_for, check_file_header, write_file_header, Codec, HeaderError, SlotHeader, SlotState,
+    capacity_for, check_file_header, write_file_header, Codec, SlotHeader, SlotState,
     FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
 use marvin_runtime::run_identity::RunIdentity;
+use marvin_runtime::swap_folder::SwapFolder;
+pub use read::SlotRead;
 pub use sequential::SequentialReader;
+pub use sync::{SyncHandle, WRITE_BACK_EVERY};
 
 /// The data region a new file starts with.
 const INITIAL_DATA_BYTES: u64 = 64 * 1024;
@@ -61,95 +73,6 @@ const INITIAL_DATA_BYTES: u64 = 64 * 1024;
 const GROWTH_GRANULE: u64 = 64 * 1024;
 /// A free slot is reused only when it wastes at most this factor of the space needed.
 const BEST_FIT_SLACK: u64 = 2;
-
-/// Compaction writes the new file in chunks of about this many bytes (a slot larger than
-/// this is written alone), so it holds at most one chunk in memory, never both files.
-const COMPACT_CHUNK: usize = 1 << 20;
-
-/// A second descriptor of a swap file ([`SwapFile::sync_handle`]): the saver waits for its
-/// checkpoints to reach the disk through it after letting go of the file, so the app's
-/// looper, whose frees and faults take the file, never waits behind an `fdatasync`.
-#[derive(Debug)]
-pub struct SyncHandle {
-    file: File,
-    path: PathBuf,
-}
-
-impl SyncHandle {
-    /// [`SwapFile::sync_and_release`] through this descriptor: waits until everything
-    /// written to the file is on disk, then drops its pages from the page cache. (If a
-    /// compaction replaced the file meanwhile, this syncs the replaced one; the
-    /// compaction synced and released its copy itself.)
-    pub fn sync_and_release(&self) -> Result<(), SwapError> {
-        self.file.sync_data().map_err(|source| SwapError::Io {
-            op: "flush",
-            path: self.path.clone(),
-            source,
-        })?;
-        drop_cached(&self.file);
-        Ok(())
-    }
-
-    /// Writes every dirty page of the file back and waits until the disk has it
-    /// (`sync_file_range` with `WAIT_BEFORE | WRITE | WAIT_AFTER`: the data only, no
-    /// journal commit), then drops the file's pages from the page cache. The saver calls
-    /// it every [`WRITE_BACK_EVERY`] bytes, so its checkpoints never pile up as dirty
-    /// pages in the app's memory cgroup: under cgroup v1, a charge at the group's limit
-    /// whose reclaim finds only dirty file pages sleeps 100 ms in the kernel
-    /// (`reclaim_throttle`), and direct reclaim never writes a file page itself.
-    pub fn write_back_and_release(&self) -> Result<(), SwapError> {
-        write_back(&self.file).map_err(|source| SwapError::Io {
-            op: "write back",
-            path: self.path.clone(),
-            source,
-        })?;
-        drop_cached(&self.file);
-        Ok(())
-    }
-}
-
-/// Bytes of checkpoints a saver writes between two
-/// [`SyncHandle::write_back_and_release`] calls: at most this much of an app's swap file
-/// is dirty in the page cache at a time.
-pub const WRITE_BACK_EVERY: usize = 256 << 10;
-
-/// Writes back every dirty page of `file` and waits for them, and for any write already
-/// under way (data only).
-fn write_back(file: &File) -> std::io::Result<()> {
-    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
-        | libc::SYNC_FILE_RANGE_WRITE
-        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
-    // SAFETY: a plain call on a descriptor `file` owns for the call, over the whole file
-    // (offset 0, length 0: to its end); it reads no memory of ours.
-    let rc = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Drops `file`'s clean pages from the page cache: the whole file, header page included.
-/// Keeping the header page cached would be worth its one page, but the advice drops
-/// nothing of a large folio that the range does not cover whole (Linux 6.18: a 256 KiB
-/// file kept every page when released from byte 4096), so a release that starts past the
-/// header could keep the file's whole cache charged to the app. Dirty pages stay until
-/// written back; an error only leaves pages cached, so it is ignored.
-fn drop_cached(file: &File) {
-    let _ = marvin_runtime::memfd::drop_cache(file, 0);
-}
-
-/// One slot of a [`SwapFile::read_many`], planned.
-struct Planned {
-    offset: u64,
-    /// Its read's index.
-    read: usize,
-    capacity: u64,
-    /// Bytes the slot stores.
-    stored: usize,
-    /// Where its stored bytes go in the buffer of compressed ones (`None`: stored as is,
-    /// read straight into its `out`).
-    packed: Option<usize>,
-}
 
 /// A checkpoint to read a run of pages at a time ([`SwapFile::page_source`]): the file
 /// (a handle of its own, so reads need no lock of the swap file, and a compaction that
@@ -189,38 +112,6 @@ impl std::fmt::Display for SlotId {
     }
 }
 
-/// One checkpoint to read with [`SwapFile::read_many`]: its slot, its object's key, and
-/// where its payload goes (exactly the checkpoint's length).
-#[derive(Debug)]
-pub struct SlotRead<'a> {
-    pub slot: SlotId,
-    pub key: u64,
-    pub out: &'a mut [u8],
-}
-
-/// What [`SwapFile::compact_if_needed`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CompactionReport {
-    /// Every live slot's old and new id, sorted by old id.
-    pub remap: Vec<(SlotId, SlotId)>,
-    /// The file's size before.
-    pub bytes_before: u64,
-    /// The file's size after.
-    pub bytes_after: u64,
-    /// Dead bytes dropped.
-    pub dead_bytes_dropped: u64,
-}
-
-impl CompactionReport {
-    /// Where the slot that was `old` lives now.
-    pub fn new_slot(&self, old: SlotId) -> Option<SlotId> {
-        self.remap
-            .binary_search_by_key(&old, |&(o, _)| o)
-            .ok()
-            .map(|i| self.remap[i].1)
-    }
-}
-
 /// A live slot's owner, length and generation, packed to 4-byte alignment: with the
 /// generation never 0 (a free slot's), an index slot takes 20 bytes, not 32.
 #[derive(Clone, Copy, Debug)]
@@ -253,6 +144,9 @@ impl SlotInfo {
 /// One app's swap file.
 pub struct SwapFile {
     path: PathBuf,
+    /// The file's name in `folder`, where it was created and where compaction replaces it.
+    name: String,
+    folder: Arc<SwapFolder>,
     file: File,
     /// The file's size as this process made it (reserved on disk): reads and writes stay
     /// below it, and a file found shorter was truncated behind our back.
@@ -298,13 +192,15 @@ impl std::fmt::Debug for SwapFile {
 }
 
 impl SwapFile {
-    /// Creates (or truncates) the swap file `dir/name`, with no size limit.
+    /// Creates the swap file `dir/name`, new ([`SwapFolder::create_new`]: an earlier
+    /// run's file is replaced, a link or another user's file refused), with no size limit.
     pub fn create(dir: &Path, name: &str) -> Result<SwapFile, SwapError> {
         SwapFile::open_new(dir, name, None)
     }
 
-    /// Creates (or truncates) the swap file `dir/name`, which will never grow past `limit`
-    /// bytes: a write that would need more fails with [`SwapError::LimitReached`].
+    /// Creates the swap file `dir/name` as [`SwapFile::create`] does, which will never grow
+    /// past `limit` bytes: a write that would need more fails with
+    /// [`SwapError::LimitReached`].
     pub fn with_limit(dir: &Path, name: &str, limit: u64) -> Result<SwapFile, SwapError> {
         SwapFile::open_new(dir, name, Some(limit))
     }
@@ -313,10 +209,30 @@ impl SwapFile {
         SwapFile::create_owned(dir, name, limit, *RunIdentity::current())
     }
 
-    /// Creates (or truncates) the swap file `dir/name` as run `owner`'s (the other
-    /// constructors use this process's [`RunIdentity::current`]; tests play other runs).
+    /// Creates the swap file `name` in `folder` (the swap directory this run holds), with
+    /// an optional size limit, as this process's run.
+    pub fn create_in(
+        folder: &Arc<SwapFolder>,
+        name: &str,
+        limit: Option<u64>,
+    ) -> Result<SwapFile, SwapError> {
+        SwapFile::create_owned_in(folder.clone(), name, limit, *RunIdentity::current())
+    }
+
+    /// Creates the swap file `dir/name` as run `owner`'s (the other constructors use this
+    /// process's [`RunIdentity::current`]; tests play other runs).
     pub fn create_owned(
         dir: &Path,
+        name: &str,
+        limit: Option<u64>,
+        owner: RunIdentity,
+    ) -> Result<SwapFile, SwapError> {
+        let folder = Arc::new(SwapFolder::open(dir)?);
+        SwapFile::create_owned_in(folder, name, limit, owner)
+    }
+
+    fn create_owned_in(
+        folder: Arc<SwapFolder>,
         name: &str,
         limit: Option<u64>,
         owner: RunIdentity,
@@ -327,7 +243,7 @@ impl SwapFile {
                 name: name.to_string(),
             });
         }
-        let path = dir.join(name);
+        let path = folder.path_of(name);
         let mut size = FILE_HEADER_BYTES + INITIAL_DATA_BYTES;
         if let Some(limit) = limit {
             if limit < FILE_HEADER_BYTES + SLOT_HEADER_BYTES {
@@ -340,9 +256,11 @@ impl SwapFile {
             }
             size = size.min(limit);
         }
-        let file = new_file(&path, size, &owner)?;
+        let file = new_file(&folder, name, size, &owner)?;
         Ok(SwapFile {
             path,
+            name: name.to_owned(),
+            folder,
             file,
             len: size,
             limit,
@@ -461,402 +379,9 @@ impl SwapFile {
         Ok(SlotId(offset))
     }
 
-    /// Reads the checkpoint of object `key` from `slot` into `out`, whose length must be the
-    /// checkpoint's. Checks the file, the header, the key, the length and the checksum.
-    pub fn read(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
-        self.check_file()?;
-        self.read_checked(slot, key, out)
-    }
-
-    /// Checks the file itself (still linked, not truncated): what [`SwapFile::read`] does
-    /// before each read, for a batch of [`SwapFile::read_checked`] calls.
-    pub fn check(&self) -> Result<(), SwapError> {
-        self.check_file()
-    }
-
-    /// As [`SwapFile::read`], for a batch whose file was [`check`](SwapFile::check)ed
-    /// first: every slot check (header, key, length, checksum) still runs. On error,
-    /// `out` may hold garbage.
-    pub fn read_checked(&self, slot: SlotId, key: u64, out: &mut [u8]) -> Result<(), SwapError> {
-        let info = self.live_info(slot)?;
-        let header = self.header_at(key, slot)?;
-        let start = slot.0 + SLOT_HEADER_BYTES;
-        // A checkpoint stored as it is goes straight into `out`; a compressed one (the
-        // index's length is not the object's) through a buffer it is decompressed from.
-        let stored_len = info.live.map_or(out.len(), |l| l.len as usize);
-        if start + stored_len as u64 > self.len {
-            let kind = CorruptKind::OutOfBounds {
-                offset: slot.0,
-                file_len: self.len,
-            };
-            return Err(self.corrupt(key, slot, kind));
-        }
-        if stored_len == out.len() {
-            self.read_exact_at(out, start)?;
-            return self
-                .check_slot(key, &info, &header, out, out.len())
-                .map_err(|kind| self.corrupt(key, slot, kind));
-        }
-        let mut stored = vec![0u8; stored_len];
-        self.read_exact_at(&mut stored, start)?;
-        self.check_slot(key, &info, &header, &stored, out.len())
-            .and_then(|()| codec::decode_lz4(&stored, out))
-            .map_err(|kind| self.corrupt(key, slot, kind))
-    }
-
-    /// Reads several checkpoints with one vectored positioned read (`preadv`), each
-    /// payload straight into its `out` buffer: slot headers and the bytes between slots go
-    /// to scratch buffers. Every slot is
-    /// checked as [`SwapFile::read_checked`] checks it; returns one result per read, in
-    /// the order given. A read whose result is an error may have left garbage in its
-    /// `out`. Like [`SwapFile::read_checked`], it assumes the file itself was
-    /// [`check`](SwapFile::check)ed; a file truncated since is reported as such.
-    pub fn read_many(&self, reads: &mut [SlotRead<'_>]) -> Vec<Result<(), SwapError>> {
-        self.read_many_via(&self.file, reads)
-    }
-
-    /// [`SwapFile::read_many`] through `via`, a descriptor of this very file.
-    ///
-    /// A checkpoint stored as it is is read straight into its `out`; a compressed one
-    /// (its stored length, as the index knows it, is not its object's) into one shared
-    /// buffer, checked there, then decompressed into its `out`.
-    fn read_many_via(&self, via: &File, reads: &mut [SlotRead<'_>]) -> Vec<Result<(), SwapError>> {
-        let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(reads.len());
-        // The slots to read, by offset: those the index knows. Each with its read's
-        // index, its capacity, its stored length and, when compressed, where its stored
-        // bytes go in `packed`.
-        let mut order: Vec<Planned> = Vec::with_capacity(reads.len());
-        for (i, r) in reads.iter().enumerate() {
-            match self.live_info(r.slot) {
-                Ok(info) => {
-                    results.push(Ok(()));
-                    let stored = info.live.map_or(r.out.len(), |l| l.len as usize);
-                    let capacity = info.capacity;
-                    // Placed in `packed` below, in file order.
-                    let packed = (stored != r.out.len()).then_some(0);
-                    order.push(Planned {
-                        offset: r.slot.0,
-                        read: i,
-                        capacity: capacity as u64,
-                        stored,
-                        packed,
-                    });
-                }
-                Err(e) => results.push(Err(e)),
-            }
-        }
-        order.sort_unstable_by_key(|p| p.offset);
-        let mut packed_len = 0usize;
-        order.dedup_by_key(|p| p.offset);
-        for p in &mut order {
-            if let Some(at) = &mut p.packed {
-                *at = packed_len;
-                packed_len += p.stored;
-            }
-        }
-        let Some(start) = order.first().map(|p| p.offset) else {
-            return results;
-        };
-        // Scratch: one header per slot, one junk buffer for slack and gaps, and the
-        // compressed checkpoints' stored bytes.
-        let mut headers = vec![[0u8; SLOT_HEADER_BYTES as usize]; order.len()];
-        let mut junk_len = 0u64;
-        let mut cursor = start;
-        for p in &order {
-            junk_len = junk_len
-                .max(p.offset - cursor)
-                .max(p.capacity - p.stored as u64);
-            cursor = p.offset + SLOT_HEADER_BYTES + p.capacity;
-        }
-        let end = cursor;
-        let mut junk = vec![0u8; junk_len as usize];
-        let junk_ptr = junk.as_mut_ptr();
-        let mut packed = vec![0u8; packed_len];
-        let mut packed_rest: &mut [u8] = &mut packed;
-        // The order of reads' buffers, each borrowed once.
-        let mut outs: Vec<Option<&mut [u8]>> =
-            reads.iter_mut().map(|r| Some(&mut *r.out)).collect();
-        let mut bufs: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(order.len() * 4);
-        let mut cursor = start;
-        for (p, header) in order.iter().zip(headers.iter_mut()) {
-            let gap = (p.offset - cursor) as usize;
-            if gap > 0 {
-                // SAFETY: `junk` is at least `gap` bytes long and outlives `bufs`; several
-                // buffers may name it because its bytes are only ever discarded.
-                bufs.push(std::io::IoSliceMut::new(unsafe {
-                    std::slice::from_raw_parts_mut(junk_ptr, gap)
-                }));
-            }
-            bufs.push(std::io::IoSliceMut::new(header));
-            let out = outs[p.read].take().expect("each slot once");
-            let into = if p.packed.is_some() {
-                let (here, rest) = std::mem::take(&mut packed_rest).split_at_mut(p.stored);
-                packed_rest = rest;
-                here
-            } else {
-                out
-            };
-            bufs.push(std::io::IoSliceMut::new(into));
-            let slack = (p.capacity - p.stored as u64) as usize;
-            if slack > 0 {
-                // SAFETY: as above, `junk` holds at least `slack` bytes.
-                bufs.push(std::io::IoSliceMut::new(unsafe {
-                    std::slice::from_raw_parts_mut(junk_ptr, slack)
-                }));
-            }
-            cursor = p.offset + SLOT_HEADER_BYTES + p.capacity;
-        }
-        let got = vectored::pread_all(via, &mut bufs, start);
-        drop(bufs);
-        drop(outs);
-        let got = match got {
-            Ok(n) => n,
-            Err(source) => {
-                for p in &order {
-                    results[p.read] = Err(SwapError::Io {
-                        op: "read",
-                        path: self.path.clone(),
-                        source: std::io::Error::new(source.kind(), source.to_string()),
-                    });
-                }
-                return results;
-            }
-        };
-        for (p, header) in order.iter().zip(&headers) {
-            let r = &mut reads[p.read];
-            results[p.read] = if p.offset + SLOT_HEADER_BYTES + p.capacity > start + got {
-                Err(SwapError::Truncated {
-                    path: self.path.clone(),
-                    actual: self.file.metadata().map_or(start + got, |m| m.len()),
-                    expected: end.max(self.len),
-                })
-            } else {
-                let stored = match p.packed {
-                    Some(at) => &packed[at..at + p.stored],
-                    None => &*r.out,
-                };
-                let raw_len = r.out.len();
-                SlotHeader::decode(header)
-                    .map_err(header_corruption)
-                    .and_then(|h| match self.slots.get(&p.offset) {
-                        Some(info) if info.capacity as u64 == p.capacity => {
-                            self.check_slot(r.key, info, &h, stored, raw_len)
-                        }
-                        _ => Err(CorruptKind::NotLive),
-                    })
-                    .and_then(|()| match p.packed {
-                        Some(at) => codec::decode_lz4(&packed[at..at + p.stored], r.out),
-                        None => Ok(()),
-                    })
-                    .map_err(|kind| self.corrupt(r.key, r.slot, kind))
-            };
-        }
-        results
-    }
-
-    fn corrupt(&self, key: u64, slot: SlotId, kind: CorruptKind) -> SwapError {
-        SwapError::Corrupt {
-            path: self.path.clone(),
-            key,
-            slot,
-            kind,
-        }
-    }
-
-    /// The checks of a read checkpoint: a live header for `key` with the slot's
-    /// capacity and the generation the index expects (`info`), the stored length of
-    /// `payload` (the bytes read from the slot), the object's length `raw_len`, a codec
-    /// that fits them (as it is: both lengths equal, the payload is the object's bytes;
-    /// compressed: fewer bytes stored, decompressed by the caller), and the stored
-    /// bytes' checksum.
-    fn check_slot(
-        &self,
-        key: u64,
-        info: &SlotInfo,
-        header: &SlotHeader,
-        payload: &[u8],
-        raw_len: usize,
-    ) -> Result<(), CorruptKind> {
-        Self::check_slot_fields(key, info, header, payload.len(), raw_len)?;
-        let computed = crc32(payload);
-        if computed != header.payload_crc {
-            return Err(CorruptKind::BadPayloadChecksum {
-                stored: header.payload_crc,
-                computed,
-            });
-        }
-        Ok(())
-    }
-
-    /// [`SwapFile::check_slot`] but for the payload's checksum, for a slot that stores
-    /// `stored` bytes.
-    fn check_slot_fields(
-        key: u64,
-        info: &SlotInfo,
-        header: &SlotHeader,
-        stored: usize,
-        raw_len: usize,
-    ) -> Result<(), CorruptKind> {
-        let capacity = info.capacity;
-        if header.state != SlotState::Live {
-            return Err(CorruptKind::NotLive);
-        }
-        if header.key != key {
-            return Err(CorruptKind::KeyMismatch { found: header.key });
-        }
-        // An older checkpoint of the same object (the file rolled back, or a write
-        // that never reached the disk) passes every checksum: only the generation the
-        // index expects tells it from the current one.
-        let expected = info.live.map_or(0, |l| l.generation.get());
-        if header.generation != expected {
-            return Err(CorruptKind::StaleGeneration {
-                found: header.generation,
-                expected,
-            });
-        }
-        if header.capacity != capacity {
-            return Err(CorruptKind::LengthMismatch {
-                stored: header.capacity as u64,
-                expected: capacity as u64,
-            });
-        }
-        if header.len as usize != stored || header.len > header.capacity {
-            return Err(CorruptKind::LengthMismatch {
-                stored: header.len as u64,
-                expected: stored as u64,
-            });
-        }
-        let codec_fits = match header.codec {
-            Codec::Raw => header.len == header.raw_len,
-            Codec::Lz4 => header.len < header.raw_len,
-        };
-        if header.raw_len as usize != raw_len || !codec_fits {
-            return Err(CorruptKind::LengthMismatch {
-                stored: header.raw_len as u64,
-                expected: raw_len as u64,
-            });
-        }
-        Ok(())
-    }
-
-    /// Where object `key`'s checkpoint in `slot` (of `raw_len` payload bytes) can be read
-    /// a run of pages at a time, each piece checked against its own checksum
-    /// ([`page_sums`]): its slot header is read and checked now, as a whole read checks
-    /// it (live, its key, the generation the index expects, its lengths), and it must be
-    /// stored as it is. `None` when the checkpoint has no piece checksums (small, or
-    /// compressed): it is then read whole.
-    pub fn page_source(
-        &self,
-        slot: SlotId,
-        key: u64,
-        raw_len: usize,
-    ) -> Result<Option<PageSource>, SwapError> {
-        let Some(sums) = self.page_sums.get(slot.0) else {
-            return Ok(None);
-        };
-        self.check_file()?;
-        let info = self.live_info(slot)?;
-        let header = self.header_at(key, slot)?;
-        Self::check_slot_fields(key, &info, &header, raw_len, raw_len)
-            .map_err(|kind| self.corrupt(key, slot, kind))?;
-        if header.codec != Codec::Raw || sums.len() != raw_len.div_ceil(page_sums::SUM_BYTES) {
-            return Ok(None);
-        }
-        let file = match self.shared.get() {
-            Some(f) => f.clone(),
-            None => {
-                let f = Arc::new(self.file.try_clone().map_err(|source| SwapError::Io {
-                    op: "open a second handle on",
-                    path: self.path.clone(),
-                    source,
-                })?);
-                self.shared.get_or_init(|| f).clone()
-            }
-        };
-        Ok(Some(PageSource {
-            file,
-            path: self.path.clone(),
-            key,
-            slot,
-            payload_at: slot.0 + SLOT_HEADER_BYTES,
-            len: raw_len,
-            sums,
-        }))
-    }
-
-    /// The live slots starting in `[from, to)`, by offset: their ids and owners' keys.
-    pub fn live_slots_in(&self, from: u64, to: u64) -> impl Iterator<Item = (SlotId, u64)> + '_ {
-        self.slots
-            .range(from..to)
-            .filter_map(|(&offset, info)| info.live.map(|l| (SlotId(offset), l.key)))
-    }
-
-    /// Starts reading the used part of `[from, to)` into the page cache without waiting
-    /// ([`marvin_runtime::memfd::will_need`]), so faults of the checkpoints there find
-    /// them cached or already on their way. Returns the bytes asked for (0 when the range
-    /// holds no used byte, or the advice failed: an advice is only a hint).
-    pub fn prefetch(&self, from: u64, to: u64) -> u64 {
-        let (from, to) = (from.max(FILE_HEADER_BYTES), to.min(self.end));
-        if from >= to {
-            return 0;
-        }
-        match marvin_runtime::memfd::will_need(&self.file, from, to - from) {
-            Ok(()) => to - from,
-            Err(_) => 0,
-        }
-    }
-
-    /// Drops the clean pages of `[from, to)` from the page cache: what a restore read into
-    /// its objects, or asked for and did not read.
-    pub fn drop_range(&self, from: u64, to: u64) {
-        page_cache::drop_range(&self.file, from, to.min(self.len));
-    }
-
     /// The end of the last slot: no checkpoint lies at or past it.
     pub fn used_end(&self) -> u64 {
         self.end
-    }
-
-    /// Drops the file's clean pages from the page cache ([`drop_cached`]), without
-    /// starting any write (what a prefetch left unread goes).
-    pub fn drop_clean(&self) {
-        drop_cached(&self.file);
-    }
-
-    /// Starts writing the file's dirty pages back and drops its clean pages from the page
-    /// cache, without waiting for the disk (after a batch of writes on a path that must
-    /// not wait, such as a page-out). Pages still being written stay cached until a
-    /// later release or [`SwapFile::sync_and_release`].
-    pub fn release_all(&self) {
-        // SAFETY: a plain call on a descriptor `self.file` owns, for its length; it reads
-        // no memory of ours. An error only leaves pages dirty, so it is ignored.
-        unsafe { libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
-        drop_cached(&self.file);
-    }
-
-    /// Waits until everything written is on disk (`fdatasync`), then drops the file's
-    /// pages from the page cache ([`drop_cached`]): checkpoints are durable and the kernel
-    /// holds no copy of them for this process (at the end of a saver run, after a compaction).
-    pub fn sync_and_release(&self) -> Result<(), SwapError> {
-        self.flush()?;
-        drop_cached(&self.file);
-        Ok(())
-    }
-
-    /// Checks the file as a read does and returns a second descriptor of it, with which
-    /// [`SyncHandle::sync_and_release`] waits for the disk without the caller holding this
-    /// file (and whatever lock guards it) meanwhile.
-    pub fn sync_handle(&self) -> Result<SyncHandle, SwapError> {
-        self.check_file()?;
-        let file = self.file.try_clone().map_err(|source| SwapError::Io {
-            op: "duplicate its descriptor",
-            path: self.path.clone(),
-            source,
-        })?;
-        Ok(SyncHandle {
-            file,
-            path: self.path.clone(),
-        })
     }
 
     /// The bytes the checkpoint in `slot` stores, per the in-memory index: its object's
@@ -936,289 +461,6 @@ impl SwapFile {
             0 => 0.0,
             used => self.dead_bytes() as f64 / used as f64,
         }
-    }
-
-    /// Compacts when [`SwapFile::dead_fraction`] exceeds `threshold`: the live checkpoints are
-    /// copied to a new file, which replaces this one by an atomic rename. Returns where each
-    /// slot went, or `None` when no compaction was needed. On error the old file stays in
-    /// use, unchanged. A live slot with a corrupt header stops the compaction with
-    /// [`SwapError::Corrupt`] naming its object: free it (and save the object again), then retry.
-    pub fn compact_if_needed(
-        &mut self,
-        threshold: f64,
-    ) -> Result<Option<CompactionReport>, SwapError> {
-        if self.dead_fraction() > threshold {
-            self.compact().map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Compacts now, whatever the dead fraction (see [`SwapFile::compact_if_needed`]).
-    pub fn compact(&mut self) -> Result<CompactionReport, SwapError> {
-        self.check_file()?;
-        let mut new_slots = BTreeMap::new();
-        let mut remap = Vec::with_capacity(self.live_slots as usize);
-        let mut at = FILE_HEADER_BYTES;
-        for (&offset, info) in &self.slots {
-            if let Some(live) = info.live {
-                let capacity = capacity_for(live.len as usize) as u32;
-                new_slots.insert(
-                    at,
-                    SlotInfo {
-                        capacity,
-                        live: Some(live),
-                    },
-                );
-                remap.push((SlotId(offset), SlotId(at)));
-                at += SLOT_HEADER_BYTES + capacity as u64;
-            }
-        }
-        let new_end = at;
-        let mut size = (new_end + GROWTH_GRANULE).next_multiple_of(GROWTH_GRANULE);
-        if let Some(limit) = self.limit {
-            size = size.min(limit).max(new_end);
-        }
-        let tmp = self.path.with_file_name(format!(
-            "{}.compacting",
-            self.path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        let result = self.copy_live_slots(&tmp, size, &remap, &new_slots);
-        let file = match result {
-            Ok(done) => done,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
-        if let Err(source) = std::fs::rename(&tmp, &self.path) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(SwapError::Io {
-                op: "replace the file with its compacted copy",
-                path: self.path.clone(),
-                source,
-            });
-        }
-        let (bytes_before, dead_before) = (self.file_bytes(), self.dead_bytes());
-        self.file = file;
-        self.shared = Default::default();
-        self.page_sums.moved(remap.iter().map(|(o, n)| (o.0, n.0)));
-        self.len = size;
-        self.slots = new_slots;
-        self.free.clear();
-        self.end = new_end;
-        let report = CompactionReport {
-            remap,
-            bytes_before,
-            bytes_after: self.file_bytes(),
-            dead_bytes_dropped: dead_before - self.dead_bytes(),
-        };
-        Ok(report)
-    }
-
-    /// Waits until everything written to the file is on disk (`fdatasync`).
-    pub fn flush(&self) -> Result<(), SwapError> {
-        self.check_file()?;
-        self.file.sync_data().map_err(|source| SwapError::Io {
-            op: "flush",
-            path: self.path.clone(),
-            source,
-        })
-    }
-
-    /// Creates `tmp`, sized `size`, and copies every live slot to its new place: the new
-    /// slots are contiguous, so they are gathered into chunks of about [`COMPACT_CHUNK`]
-    /// bytes, each written with one `pwrite`. The copy is on disk and out of the page
-    /// cache when this returns.
-    fn copy_live_slots(
-        &self,
-        tmp: &Path,
-        size: u64,
-        remap: &[(SlotId, SlotId)],
-        new_slots: &BTreeMap<u64, SlotInfo>,
-    ) -> Result<File, SwapError> {
-        let file = new_file(tmp, size, &self.owner)?;
-        let write_err = |source| SwapError::Io {
-            op: "write the compacted copy",
-            path: tmp.to_owned(),
-            source,
-        };
-        // The chunk being gathered: the bytes of the new file from `chunk_at` on.
-        let mut chunk: Vec<u8> = Vec::new();
-        let mut chunk_at = FILE_HEADER_BYTES;
-        // The chunk written before the last one, still to be waited for and dropped.
-        let mut behind: Option<(u64, usize)> = None;
-        // What was last read of this (old) file: the live slots are copied in file order,
-        // so one read of about a chunk brings many of them (and the dead bytes between).
-        let mut source = SourceWindow::default();
-        for &(old, new) in remap {
-            let info = new_slots[&new.0];
-            let live = info.live.expect("only live slots are remapped");
-            self.check_header_bounds(live.key, old)?;
-            let bytes = source.get(self, old.0, SLOT_HEADER_BYTES as usize)?;
-            let header = self.decode_header(live.key, old, bytes)?;
-            if header.state != SlotState::Live || header.key != live.key || header.len != live.len {
-                let kind = CorruptKind::KeyMismatch { found: header.key };
-                return Err(self.corrupt(live.key, old, kind));
-            }
-            if header.generation != live.generation.get() {
-                let kind = CorruptKind::StaleGeneration {
-                    found: header.generation,
-                    expected: live.generation.get(),
-                };
-                return Err(self.corrupt(live.key, old, kind));
-            }
-            let len = live.len as usize;
-            let slot_bytes = SLOT_HEADER_BYTES as usize + info.capacity as usize;
-            if !chunk.is_empty() && chunk.len() + slot_bytes > COMPACT_CHUNK {
-                file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
-                self.write_behind(&file, (chunk_at, chunk.len()), &mut behind);
-                chunk.clear();
-            }
-            if chunk.is_empty() {
-                chunk_at = new.0;
-            }
-            debug_assert_eq!(
-                chunk_at + chunk.len() as u64,
-                new.0,
-                "new slots are contiguous"
-            );
-            let at = chunk.len();
-            chunk.resize(at + slot_bytes, 0);
-            // The payload's checksum is carried over, not recomputed: a payload corrupted
-            // before compaction stays detectable after it.
-            let moved = SlotHeader {
-                capacity: info.capacity,
-                ..header
-            };
-            moved.encode(&mut chunk[at..]);
-            let from = old.0 + SLOT_HEADER_BYTES;
-            if from + len as u64 > self.len {
-                let kind = CorruptKind::OutOfBounds {
-                    offset: old.0,
-                    file_len: self.len,
-                };
-                return Err(self.corrupt(live.key, old, kind));
-            }
-            let payload = at + SLOT_HEADER_BYTES as usize;
-            chunk[payload..payload + len].copy_from_slice(source.get(self, from, len)?);
-        }
-        if !chunk.is_empty() {
-            file.write_all_at(&chunk, chunk_at).map_err(write_err)?;
-        }
-        file.sync_data().map_err(|source| SwapError::Io {
-            op: "flush the compacted copy",
-            path: tmp.to_owned(),
-            source,
-        })?;
-        drop_cached(&file);
-        Ok(file)
-    }
-
-    /// Keeps a compaction's page cache to about two chunks: starts writing back the chunk
-    /// just written to `file`, waits for the one before it and drops it, and drops what
-    /// was read of this (old) file so far. A compaction copies every live checkpoint, and
-    /// without this the whole copy would sit dirty in the page cache, charged to the app,
-    /// until the final flush. Errors only leave pages cached (the final `sync_data`
-    /// reports real write errors), so they are ignored.
-    fn write_behind(&self, file: &File, written: (u64, usize), behind: &mut Option<(u64, usize)>) {
-        let fd = file.as_raw_fd();
-        // SAFETY: plain calls on a descriptor `file` owns, for ranges of its file; they
-        // read no memory of ours.
-        unsafe {
-            libc::sync_file_range(
-                fd,
-                written.0 as libc::off64_t,
-                written.1 as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            );
-            if let Some((at, len)) = behind.replace(written) {
-                libc::sync_file_range(
-                    fd,
-                    at as libc::off64_t,
-                    len as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                        | libc::SYNC_FILE_RANGE_WRITE
-                        | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-                );
-                libc::posix_fadvise(
-                    fd,
-                    at as libc::off64_t,
-                    len as libc::off64_t,
-                    libc::POSIX_FADV_DONTNEED,
-                );
-            }
-        }
-        drop_cached(&self.file);
-    }
-
-    /// Reads `out.len()` bytes at `offset` of the file. A file that ends before them was
-    /// truncated behind our back.
-    fn read_exact_at(&self, out: &mut [u8], offset: u64) -> Result<(), SwapError> {
-        self.file.read_exact_at(out, offset).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::UnexpectedEof {
-                SwapError::Truncated {
-                    path: self.path.clone(),
-                    actual: self.file.metadata().map_or(offset, |m| m.len()),
-                    expected: self.len,
-                }
-            } else {
-                SwapError::Io {
-                    op: "read",
-                    path: self.path.clone(),
-                    source,
-                }
-            }
-        })
-    }
-
-    /// The in-memory record of a live slot, or `NoSuchSlot`.
-    fn live_info(&self, slot: SlotId) -> Result<SlotInfo, SwapError> {
-        match self.slots.get(&slot.0) {
-            Some(info) if info.live.is_some() => Ok(*info),
-            _ => Err(SwapError::NoSuchSlot {
-                path: self.path.clone(),
-                slot,
-            }),
-        }
-    }
-
-    /// Reads and decodes the header of `slot` (object `key`'s, as far as the caller
-    /// knows), bounds-checked against the file.
-    fn header_at(&self, key: u64, slot: SlotId) -> Result<SlotHeader, SwapError> {
-        self.check_header_bounds(key, slot)?;
-        let mut bytes = [0u8; SLOT_HEADER_BYTES as usize];
-        self.read_exact_at(&mut bytes, slot.0)?;
-        self.decode_header(key, slot, &bytes)
-    }
-
-    /// Checks that `slot`'s header (object `key`'s) lies inside the file.
-    fn check_header_bounds(&self, key: u64, slot: SlotId) -> Result<(), SwapError> {
-        let (offset, file_len) = (slot.0, self.len);
-        if offset
-            .checked_add(SLOT_HEADER_BYTES)
-            .is_none_or(|end| end > file_len)
-        {
-            let out_of_bounds = CorruptKind::OutOfBounds { offset, file_len };
-            return Err(self.corrupt(key, slot, out_of_bounds));
-        }
-        Ok(())
-    }
-
-    /// Decodes the header `bytes` read at `slot` (inside the file), checking that the slot
-    /// it describes lies inside the file.
-    fn decode_header(&self, key: u64, slot: SlotId, bytes: &[u8]) -> Result<SlotHeader, SwapError> {
-        let (offset, file_len) = (slot.0, self.len);
-        let header =
-            SlotHeader::decode(bytes).map_err(|e| self.corrupt(key, slot, header_corruption(e)))?;
-        if offset + SLOT_HEADER_BYTES + header.capacity as u64 > file_len {
-            let out_of_bounds = CorruptKind::OutOfBounds { offset, file_len };
-            return Err(self.corrupt(key, slot, out_of_bounds));
-        }
-        Ok(header)
     }
 
     /// Writes `bytes` at `offset` of the file.
@@ -1415,75 +657,30 @@ impl SwapFile {
     }
 }
 
-/// What a slot header that did not decode says about its checkpoint.
-fn header_corruption(e: HeaderError) -> CorruptKind {
-    match e {
-        HeaderError::BadMagic(found) => CorruptKind::BadMagic { found },
-        HeaderError::BadChecksum { stored, computed } => {
-            CorruptKind::BadHeaderChecksum { stored, computed }
-        }
-        HeaderError::BadState(_) => CorruptKind::NotLive,
-        HeaderError::BadCodec(found) => CorruptKind::UnknownCodec { found },
-    }
+/// Creates `name` in `folder`, new and never through a link ([`SwapFolder::create_new`]),
+/// with `size` bytes reserved on disk, and writes the file header. A file that cannot be
+/// made whole (a full disk) is removed.
+fn new_file(
+    folder: &SwapFolder,
+    name: &str,
+    size: u64,
+    owner: &RunIdentity,
+) -> Result<File, SwapError> {
+    let file = folder.create_new(name)?;
+    prepare_new(&file, &folder.path_of(name), size, owner).inspect_err(|_| {
+        let _ = folder.remove(name);
+    })?;
+    Ok(file)
 }
 
-/// The part of a swap file a compaction read last. Its copy reads the old file in runs of
-/// about [`COMPACT_CHUNK`] bytes (not a header and a payload per slot), through the file's
-/// own descriptor, which reads no read-ahead ([`new_file`] advises it `POSIX_FADV_RANDOM`):
-/// read-ahead past each run was what the copy's drop of the old file's cache after every
-/// chunk threw away unread (with a virtio disk's 8 MiB `read_ahead_kb`, most of what a
-/// compaction read).
-#[derive(Default)]
-struct SourceWindow {
-    /// Where `bytes` start in the file.
-    at: u64,
-    bytes: Vec<u8>,
-    /// Reads of the file so far.
-    reads: usize,
-}
-
-impl SourceWindow {
-    /// `len` bytes of `file` at `offset` (inside its used region, or the read fails as a
-    /// truncated file's would), read from the disk only when not already in the window.
-    fn get(&mut self, file: &SwapFile, offset: u64, len: usize) -> Result<&[u8], SwapError> {
-        let end = offset + len as u64;
-        if offset < self.at || end > self.at + self.bytes.len() as u64 {
-            let want = (len.max(COMPACT_CHUNK) as u64)
-                .min(file.end.max(end).saturating_sub(offset))
-                .max(len as u64) as usize;
-            self.bytes.resize(want, 0);
-            self.at = offset;
-            self.reads += 1;
-            if let Err(e) = file.read_exact_at(&mut self.bytes, offset) {
-                self.bytes.clear();
-                return Err(e);
-            }
-        }
-        let from = (offset - self.at) as usize;
-        Ok(&self.bytes[from..from + len])
-    }
-}
-
-/// Creates (or truncates) `path` with `size` bytes reserved on disk and writes the file
-/// header.
-fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|source| SwapError::Io {
-            op: "create",
-            path: path.to_owned(),
-            source,
-        })?;
+/// Reserves `size` bytes of the new, empty `file` at `path` and writes its header.
+fn prepare_new(file: &File, path: &Path, size: u64, owner: &RunIdentity) -> Result<(), SwapError> {
     // Faults read what they need and their own read-ahead (`AppSwap`'s window and its
     // prefetch, which `will_need` still reads): the kernel's read-ahead on top read up to
     // `read_ahead_kb` (8 MiB on a virtio disk) past a fault's run, charged to the app's
     // group and mostly dropped unread. Only advice: a kernel that refuses it reads ahead.
-    let _ = marvin_runtime::memfd::random_access(&file);
-    reserve(&file, path, 0, size)?;
+    let _ = marvin_runtime::memfd::random_access(file);
+    reserve(file, path, 0, size)?;
     let mut header = [0u8; FILE_HEADER_BYTES as usize];
     write_file_header(&mut header, owner);
     file.write_all_at(&header, 0)
@@ -1491,8 +688,7 @@ fn new_file(path: &Path, size: u64, owner: &RunIdentity) -> Result<File, SwapErr
             op: "write the file header",
             path: path.to_owned(),
             source,
-        })?;
-    Ok(file)
+        })
 }
 
 /// Allocates disk blocks for `[from, to)`, extending the file: a full disk fails here, as

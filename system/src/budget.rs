@@ -75,6 +75,11 @@ pub struct Budget {
     max_over_budget: AtomicU64,
     /// One killer: concurrent allocators do not kill an app each for one shortfall.
     killer: Mutex<()>,
+    /// Page-outs under way ([`Budget::page_out_for`]), and how many have booked bytes
+    /// since the run began: a page-out that finds nothing while another is under way
+    /// waits for that one's booking instead of going over the budget.
+    paging_out: AtomicU64,
+    paged_out: AtomicU64,
     pub stats: Mutex<PressureStats>,
     /// Asks the System to kill an app (it does the bookkeeping and the reaping).
     pub kill: Box<dyn Fn(usize) + Send + Sync>,
@@ -98,6 +103,8 @@ impl Budget {
             over_budget_events: AtomicU64::new(0),
             max_over_budget: AtomicU64::new(0),
             killer: Mutex::new(()),
+            paging_out: AtomicU64::new(0),
+            paged_out: AtomicU64::new(0),
             stats: Mutex::new(PressureStats::default()),
             kill,
             start: Instant::now(),
@@ -320,8 +327,7 @@ impl Budget {
                 })
             }
             PressurePolicy::PageSwap => {
-                let order = self.lru_background(Some(app));
-                self.take(order, short, &|a, want| a.page_out(want).bytes)
+                self.counted_page_out(self.lru_background(Some(app)), short)
             }
         }
     }
@@ -356,8 +362,57 @@ impl Budget {
                     .partition(|(m, _)| Some(m.id) != requester);
                 order.extend(fg);
                 order.extend(rest);
-                self.take(order, short, &|a, want| a.page_out(want).bytes) > 0
+                self.page_out_for(order, short)
             }
+        }
+    }
+}
+
+/// How long a page-out that found nothing waits at most for the page-outs under way
+/// beside it to book what they dropped (a page-out writes a few MiB: milliseconds).
+const PAGE_OUT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Budget {
+    /// Page-swap's make-room: pages out of `order` until `short` is back; true when there
+    /// may be room now. Concurrent page-outs run side by side, and each books what it
+    /// dropped only at the end of its pass (after charging the swap file's index growth
+    /// out of it): one that runs beside another finds the runs the other holds locked or
+    /// has dropped, takes nothing, and, were that the end of it, its allocation would go
+    /// ahead over the budget while the other's freed bytes were still on the books. So a
+    /// page-out that takes nothing waits for those under way beside it, and when one of
+    /// them booked bytes meanwhile its allocation tries to reserve again; only when none
+    /// did is there nothing left to take.
+    fn page_out_for(&self, order: Vec<(Arc<Member>, Arc<App>)>, short: u64) -> bool {
+        let seen = self.paged_out.load(Ordering::SeqCst);
+        self.counted_page_out(order, short) > 0 || self.another_paged_out(seen)
+    }
+
+    /// Pages out of `order` until `short` is back, counted as under way meanwhile and, when
+    /// it booked bytes, as done (what [`Budget::another_paged_out`] waits for): an
+    /// allocation's make-room and the launch's make-room ahead alike. Returns the bytes.
+    fn counted_page_out(&self, order: Vec<(Arc<Member>, Arc<App>)>, short: u64) -> u64 {
+        self.paging_out.fetch_add(1, Ordering::SeqCst);
+        let got = self.take(order, short, &|a, want| a.page_out(want).bytes);
+        if got > 0 {
+            self.paged_out.fetch_add(1, Ordering::SeqCst);
+        }
+        self.paging_out.fetch_sub(1, Ordering::SeqCst);
+        got
+    }
+
+    /// Whether a page-out other than the caller's booked bytes since `seen` (the count of
+    /// page-outs that had when the caller began), waiting at most [`PAGE_OUT_WAIT`] for
+    /// those under way to finish.
+    fn another_paged_out(&self, seen: u64) -> bool {
+        let t0 = Instant::now();
+        loop {
+            if self.paged_out.load(Ordering::SeqCst) != seen {
+                return true;
+            }
+            if self.paging_out.load(Ordering::SeqCst) == 0 || t0.elapsed() > PAGE_OUT_WAIT {
+                return false;
+            }
+            std::thread::yield_now();
         }
     }
 }
@@ -562,5 +617,40 @@ mod tests {
             w.budget.stats.lock().stall_ns.is_empty(),
             "no allocation waited"
         );
+    }
+
+    #[test]
+    fn a_page_out_that_takes_nothing_tries_again_only_when_another_booked_meanwhile() {
+        let b = Budget::new(
+            1 << 20,
+            PressurePolicy::PageSwap,
+            Arc::new(PolicyConfig::default()),
+            Box::new(|_| {}),
+        );
+        // Nothing under way and nothing booked: nothing is left to take.
+        assert!(!b.page_out_for(Vec::new(), 4096));
+        // Another page-out booked since this one began: the allocation tries again.
+        let seen = b.paged_out.load(Ordering::SeqCst);
+        b.paged_out.fetch_add(1, Ordering::SeqCst);
+        assert!(b.another_paged_out(seen));
+        // One under way, which books while this one waits for it.
+        let seen = b.paged_out.load(Ordering::SeqCst);
+        b.paging_out.fetch_add(1, Ordering::SeqCst);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                b.paged_out.fetch_add(1, Ordering::SeqCst);
+                b.paging_out.fetch_sub(1, Ordering::SeqCst);
+            });
+            assert!(b.another_paged_out(seen));
+        });
+        // One under way that books nothing: once it ends, nothing is left.
+        let seen = b.paged_out.load(Ordering::SeqCst);
+        b.paging_out.fetch_add(1, Ordering::SeqCst);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                b.paging_out.fetch_sub(1, Ordering::SeqCst);
+            });
+            assert!(!b.another_paged_out(seen));
+        });
     }
 }

@@ -183,7 +183,9 @@ pub(crate) fn policy_dir(
     prefix: &str,
 ) -> anyhow::Result<RunDir> {
     if let Some(d) = swap_dir {
-        std::fs::create_dir_all(d)?;
+        // A folder made here is the run's alone.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(d)?;
     }
     let dir = tempdirs::create(prefix, Some(pressure.name()), swap_dir)?;
     let lock = marvin_swap::swap_dir::SwapDirLock::acquire(dir.path())?;

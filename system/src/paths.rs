@@ -136,8 +136,22 @@ fn nearest_existing(path: &Path) -> &Path {
 }
 
 /// Checks a swap directory: it must be a directory (or be creatable as one) that files
-/// can be made in.
+/// can be made in, and an existing one must be safe for the run's files
+/// ([`marvin_runtime::swap_folder::SwapFolder::open`]: the run's user's or root's, not
+/// writable by other users without the sticky bit). A missing one is made the run's own.
 pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
+    // The folder first: no probe file is made in one that is refused.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        if let Err(e) = marvin_runtime::swap_folder::SwapFolder::open(path) {
+            let reason = match e {
+                marvin_runtime::swap_folder::FolderError::UnsafeFolder { reason, .. } => {
+                    format!("is refused: {reason}")
+                }
+                e => e.to_string(),
+            };
+            return Err(error(flag, path, reason));
+        }
+    }
     check_output_dir(flag, path)
 }
 
@@ -200,6 +214,18 @@ mod tests {
             e.to_string(),
             format!("--swap-dir {}: is not a directory", file.display())
         );
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = check_swap_dir("--swap-dir", &open).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("--swap-dir {}: is refused: ", open.display()))
+                && e.contains("writable by other users"),
+            "{e}"
+        );
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        check_swap_dir("--swap-dir", &open).unwrap();
         let e = check_output_dir("--out", &file.join("sub/dir")).unwrap_err();
         assert_eq!(
             e.to_string(),

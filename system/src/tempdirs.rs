@@ -65,6 +65,13 @@ fn owner_of(name: &str) -> Option<Option<Owner>> {
 /// untouched before a sweep takes it.
 const UNOWNED_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
+/// Whether `dir` belongs to this process's user (root sweeps root's alone too).
+fn mine(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let uid = marvin_runtime::swap_folder::run_user();
+    fs::symlink_metadata(dir).is_ok_and(|m| m.uid() == uid)
+}
+
 /// Whether `dir` was modified less than [`UNOWNED_AGE`] ago.
 fn recent(dir: &Path) -> bool {
     fs::metadata(dir)
@@ -128,8 +135,9 @@ pub fn sweep(root: &Path, only: Option<Owner>) -> Vec<PathBuf> {
         let Some(owner) = owner_of(&name) else {
             continue;
         };
-        // Not followed through symlinks: only real directories of the root.
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        // Not followed through symlinks: only real directories of the root, and only
+        // this user's (a shared swap directory may hold another user's look-alikes).
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) || !mine(&entry.path()) {
             continue;
         }
         match (owner, only) {

@@ -19,13 +19,14 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::{MmapMut, MmapOptions, UncheckedAdvice};
 use parking_lot::Mutex;
 
 use super::region_dir::{RegionDirError, RegionDirectory, RegionRecord};
 use crate::memfd;
+use crate::swap_folder::SwapFolder;
 
 /// What backs the large-object regions of a heap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -140,8 +141,9 @@ pub fn page_round(bytes: usize) -> usize {
 pub struct LargeSpace {
     regions: Mutex<Vec<Region>>,
     backing: LargeBacking,
-    /// Where the region directory is published (memory-file backing only).
-    directory: Mutex<Option<PathBuf>>,
+    /// Where the region directory is published (memory-file backing only): its folder
+    /// and its name there.
+    directory: Mutex<Option<(Arc<SwapFolder>, String)>>,
 }
 
 impl Default for LargeSpace {
@@ -170,19 +172,25 @@ impl LargeSpace {
         self.backing
     }
 
-    /// Writes the region directory to `path` now and again whenever a region is added,
-    /// so a reclaimer in another process can find this space's memory files. Refused for
-    /// anonymous regions, which no other process can reclaim.
-    pub fn publish_regions(&self, path: &Path) -> Result<(), RegionDirError> {
+    /// Writes the region directory as `name` in `folder` now and again whenever a region
+    /// is added ([`RegionDirectory::write_in`]: never through a link), so a reclaimer in
+    /// another process can find this space's memory files. Refused for anonymous
+    /// regions, which no other process can reclaim.
+    pub fn publish_regions(
+        &self,
+        folder: Arc<SwapFolder>,
+        name: &str,
+    ) -> Result<(), RegionDirError> {
         if self.backing != LargeBacking::Memfd {
             return Err(RegionDirError::Invalid {
-                path: path.to_owned(),
+                path: folder.path_of(name),
                 reason: "anonymous large-object regions cannot be reclaimed from another process (use the memfd backing)".into(),
             });
         }
         let regions = self.regions.lock();
-        *self.directory.lock() = Some(path.to_owned());
-        self.directory_of(&regions).write(path)
+        self.directory_of(&regions).write_in(&folder, name)?;
+        *self.directory.lock() = Some((folder, name.to_owned()));
+        Ok(())
     }
 
     /// The directory of `regions` (memory-file regions only).
@@ -247,9 +255,9 @@ impl LargeSpace {
         let p = r.take(n).expect("a fresh region fits the request");
         let addr = r.base() + p * PAGE;
         regions.push(r);
-        if let Some(path) = self.directory.lock().as_deref() {
+        if let Some((folder, name)) = self.directory.lock().as_ref() {
             self.directory_of(&regions)
-                .write(path)
+                .write_in(folder, name)
                 .map_err(std::io::Error::other)?;
         }
         Ok(addr)
@@ -408,12 +416,16 @@ mod tests {
     fn a_memfd_space_publishes_its_regions_and_an_anonymous_one_refuses() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("app.regions");
+        let folder = Arc::new(SwapFolder::open(dir.path()).unwrap());
         let anon = LargeSpace::new();
-        let err = anon.publish_regions(&path).unwrap_err().to_string();
+        let err = anon
+            .publish_regions(folder.clone(), "app.regions")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("memfd"), "{err}");
 
         let s = LargeSpace::with_backing(LargeBacking::Memfd);
-        s.publish_regions(&path).unwrap();
+        s.publish_regions(folder, "app.regions").unwrap();
         assert!(RegionDirectory::read(&path).unwrap().regions.is_empty());
         let a = s.alloc(4096).unwrap();
         // A second region, for an object larger than a region.

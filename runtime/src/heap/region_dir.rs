@@ -29,6 +29,7 @@
 use std::path::Path;
 
 use super::large_space::PAGE;
+use crate::swap_folder::{FolderError, SwapFolder};
 
 const MAGIC: &[u8; 8] = b"MVREGDR1";
 const VERSION: u32 = 1;
@@ -69,6 +70,8 @@ pub enum RegionDirError {
         path: std::path::PathBuf,
         reason: String,
     },
+    #[error(transparent)]
+    Folder(#[from] FolderError),
 }
 
 impl RegionDirectory {
@@ -192,6 +195,31 @@ impl RegionDirectory {
         tmp.push(".tmp");
         std::fs::write(&tmp, self.encode()).map_err(|e| io("write", e))?;
         std::fs::rename(&tmp, path).map_err(|e| io("rename into place", e))
+    }
+
+    /// Writes the directory as `name` in a swap folder: to `NAME.tmp`, created new, then
+    /// renamed over `name`, which must be nothing yet or this run's own file (never a link
+    /// or another user's file: [`SwapFolder::rename_own`]).
+    pub fn write_in(&self, folder: &SwapFolder, name: &str) -> Result<(), RegionDirError> {
+        use std::io::Write;
+        let tmp = format!("{name}.tmp");
+        let mut file = folder.create_new(&tmp)?;
+        let written = file.write_all(&self.encode()).and_then(|()| file.flush());
+        let result = match written {
+            Ok(()) => folder
+                .open_own(name)
+                .and_then(|current| folder.rename_own((&tmp, &file), (name, current.as_ref())))
+                .map_err(RegionDirError::from),
+            Err(source) => Err(RegionDirError::Io {
+                op: "write",
+                path: folder.path_of(&tmp),
+                source,
+            }),
+        };
+        if result.is_err() {
+            let _ = folder.remove(&tmp);
+        }
+        result
     }
 
     /// Reads and checks the directory at `path`.

@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 
 use super::entry::{Entry, EntryError, EntryId};
 use crate::run_identity::RunIdentity;
+use crate::swap_folder::{FolderError, SwapFolder};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"MVRCLMT1");
 const VERSION: u32 = 2;
@@ -129,14 +130,26 @@ pub enum ReclaimTableError {
         /// Why.
         reason: EntryError,
     },
+    /// The table's name in its swap folder is taken by something the run did not make.
+    #[error(transparent)]
+    Folder(#[from] FolderError),
 }
 
 impl ReclaimTableError {
     /// Whether the table did not fit on its file system (no space left, or a file size
     /// limit): the swap directory is full.
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, ReclaimTableError::Io { source, .. }
-            if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EFBIG | libc::EDQUOT)))
+        let source = match self {
+            ReclaimTableError::Io { source, .. } => Some(source),
+            ReclaimTableError::Folder(f) => f.io_error(),
+            _ => None,
+        };
+        source.is_some_and(|source| {
+            matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC | libc::EFBIG | libc::EDQUOT)
+            )
+        })
     }
 }
 
@@ -331,11 +344,14 @@ impl Mapping {
 }
 
 fn open_rw(path: &Path, create: bool) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(create)
         .truncate(create)
+        // A reclaimer never maps a link placed under a table's name.
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
 }
 
@@ -376,19 +392,43 @@ impl ReclaimTable {
     /// maps it shared, so another process can open it with [`ReclaimTableView::open`].
     pub fn create(path: &Path, capacity: u32) -> Result<ReclaimTable, ReclaimTableError> {
         check_capacity(capacity)?;
+        let file = open_rw(path, true).map_err(|source| ReclaimTableError::Io {
+            op: "create the file",
+            path: path.to_owned(),
+            source,
+        })?;
+        ReclaimTable::map_new(file, path, capacity).inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })
+    }
+
+    /// [`ReclaimTable::create`] of the file `name` in a swap folder, created new and never
+    /// through a link ([`SwapFolder::create_new`]).
+    pub fn create_in(
+        folder: &SwapFolder,
+        name: &str,
+        capacity: u32,
+    ) -> Result<ReclaimTable, ReclaimTableError> {
+        check_capacity(capacity)?;
+        let file = folder.create_new(name)?;
+        ReclaimTable::map_new(file, &folder.path_of(name), capacity).inspect_err(|_| {
+            let _ = folder.remove(name);
+        })
+    }
+
+    /// Sizes `file` (new, empty, at `path`) for `capacity` entries and maps it as a table.
+    /// On an error the caller removes the half-made file.
+    fn map_new(file: File, path: &Path, capacity: u32) -> Result<ReclaimTable, ReclaimTableError> {
         let io = |op, source| ReclaimTableError::Io {
             op,
             path: path.to_owned(),
             source,
         };
-        let file = open_rw(path, true).map_err(|e| io("create the file", e))?;
         // Every block of the file is allocated now: a sparse file on a file system that
         // fills up would make the first touch of a new page of the map a SIGBUS. A table
         // that does not fit is not left behind half made.
-        if let Err(e) = crate::memfd::reserve(&file, 0, Mapping::bytes_for(capacity) as u64) {
-            let _ = std::fs::remove_file(path);
-            return Err(io("reserve the file's space", e));
-        }
+        crate::memfd::reserve(&file, 0, Mapping::bytes_for(capacity) as u64)
+            .map_err(|e| io("reserve the file's space", e))?;
         // SAFETY: MAP_SHARED of a file this table just created and sized. The file may be
         // opened by reclaimer processes, which touch it only through the same atomics; a
         // process that truncated or rewrote it would break the table's contract, and no

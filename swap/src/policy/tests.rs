@@ -20,7 +20,7 @@ fn every_knob_changed() -> PolicyConfig {
         },
         working_set: WorkingSetConfig {
             foreground_period: Duration::from_millis(700),
-            background_period: Duration::from_nanos(40),
+            background_period: Duration::from_micros(1500),
         },
         reclaimer: ReclaimerConfig {
             victim_order: VictimOrder::LargestFirst,
@@ -392,5 +392,49 @@ fn min_size_at_the_large_object_threshold_is_accepted() {
     assert_eq!(
         p.candidates.min_size_bytes,
         marvin_runtime::heap::LARGE_OBJECT_BYTES as u64
+    );
+}
+
+#[test]
+fn a_period_under_a_millisecond_is_refused_naming_its_key_and_scaling_stops_there() {
+    for key in [
+        "saver.foreground_period",
+        "saver.background_period",
+        "working_set.foreground_period",
+        "working_set.background_period",
+    ] {
+        let (table, name) = key.split_once('.').unwrap();
+        for short in ["1ns", "999us"] {
+            let e = error_of(&format!("[{table}]\n{name} = \"{short}\"\n"));
+            assert!(
+                e.contains(key) && e.contains("at least 1ms") && e.contains(short),
+                "{key} = {short}: {e}"
+            );
+        }
+        let ok = PolicyConfig::from_toml_str(&format!("[{table}]\n{name} = \"1ms\"\n"));
+        assert!(ok.is_ok(), "{key} = 1ms: {ok:?}");
+    }
+    // The saver's budget is a time limit, not a period: any length above zero.
+    assert!(PolicyConfig::from_toml_str("[saver]\nbudget = \"1ns\"\n").is_ok());
+    // However small the time scale, no period becomes shorter than the floor.
+    let tiny = PolicyConfig::default().scaled(1e-12).unwrap();
+    for foreground in [true, false] {
+        assert_eq!(tiny.saver_period(foreground), MIN_PERIOD);
+        assert_eq!(tiny.working_set_period(foreground), MIN_PERIOD);
+    }
+    assert!(tiny.saver_budget() > Duration::ZERO);
+}
+
+#[test]
+fn a_policy_file_that_is_not_utf8_is_a_bad_policy_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.toml");
+    std::fs::write(&path, b"[saver]\n# caf\xe9\nbudget = \"1s\"\n").unwrap();
+    let e = PolicyConfig::from_file(&path).unwrap_err();
+    assert!(matches!(e, PolicyError::Syntax { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("latin1.toml") && text.contains("not UTF-8") && text.contains("byte 13"),
+        "{text}"
     );
 }

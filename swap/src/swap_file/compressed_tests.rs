@@ -3,6 +3,7 @@
 //! with checkpoints stored as they are, and a damaged or rolled-back compressed
 //! checkpoint is an error, never wrong bytes.
 
+use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 
 use super::layout::SLOT_HEADER_BYTES;

@@ -182,4 +182,8 @@ pub enum SwapError {
         /// The name given.
         name: String,
     },
+    /// The swap folder is not safe to write in, or the file's name in it is taken by
+    /// something this run did not make (a link, a FIFO, another user's file).
+    #[error(transparent)]
+    Folder(#[from] marvin_runtime::swap_folder::FolderError),
 }

@@ -1,8 +1,10 @@
 //! Tests of the swap file through its public API, plus byte-level damage done with plain
 //! file writes (the swap file reads the file itself, so they are visible at once).
 
+use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 
+use super::compact::{SourceWindow, COMPACT_CHUNK};
 use super::layout::{FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
 use super::*;
 
@@ -363,10 +365,18 @@ fn another_runs_file_is_refused_not_read() {
         (mine, slot)
     };
     let (mine, slot) = slot;
-    // Another run creates its file at the same path and saves the same object there.
+    // Another run saves the same object in a file of its own, which is then written over
+    // ours in place (a creation at our name would replace our file: it is made new).
     let other_run = RunIdentity::fresh();
-    let mut theirs = SwapFile::create_owned(dir.path(), "app.swap", None, other_run).unwrap();
+    let mut theirs = SwapFile::create_owned(dir.path(), "other.swap", None, other_run).unwrap();
     assert_eq!(theirs.write(9, &object(90, 5000), None).unwrap(), slot);
+    let their_bytes = std::fs::read(theirs.path()).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(
+        &OpenOptions::new().write(true).open(mine.path()).unwrap(),
+        &their_bytes,
+        0,
+    )
+    .unwrap();
     match read_back(&mine, slot, 9) {
         Err(e @ SwapError::NotOurs { .. }) => {
             let msg = e.to_string();
@@ -416,7 +426,7 @@ fn an_unwritable_place_fails_to_create() {
     let plain = dir.path().join("plain");
     std::fs::write(&plain, b"x").unwrap();
     let err = SwapFile::create(&plain, "app.swap").unwrap_err();
-    assert!(matches!(err, SwapError::Io { op: "create", .. }), "{err}");
+    assert!(matches!(err, SwapError::Folder(_)), "{err}");
     assert!(err.to_string().contains("plain"), "{err}");
 
     // A read-only directory: root bypasses permissions, so only check as another user.

@@ -155,7 +155,9 @@ pub fn run(
     };
     let app = Arc::new(App::new(cfg.loaded.clone(), run_cfg)?);
     if cfg.mode == AppMode::Marvin {
-        std::fs::create_dir_all(&cfg.swap_dir)?;
+        // The app's own folder (one a group or others could write in would be refused).
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&cfg.swap_dir)?;
         app.enable_swap(
             &cfg.swap_dir,
             "swap",
