@@ -35,4 +35,6 @@ pub mod reclaim_table;
 pub mod run_identity;
 pub mod safepoint;
 pub mod stub;
+pub mod stub_bits;
+mod stub_trust;
 pub mod trace;

@@ -52,7 +52,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
         let a = self.instance(Pos::Here, h, AccessKind::Read, &nf.slot)?;
-        self.push(a.obj().words()[nf.slot.slot as usize].load(Ordering::Relaxed));
+        let v = a.obj().words()[nf.slot.slot as usize].load(Ordering::Relaxed);
+        let v = self.checked(Pos::Here, &a, v)?;
+        self.push(v);
         Ok(())
     }
 
@@ -70,7 +72,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         } else {
             a.obj().words()[nf.slot.slot as usize].store(v, Ordering::Relaxed);
         }
-        Ok(())
+        self.checked(Pos::Here, &a, ())
     }
 
     /// `load a; getfield C.f`, and `store b` after it when `b` is given
