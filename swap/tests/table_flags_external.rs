@@ -174,7 +174,11 @@ impl AppProcess {
             entry: EntryId::from_index(0),
         };
         let ready = app.hear();
-        let index = ready.strip_prefix("ready ").expect("ready").parse().unwrap();
+        let index = ready
+            .strip_prefix("ready ")
+            .expect("ready")
+            .parse()
+            .unwrap();
         app.entry = EntryId::from_index(index);
         app
     }
