@@ -524,6 +524,8 @@ pub struct StubAccess<'h> {
     write: bool,
     /// [`StubAccess::check`] was called.
     checked: std::cell::Cell<bool>,
+    /// This thread's count of damaged touches when the access began.
+    touch_damage: u32,
 }
 
 impl<'h> StubAccess<'h> {
@@ -574,6 +576,7 @@ impl<'h> StubAccess<'h> {
             guard,
             write,
             checked: std::cell::Cell::new(false),
+            touch_damage: crate::stub_bits::damage_on_this_thread(),
         })
     }
 
@@ -581,7 +584,8 @@ impl<'h> StubAccess<'h> {
     /// back a page run at a time, [`StubHooks::damage`], failed its check): the access's
     /// bytes are not the object's then, and the caller must report this error instead
     /// of using them. Call it after the last touch of the object's payload; an access
-    /// dropped unchecked that turned out damaged ends the process (`Drop`).
+    /// dropped unchecked whose own touch found the object damaged ends the process
+    /// (`Drop`).
     #[inline]
     pub(crate) fn check(&self) -> Result<(), AccessError> {
         self.checked.set(true);
@@ -612,9 +616,14 @@ impl Drop for StubAccess<'_> {
             // And in the app's own record, which the table's CLEAN only publishes.
             self.stub.bits.clear_current();
         }
-        if !self.checked.get() && self.stub.bits.is_damaged() {
-            // A caller that never asked whether its bytes were the object's: it must not
-            // go on with them.
+        if !self.checked.get()
+            && crate::stub_bits::damage_on_this_thread() != self.touch_damage
+            && self.stub.bits.is_damaged()
+        {
+            // A touch of this access found the object damaged and its caller never asked
+            // whether its bytes were the object's: it must not go on with them. (A damage
+            // another thread found is reported by this access's `check`, or by the next
+            // access.)
             crate::stub_trust::die_unchecked(self.space, self.stub);
         }
     }

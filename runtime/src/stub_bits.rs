@@ -95,6 +95,24 @@ impl StubBits {
     }
 }
 
+thread_local! {
+    /// Damage this thread's own touches found ([`note_damage_on_this_thread`]).
+    static TOUCH_DAMAGE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Records that a touch by this thread found its object damaged (the page-at-a-time
+/// restore's signal handler, on the touching thread). Async-signal-safe: a constant
+/// thread-local without a destructor, read and written in place.
+pub fn note_damage_on_this_thread() {
+    TOUCH_DAMAGE.with(|c| c.set(c.get().wrapping_add(1)));
+}
+
+/// How many damaged touches this thread made so far: an access compares it before and
+/// after, to tell a damage its own touch found from one another thread found.
+pub(crate) fn damage_on_this_thread() -> u32 {
+    TOUCH_DAMAGE.with(std::cell::Cell::get)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -349,6 +349,7 @@ impl PagedObject {
             d.kind.store(kind, Ordering::Release);
         }
         self.stub.bits.set_damaged();
+        marvin_runtime::stub_bits::note_damage_on_this_thread();
     }
 
     /// The error text of the damage found, if any (not from a signal handler).

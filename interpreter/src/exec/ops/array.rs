@@ -122,7 +122,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         if a.obj().header().class != ARRAY_CLASS {
             return Err(self.fail(pos, "array type mismatch"));
         }
-        let n = a.obj().len() as u64;
+        let n = self.checked(pos, &a, a.obj().len() as u64)?;
         match d {
             Some(d) => self.set_local(d as usize, n),
             None => self.push(n),

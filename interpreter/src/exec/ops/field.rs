@@ -42,7 +42,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let h = self.handle(Pos::Here, o)?;
         let a = self.instance(Pos::Here, h, AccessKind::Write, s)?;
         a.store_ref(s.slot as usize, v);
-        Ok(())
+        self.checked(Pos::Here, &a, ())
     }
 
     /// `getfield`, resolved by name
@@ -202,6 +202,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         if is_ref {
             let a = self.instance(pos, h, AccessKind::Write, s)?;
             a.store_ref(s.slot as usize, v);
+            self.checked(pos, &a, ())?;
         } else {
             self.write_field(pos, h, s, v)?;
         }
