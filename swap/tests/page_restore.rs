@@ -3,8 +3,9 @@
 //! touch, and every word reads what was saved, on anonymous memory and on memory files;
 //! after a reclaim of a partly restored object, a save of a changed one, a compaction,
 //! an eager restore and a free, the words are still right (and a new object in freed
-//! pages reads zeroes); a piece of the checkpoint corrupted on disk ends the process with
-//! an error naming the object instead of handing out its bytes; small, compressed and
+//! pages reads zeroes); a piece of the checkpoint corrupted on disk is an error naming
+//! the object for an access that asks (and every later one) and ends the process for one
+//! that never asks, instead of handing out its bytes; small, compressed and
 //! reference-holding objects, and policies that turn it off, come back whole.
 
 use std::os::unix::fs::FileExt;
