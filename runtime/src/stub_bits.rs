@@ -15,8 +15,12 @@
 //!   its pages came back, or the table contradicted `CURRENT`): every access fails with an
 //!   error naming it, and it is never saved or restored again. Set with one atomic
 //!   `fetch_or`, so a signal handler may set it.
+//!
+//! The atomics come from the crate's `stub_atomics` module (`std`'s); the loom model
+//! `tests/loom_stub_bits.rs` compiles this file with loom's in their place and checks that
+//! a write racing a save never leaves `CURRENT` set.
 
-use std::sync::atomic::{fence, AtomicU8, Ordering};
+use super::stub_atomics::{fence, AtomicU8, Ordering};
 
 const MARKED: u8 = 1;
 const CURRENT: u8 = 2;
@@ -28,7 +32,7 @@ pub struct StubBits(AtomicU8);
 
 impl StubBits {
     /// No mark, no current checkpoint, not damaged.
-    pub const fn new() -> StubBits {
+    pub fn new() -> StubBits {
         StubBits(AtomicU8::new(0))
     }
 
@@ -57,9 +61,10 @@ impl StubBits {
 
     /// Sets `CURRENT`, then (after a `SeqCst` fence) calls `raced`, which says whether a
     /// write happened meanwhile (the header's DIRTY bit); if so, `CURRENT` is cleared
-    /// again. Returns whether it stays set. A writer sets DIRTY (`SeqCst`) before it
-    /// reads `CURRENT` ([`StubBits::clear_current`]): either the writer sees `CURRENT`
-    /// and clears it, or `raced` sees DIRTY.
+    /// again. Returns whether it stays set. A writer sets DIRTY before it clears
+    /// `CURRENT` ([`StubBits::clear_current`], a read-modify-write): either the writer's
+    /// clear comes after this set and clears it, or it comes before, and `raced`, which
+    /// reads DIRTY after this set synchronized with that clear, sees DIRTY.
     pub fn set_current_then(&self, raced: impl FnOnce() -> bool) -> bool {
         self.set_current();
         fence(Ordering::SeqCst);
@@ -70,13 +75,16 @@ impl StubBits {
         true
     }
 
-    /// Records a write: the checkpoint is no longer current. A plain load when it already
-    /// is not (the common case for an object being written).
+    /// Records a write: the checkpoint is no longer current. Always a read-modify-write:
+    /// it reads the latest value of the byte, so when the saver's `set_current` came
+    /// before it, the two synchronize and the saver's look at DIRTY, which comes after,
+    /// sees the writer's DIRTY, set before; when it came after, it clears the bit. (A
+    /// plain load first, skipping the write when clear, would need a `SeqCst` fence
+    /// between the DIRTY set and the load: the loom model found the interleaving without
+    /// one, where both sides miss each other.)
     #[inline]
     pub fn clear_current(&self) {
-        if self.0.load(Ordering::SeqCst) & CURRENT != 0 {
-            self.0.fetch_and(!CURRENT, Ordering::SeqCst);
-        }
+        self.0.fetch_and(!CURRENT, Ordering::SeqCst);
     }
 
     /// Whether the object was found damaged.
@@ -113,7 +121,7 @@ pub(crate) fn damage_on_this_thread() -> u32 {
     TOUCH_DAMAGE.with(std::cell::Cell::get)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
