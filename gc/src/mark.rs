@@ -32,7 +32,7 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
             // SAFETY: a stub-tagged entry of this heap; stubs are freed only by the
             // sweep, after marking.
             let stub = unsafe { heap.stub_of_entry(e) };
-            if stub.marked.swap(true, Ordering::Relaxed) {
+            if stub.bits.swap_marked(true) {
                 continue;
             }
             marked += 1;

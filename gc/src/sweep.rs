@@ -3,8 +3,6 @@
 //!
 //! Survivors are aged by [`age_entry`], which never faults a reclaimed object in.
 
-use std::sync::atomic::Ordering;
-
 use marvin_runtime::header::HeaderBits;
 use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
 use marvin_runtime::object::Obj;
@@ -29,9 +27,7 @@ pub unsafe fn sweep(heap: &Heap) -> Swept {
     heap.table().for_each(|h, e| {
         let live = if e & ENTRY_STUB != 0 {
             // SAFETY: a live stub entry; the world is stopped and only this sweep frees.
-            unsafe { heap.stub_of_entry(e) }
-                .marked
-                .swap(false, Ordering::Relaxed)
+            unsafe { heap.stub_of_entry(e) }.bits.swap_marked(false)
         } else {
             // SAFETY: an untagged entry is a live resident object; the world is stopped.
             let obj = unsafe { Obj::from_addr(e as usize) };

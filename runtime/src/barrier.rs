@@ -49,6 +49,20 @@ impl<'h> Access<'h> {
         self.obj
     }
 
+    /// Whether the bytes this access read or wrote were the object's: an error when the
+    /// object turned out damaged while the access touched it (a page restored a page
+    /// run at a time whose checkpoint piece failed its check, see
+    /// [`crate::stub::StubHooks::damage`]). Call it after the last touch of the payload
+    /// and before using what was read: the caller then reports the error instead. Free
+    /// for an object reached without a stub (only stubbed objects come back so).
+    #[inline(always)]
+    pub fn check(&self) -> Result<(), AccessError> {
+        match &self.stub {
+            None => Ok(()),
+            Some(s) => s.check(),
+        }
+    }
+
     /// Stores a reference into payload word `word` (an instance's ref slot or a ref
     /// array element), keeping a stub's reference copy current.
     #[inline(always)]

@@ -36,5 +36,12 @@ pub mod reclaim_table;
 pub mod run_identity;
 pub mod safepoint;
 pub mod stub;
+pub mod stub_bits;
 pub mod swap_folder;
+/// What [`stub_bits`] is built from: `std`'s atomics (loom's in its model,
+/// `tests/loom_stub_bits.rs`, which compiles that file a second time).
+mod stub_atomics {
+    pub(crate) use std::sync::atomic::{fence, AtomicU8, Ordering};
+}
+mod stub_trust;
 pub mod trace;

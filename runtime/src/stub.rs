@@ -25,6 +25,7 @@ use crate::object::Obj;
 use crate::reclaim_table::{
     EntryError, EntryFault, EntryFlags, EntryId, ReclaimTable, SharedGuard,
 };
+pub use crate::stub_bits::StubBits;
 
 pub use crate::access::FaultError;
 
@@ -57,6 +58,12 @@ pub trait StubHooks: Send + Sync {
     }
     /// The stub died: release its swap slot. Called with the stub's state locked.
     fn freed(&self, stub: &Stub, state: &mut StubState);
+    /// What the swap layer found wrong with the object when it marked it damaged
+    /// ([`StubBits::set_damaged`]; a piece of its checkpoint that failed its check while
+    /// its pages came back), if it was the swap layer that did.
+    fn damage(&self, _stub: &Stub) -> Option<FaultError> {
+        None
+    }
     /// Bytes the swap layer holds in memory for this app (its swap file's index, for
     /// example), counted with what the runtime holds ([`StubSpace::held_bytes`]).
     fn held_bytes(&self) -> usize {
@@ -132,8 +139,9 @@ pub struct Stub {
     pub len: u32,
     pub nrefs: u16,
     pub kind: ObjKind,
-    /// Marked by the current collection.
-    pub marked: AtomicBool,
+    /// What the app alone knows of the object: the collector's mark, whether its
+    /// checkpoint is current, whether it was found damaged ([`StubBits`]).
+    pub bits: StubBits,
     /// Copies of the object's reference words (instances: leading slots), behind one
     /// thin pointer: none for objects without references (most large objects are
     /// arrays of data).
@@ -229,7 +237,10 @@ pub struct StubSpace {
     registry_bytes: AtomicU64,
     /// The first entry that failed its checks: from then on the table is not trusted,
     /// and every entry is refused at once (no more bounded waits, one per entry).
-    distrusted: std::sync::OnceLock<String>,
+    pub(crate) distrusted: std::sync::OnceLock<String>,
+    /// Why each object the runtime found damaged is ([`StubSpace::record_damage`]), by
+    /// handle.
+    pub(crate) damage: Mutex<HandleMap<String>>,
 }
 
 /// Bytes the registry of stubs takes per slot of its capacity: a handle and a pointer,
@@ -286,6 +297,7 @@ impl StubSpace {
             stub_bytes: AtomicU64::new(0),
             registry_bytes: AtomicU64::new(0),
             distrusted: std::sync::OnceLock::new(),
+            damage: Mutex::new(HandleMap::default()),
         }
     }
 
@@ -380,6 +392,8 @@ impl StubSpace {
         if st.is_dead() {
             return Err(AccessError::Dangling(stub.handle.value()));
         }
+        // What the app alone knows, against the table's word that the object is out.
+        self.check_restorable(stub)?;
         let t0 = self
             .fault_observer
             .get()
@@ -390,6 +404,8 @@ impl StubSpace {
                 handle: stub.handle.value(),
                 reason,
             })?;
+        // Before RESIDENT is set, so no new access can have begun meanwhile.
+        self.check_restored(stub)?;
         // SAFETY: the checkpoint was just read back; the entry is locked shared and
         // the state locked, so nothing else touches the object.
         unsafe { self.finish_restore(stub) };
@@ -503,8 +519,13 @@ fn table_fault(stub: &Stub, e: EntryFault) -> AccessError {
 pub struct StubAccess<'h> {
     obj: Obj<'h>,
     stub: &'h Stub,
+    space: &'h StubSpace,
     guard: SharedGuard<'h>,
     write: bool,
+    /// [`StubAccess::check`] was called.
+    checked: std::cell::Cell<bool>,
+    /// This thread's count of damaged touches when the access began.
+    touch_damage: u32,
 }
 
 impl<'h> StubAccess<'h> {
@@ -530,12 +551,19 @@ impl<'h> StubAccess<'h> {
             .then(|| heap.before_growth(space.hooks.fault_bytes(stub)))
             .flatten();
         let guard = space.lock_entry(stub).map_err(|e| table_fault(stub, e))?;
+        if stub.bits.is_damaged() {
+            return Err(space.damage_error(stub));
+        }
         space.ensure_resident(stub, true)?;
         drop(growth);
         // SAFETY: resident, and the shared lock keeps the reclaimer away.
         let obj = unsafe { stub.object() };
+        space.check_pages_there(stub, obj)?;
         let write = kind == AccessKind::Write;
         if write {
+            // Before the write: a restore the table asked for wrongly (a RESIDENT bit
+            // cleared under a live object) that is still reading sees it.
+            stub.bits.clear_current();
             // Always, even without barriers: the checkpoint protocol depends on it.
             obj.header().set(HeaderBits::WRITE | HeaderBits::DIRTY);
         } else if barrier {
@@ -544,9 +572,27 @@ impl<'h> StubAccess<'h> {
         Ok(StubAccess {
             obj,
             stub,
+            space,
             guard,
             write,
+            checked: std::cell::Cell::new(false),
+            touch_damage: crate::stub_bits::damage_on_this_thread(),
         })
+    }
+
+    /// Whether the object turned out damaged during the access (a page of it that came
+    /// back a page run at a time, [`StubHooks::damage`], failed its check): the access's
+    /// bytes are not the object's then, and the caller must report this error instead
+    /// of using them. Call it after the last touch of the object's payload; an access
+    /// dropped unchecked whose own touch found the object damaged ends the process
+    /// (`Drop`).
+    #[inline]
+    pub(crate) fn check(&self) -> Result<(), AccessError> {
+        self.checked.set(true);
+        if self.stub.bits.is_damaged() {
+            return Err(self.space.damage_error(self.stub));
+        }
+        Ok(())
     }
 
     pub(crate) fn obj(&self) -> Obj<'h> {
@@ -567,6 +613,18 @@ impl Drop for StubAccess<'_> {
             // its checkpoint stale, before any reclaimer can look at the entry again.
             self.obj.header().set(HeaderBits::DIRTY);
             self.guard.entry().lock().remove_flags(EntryFlags::CLEAN);
+            // And in the app's own record, which the table's CLEAN only publishes.
+            self.stub.bits.clear_current();
+        }
+        if !self.checked.get()
+            && crate::stub_bits::damage_on_this_thread() != self.touch_damage
+            && self.stub.bits.is_damaged()
+        {
+            // A touch of this access found the object damaged and its caller never asked
+            // whether its bytes were the object's: it must not go on with them. (A damage
+            // another thread found is reported by this access's `check`, or by the next
+            // access.)
+            crate::stub_trust::die_unchecked(self.space, self.stub);
         }
     }
 }
@@ -621,7 +679,7 @@ impl Heap {
             len: obj.len(),
             nrefs: obj.header().nrefs,
             refs,
-            marked: AtomicBool::new(false),
+            bits: StubBits::new(),
             state: Mutex::new(StubState::default()),
         });
         obj.header().set(HeaderBits::STUB | HeaderBits::DIRTY);

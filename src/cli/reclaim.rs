@@ -58,6 +58,14 @@ pub fn reclaim(a: &ReclaimArgs) -> anyhow::Result<i32> {
     let before = rss_shmem(a.pid);
     let r = app.reclaim(a.bytes.map_or(u64::MAX, |b| b as u64));
     let after = rss_shmem(a.pid);
+    if let Some(refusal) = r.refused {
+        // Shared memory that cannot all be the runtime's: nothing was taken.
+        anyhow::bail!(
+            "reclaim table {} of process {} is refused: {refusal}; nothing taken",
+            app.table().path().display(),
+            a.pid
+        );
+    }
     marvin_console::outln!(
         "reclaimed {} objects, {} bytes from process {} in {:.3} ms ({} fallocate calls, {} failed; {} entries contended, {} unreachable)",
         r.objects,

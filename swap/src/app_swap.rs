@@ -597,10 +597,17 @@ impl StubHooks for AppSwap {
             let src = file
                 .page_source(slot, stub.handle.value(), stub.kind.payload_bytes(stub.len))
                 .inspect_err(|e| self.record_error(e))?;
-            if let Some(src) = src {
+            // The stub itself goes along, for a fill that finds a damaged piece to mark.
+            if let (Some(src), Some(owner)) = (src, space.get(stub.handle)) {
                 let (addr, len) = (stub.addr, page_round(stub.bytes()));
                 let counters = self.counters.clone();
-                if crate::page_restore::begin(addr, len, HEADER_BYTES, src, counters, self.memfd) {
+                let target = crate::page_restore::Target {
+                    addr,
+                    len,
+                    header: HEADER_BYTES,
+                    stub: owner,
+                };
+                if crate::page_restore::begin(target, src, counters, self.memfd) {
                     drop(file);
                     // SAFETY: the object's locks are held by our caller; its pages come
                     // back on first touch, the header's first.
@@ -619,7 +626,9 @@ impl StubHooks for AppSwap {
         for (n, s) in &candidates {
             let entry = space.table.entry(n.entry);
             let size = page_round(n.bytes());
-            if size > budget || entry.is_resident() {
+            // Only a neighbour whose checkpoint is its latest contents by the app's own
+            // record (whatever the table says); any other one's own fault reports it.
+            if size > budget || entry.is_resident() || !n.bits.is_current() || n.bits.is_damaged() {
                 continue;
             }
             let Some(guard) = entry.try_lock_shared() else {
@@ -681,7 +690,7 @@ impl StubHooks for AppSwap {
         let (mut ahead, mut ahead_bytes) = (0, 0);
         for ((n, _, _guard, _st), result) in held.iter().zip(results) {
             // A neighbour that failed stays out; its own fault reports the error.
-            if result.is_ok() {
+            if result.is_ok() && space.check_restored(n).is_ok() {
                 // SAFETY: its payload was just read back, its locks are held here.
                 unsafe {
                     Self::install_header(n);
@@ -715,9 +724,14 @@ impl StubHooks for AppSwap {
     fn freed(&self, stub: &Stub, state: &mut StubState) {
         // Before its pages can be handed out again.
         crate::page_restore::cancel(stub.addr);
+        crate::page_restore::forget_damage(stub.addr);
         if let Some(slot) = state.take_slot() {
             let _ = self.file.lock().free(SlotId::from_offset(slot));
         }
+    }
+
+    fn damage(&self, stub: &Stub) -> Option<FaultError> {
+        crate::page_restore::damage(stub.addr).map(Into::into)
     }
 
     fn held_bytes(&self) -> usize {

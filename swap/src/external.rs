@@ -25,7 +25,7 @@ use marvin_runtime::heap::region_dir::{RegionDirError, RegionDirectory};
 use marvin_runtime::memfd;
 use marvin_runtime::reclaim_table::{ReclaimTableError, ReclaimTableView};
 
-use crate::reclaimer::{take, ReclaimReport};
+use crate::reclaimer::{table_contradiction, take, ReclaimReport};
 
 /// The reclaim table file of app `name` in its swap directory `dir`.
 pub fn table_path(dir: &Path, name: &str) -> PathBuf {
@@ -281,7 +281,11 @@ impl ExternalApp {
     pub fn reclaim(&mut self, want: u64) -> ReclaimReport {
         let t0 = Instant::now();
         let mut total = self.reclaim_once(want);
-        if total.unreachable > 0 && total.bytes < want && self.memory.refresh().is_ok() {
+        if total.unreachable > 0
+            && total.refused.is_none()
+            && total.bytes < want
+            && self.memory.refresh().is_ok()
+        {
             let more = self.reclaim_once(want - total.bytes);
             total.unreachable = 0;
             total.add(&more);
@@ -294,12 +298,20 @@ impl ExternalApp {
         if self.table.is_foreground() {
             return ReclaimReport::default();
         }
+        // Nothing of the app but its table is known here: a table whose entries
+        // contradict one another is not acted on at all.
+        if let Some(refusal) = table_contradiction(self.table.iter_occupied()) {
+            return ReclaimReport {
+                refused: Some(refusal),
+                ..ReclaimReport::default()
+            };
+        }
         let mut taken = take(
             || self.table.iter_occupied(),
             &self.hand,
             || self.table.is_foreground(),
             want,
-            |e| self.memory.reaches(e.addr(), e.size()),
+            |e| Ok(self.memory.reaches(e.addr(), e.size())),
         );
         let mut r = taken.report;
         if !taken.runs.is_empty() {

@@ -9,10 +9,20 @@
 //! answers: it reads the run of [`RUN_PAGES`] pages from the faulting one on out of the
 //! checkpoint, checks each [`SUM_BYTES`] piece against its own checksum (the swap file
 //! keeps one per piece of a large checkpoint, [`crate::swap_file::page_sums`]), and
-//! places the pages atomically. A piece that fails its check, or a read that fails,
-//! ends the process with an error naming the swap file and the object: the touch cannot
-//! be given wrong bytes, and it cannot be answered with an error either. A run of fills
-//! in address order asks the kernel to read the checkpoint ahead of itself.
+//! places the pages atomically. A run of fills in address order asks the kernel to read
+//! the checkpoint ahead of itself.
+//!
+//! A piece that fails its check, or a read that fails, cannot be answered from the
+//! signal handler with an error, and the touch must complete. So the fill records the
+//! damage (plain atomics of the object's record, and the stub's own DAMAGED bit,
+//! [`marvin_runtime::stub_bits::StubBits::set_damaged`]), places zeroed pages for its
+//! run so the touch can finish, and returns: the touching access then asks whether its
+//! object was damaged before it uses what it read ([`marvin_runtime::barrier::Access::check`];
+//! the executor does after every object access, and turns the answer into the ordinary
+//! runtime error at the instruction's position, with the program's output flushed and its
+//! statistics written), and every later access, save or restore of the object fails with
+//! the same error ([`damage`] says what it was). Only where the zero pages cannot be
+//! placed does the process end from the handler, as before.
 //!
 //! What keeps it sound: only user code may touch a registered range (a registered missing
 //! page fails a system call's access with `EFAULT`), and nothing else may fill it. So the
@@ -34,6 +44,9 @@ use std::sync::Arc;
 
 use parking_lot::{const_rwlock, RwLock};
 
+use marvin_runtime::stub::Stub;
+use parking_lot::Mutex;
+
 use crate::app_swap::SwapCounters;
 use crate::swap_file::page_sums::SUM_BYTES;
 use crate::swap_file::{crc32, PageSource};
@@ -53,6 +66,34 @@ pub const RUN_PAGES: usize = 8;
 /// it, asked for in steps of at least half of it.
 pub const SEQUENTIAL_AHEAD_BYTES: u64 = 1 << 20;
 
+/// Where an object restored a page run at a time lives, and its stub.
+pub struct Target {
+    /// Its first page.
+    pub addr: usize,
+    /// Bytes of its pages.
+    pub len: usize,
+    /// Bytes before the payload in its first page (its header, rebuilt by the restore,
+    /// not stored in the checkpoint).
+    pub header: usize,
+    /// Its stub, whose DAMAGED bit a fill that finds a damaged piece sets.
+    pub stub: Arc<Stub>,
+}
+
+/// What a fill found wrong, in atomics a signal handler may write: the first damage
+/// wins.
+#[derive(Default)]
+struct Damage {
+    /// 0: none; [`DAMAGE_SUM`] or [`DAMAGE_READ`].
+    kind: std::sync::atomic::AtomicU32,
+    /// The piece that failed its checksum, or the first piece of a read that failed.
+    piece: std::sync::atomic::AtomicU32,
+    /// The checksum computed, or the read's `errno`.
+    value: std::sync::atomic::AtomicU32,
+}
+
+const DAMAGE_SUM: u32 = 1;
+const DAMAGE_READ: u32 = 2;
+
 /// One object being restored a page run at a time.
 struct PagedObject {
     addr: usize,
@@ -61,6 +102,8 @@ struct PagedObject {
     /// Bytes before the payload in the object's first page (its header, rebuilt by the
     /// restore, not stored in the checkpoint).
     header: usize,
+    stub: Arc<Stub>,
+    damage: Damage,
     src: PageSource,
     counters: Arc<SwapCounters>,
     /// The page after the last fill's run: a fault there continues a run in address order.
@@ -73,6 +116,9 @@ struct PagedObject {
 static OBJECTS: RwLock<BTreeMap<usize, Arc<PagedObject>>> = const_rwlock(BTreeMap::new());
 /// How many there are (so that [`cancel`] costs nothing while there are none).
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// What was found wrong with damaged objects whose restore has ended (cancelled), by
+/// address, until their stubs are freed ([`forget_damage`]).
+static REPORTS: Mutex<BTreeMap<usize, String>> = parking_lot::const_mutex(BTreeMap::new());
 
 /// Starts restoring the out object at `[addr, addr + len)` (page-aligned, with `header`
 /// bytes before its payload) a page run at a time from `src`. Returns false, having done
@@ -80,14 +126,13 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// register; a page of the range already there): the caller restores it whole. The
 /// caller holds the object as a fault does (entry shared, state locked), and touches its
 /// pages only after this returns.
-pub fn begin(
-    addr: usize,
-    len: usize,
-    header: usize,
-    src: PageSource,
-    counters: Arc<SwapCounters>,
-    memfd: bool,
-) -> bool {
+pub fn begin(target: Target, src: PageSource, counters: Arc<SwapCounters>, memfd: bool) -> bool {
+    let Target {
+        addr,
+        len,
+        header,
+        stub,
+    } = target;
     let Some(uffd) = uffd::get(resolve) else {
         return false;
     };
@@ -110,6 +155,8 @@ pub fn begin(
         addr,
         len,
         header,
+        stub,
+        damage: Damage::default(),
         src,
         counters,
         next_page: AtomicUsize::new(usize::MAX),
@@ -135,10 +182,35 @@ pub fn cancel(addr: usize) {
     let mut objects = OBJECTS.write();
     if let Some(obj) = objects.remove(&addr) {
         COUNT.fetch_sub(1, Ordering::Relaxed);
+        if let Some(report) = obj.damage_report() {
+            REPORTS.lock().insert(addr, report);
+        }
         if let Some(uffd) = uffd::get(resolve) {
             // Only fails for a range no longer mapped, which nothing touches.
             let _ = uffd.unregister(obj.addr, obj.len);
         }
+    }
+}
+
+/// What a fill found wrong with the object at `addr`, if it found it damaged: the text
+/// of the error every access to it reports.
+pub fn damage(addr: usize) -> Option<String> {
+    if COUNT.load(Ordering::Relaxed) > 0 {
+        if let Some(obj) = OBJECTS.read().get(&addr) {
+            if let Some(report) = obj.damage_report() {
+                return Some(report);
+            }
+        }
+    }
+    REPORTS.lock().get(&addr).cloned()
+}
+
+/// Forgets what was found wrong with the object at `addr` (its stub is freed; its pages
+/// may hold another object next).
+pub fn forget_damage(addr: usize) {
+    let mut reports = REPORTS.lock();
+    if !reports.is_empty() {
+        reports.remove(&addr);
     }
 }
 
@@ -205,27 +277,15 @@ fn fill(obj: &PagedObject, page: usize) {
     let pages = obj.len / PAGE;
     let p = plan(page, pages, obj.header, obj.src.len);
     let mut buf = [0u8; FILL_BYTES];
-    let data = &mut buf[PAD..PAD + (p.to - p.from)];
-    if let Err(e) = obj
-        .src
-        .file
-        .read_exact_at(data, obj.src.payload_at + p.from as u64)
-    {
-        fatal(obj, format_args!("cannot read its pages back: {e}"));
-    }
-    for (i, piece) in data.chunks(SUM_BYTES).enumerate() {
-        let n = p.from / SUM_BYTES + i;
-        let computed = crc32(piece);
-        if obj.src.sums.get(n) != Some(&computed) {
-            fatal(
-                obj,
-                format_args!(
-                    "bytes {}..{} of its checkpoint fail their checksum (computed {computed:#010x})",
-                    n * SUM_BYTES,
-                    n * SUM_BYTES + piece.len()
-                ),
-            );
-        }
+    let found = if obj.is_damaged() {
+        // Damaged already: nothing more of it is read, its pages come back zero.
+        Err(())
+    } else {
+        read_checked(obj, &p, &mut buf[PAD..PAD + (p.to - p.from)])
+    };
+    if found.is_err() {
+        // The touch must complete: zero pages, and the access asks before it uses them.
+        buf.fill(0);
     }
     // The object's byte x is the payload's x - header, at PAD + x - header - from.
     let start = PAD + p.p0 * PAGE - obj.header - p.from;
@@ -236,12 +296,92 @@ fn fill(obj: &PagedObject, page: usize) {
     if let Err(e) = uffd.copy(obj.addr + p.p0 * PAGE, image) {
         fatal(obj, format_args!("cannot place its pages: {e}"));
     }
+    if found.is_err() {
+        return;
+    }
     obj.counters
         .bytes_read
         .fetch_add((p.to - p.from) as u64, Ordering::Relaxed);
     let sequential = obj.next_page.swap(p.p1, Ordering::Relaxed) == p.p0;
     if sequential {
         read_ahead(obj, p.to as u64);
+    }
+}
+
+/// Reads the pieces of plan `p` into `data` and checks each against its checksum; on a
+/// failure records the damage (the object's record, then the stub's DAMAGED bit, both
+/// before any page is placed) and returns `Err`.
+fn read_checked(obj: &PagedObject, p: &Plan, data: &mut [u8]) -> Result<(), ()> {
+    if let Err(e) = obj
+        .src
+        .file
+        .read_exact_at(data, obj.src.payload_at + p.from as u64)
+    {
+        let errno = e.raw_os_error().unwrap_or(0) as u32;
+        obj.record_damage(DAMAGE_READ, (p.from / SUM_BYTES) as u32, errno);
+        return Err(());
+    }
+    for (i, piece) in data.chunks(SUM_BYTES).enumerate() {
+        let n = p.from / SUM_BYTES + i;
+        let computed = crc32(piece);
+        if obj.src.sums.get(n) != Some(&computed) {
+            obj.record_damage(DAMAGE_SUM, n as u32, computed);
+            return Err(());
+        }
+    }
+    Ok(())
+}
+
+impl PagedObject {
+    fn is_damaged(&self) -> bool {
+        self.damage.kind.load(Ordering::Acquire) != 0
+    }
+
+    /// Records the first damage found (async-signal-safe: atomics only).
+    fn record_damage(&self, kind: u32, piece: u32, value: u32) {
+        let d = &self.damage;
+        if d.kind
+            .compare_exchange(0, u32::MAX, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            d.piece.store(piece, Ordering::Relaxed);
+            d.value.store(value, Ordering::Relaxed);
+            d.kind.store(kind, Ordering::Release);
+        }
+        self.stub.bits.set_damaged();
+        marvin_runtime::stub_bits::note_damage_on_this_thread();
+    }
+
+    /// The error text of the damage found, if any (not from a signal handler).
+    fn damage_report(&self) -> Option<String> {
+        let d = &self.damage;
+        let kind = d.kind.load(Ordering::Acquire);
+        let (piece, value) = (
+            d.piece.load(Ordering::Relaxed) as usize,
+            d.value.load(Ordering::Relaxed),
+        );
+        let why = match kind {
+            0 => return None,
+            DAMAGE_SUM => {
+                let end = ((piece + 1) * SUM_BYTES).min(self.src.len);
+                format!(
+                    "bytes {}..{end} of its checkpoint fail their checksum (computed {value:#010x})",
+                    piece * SUM_BYTES
+                )
+            }
+            DAMAGE_READ => format!(
+                "cannot read its pages back: {}",
+                std::io::Error::from_raw_os_error(value as i32)
+            ),
+            // Being recorded by another thread's fill right now.
+            _ => "a piece of its checkpoint failed its check".to_string(),
+        };
+        Some(format!(
+            "swap file {}: checkpoint of object {key} in {} (a page at a time): {why}",
+            self.src.path.display(),
+            self.src.slot,
+            key = self.src.key,
+        ))
     }
 }
 
@@ -259,8 +399,8 @@ fn read_ahead(obj: &PagedObject, at: u64) {
     let _ = marvin_runtime::memfd::will_need(&obj.src.file, obj.src.payload_at + from, want - from);
 }
 
-/// A touch of the object cannot be answered: says why on stderr and ends the process
-/// (the touch would otherwise run again, and again).
+/// A touch of the object cannot be answered, not even with zero pages: says why on
+/// stderr and ends the process (the touch would otherwise run again, and again).
 fn fatal(obj: &PagedObject, why: std::fmt::Arguments<'_>) -> ! {
     let mut msg = [0u8; 512];
     let mut w = std::io::Cursor::new(&mut msg[..]);

@@ -78,12 +78,18 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
             // SAFETY: resident, and the reclaimer lock keeps every app thread out.
             let obj = unsafe { stub.object() };
             let bits = obj.header().bits();
+            if !bits.contains(HeaderBits::STUB) || stub.bits.is_damaged() {
+                // Not in its pages though the table says resident (they read zero), or
+                // damaged: never written over its checkpoint; its access reports it.
+                continue;
+            }
             if pass == 0 && bits.intersects(HeaderBits::READ | HeaderBits::WRITE) {
                 // Referenced since the last round: a second chance.
                 continue;
             }
             if bits.contains(HeaderBits::SAVED)
                 && !bits.contains(HeaderBits::DIRTY)
+                && stub.bits.is_current()
                 && st.slot().is_some()
             {
                 // Read back and not written since: its slot holds it already.
@@ -94,6 +100,8 @@ pub fn page_out(heap: &Heap, swap: &AppSwap, want: u64) -> PageOutReport {
                     continue;
                 }
                 r.bytes_written += buf.len() as u64;
+                // No writer can run meanwhile: the reclaimer lock keeps them out.
+                stub.bits.set_current();
             }
             let mut run = [(stub.addr, size as usize)];
             // SAFETY: the entry is locked for the reclaimer and marked reclaimed before

@@ -31,6 +31,25 @@ pub struct ReclaimReport {
     /// and fault back in from their clean checkpoints).
     pub failed_calls: u64,
     pub latency: Duration,
+    /// The table was refused, nothing taken: an entry contradicts itself, another entry
+    /// or what the app knows ([`Refusal`]).
+    pub refused: Option<Refusal>,
+}
+
+/// Why a reclaimer refused a table and took nothing from it: the table is shared memory,
+/// and one whose entries cannot all be the runtime's is not acted on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The entry found wrong.
+    pub entry: EntryId,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "entry {} {}", self.entry, self.why)
+    }
 }
 
 impl ReclaimReport {
@@ -41,6 +60,7 @@ impl ReclaimReport {
         self.contended += o.contended;
         self.unreachable += o.unreachable;
         self.failed_calls += o.failed_calls;
+        self.refused = self.refused.or(o.refused);
     }
 }
 
@@ -75,6 +95,11 @@ impl Taken<'_> {
 /// it). The caller then
 /// returns the pages of [`Taken::runs`] and calls [`Taken::finish`].
 ///
+/// An entry that contradicts itself ([`Entry::contradiction`]), seen in the scan or
+/// under its lock, or that `reachable` refuses (`Err`: it contradicts what the caller
+/// knows), refuses the whole table: every lock taken is released with nothing marked,
+/// no run is returned, and the report says why ([`ReclaimReport::refused`]).
+///
 /// `scan` yields the table's occupied entries in index order (it is called twice: the
 /// part after the hand, then the part before).
 pub(crate) fn take<'t, I>(
@@ -82,7 +107,7 @@ pub(crate) fn take<'t, I>(
     hand: &AtomicU32,
     is_foreground: impl Fn() -> bool,
     want: u64,
-    mut reachable: impl FnMut(&Entry) -> bool,
+    mut reachable: impl FnMut(&Entry) -> Result<bool, &'static str>,
 ) -> Taken<'t>
 where
     I: Iterator<Item = (EntryId, &'t Entry)>,
@@ -103,6 +128,9 @@ where
             break;
         }
         hand.store(id.index() + 1, Ordering::Relaxed);
+        if let Some(why) = entry.contradiction() {
+            return refuse(taken, id, why);
+        }
         if !entry.looks_reclaimable() {
             continue;
         }
@@ -113,9 +141,21 @@ where
             // back is locked here only after the switch is visible.
             Some(_) if is_foreground() => break,
             Some(g) if g.is_reclaimable() => {
-                if !reachable(entry) {
-                    r.unreachable += 1;
-                    continue;
+                // Read again under the lock: what it acts on must not contradict itself.
+                let checked = match entry.contradiction() {
+                    Some(why) => Err(why),
+                    None => reachable(entry),
+                };
+                match checked {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        r.unreachable += 1;
+                        continue;
+                    }
+                    Err(why) => {
+                        drop(g);
+                        return refuse(taken, id, why);
+                    }
                 }
                 taken
                     .runs
@@ -129,6 +169,43 @@ where
         }
     }
     taken
+}
+
+/// Gives up a scan: releases every lock it took, marking nothing, and says why.
+fn refuse<'t>(taken: Taken<'t>, entry: EntryId, why: &'static str) -> Taken<'t> {
+    let report = ReclaimReport {
+        refused: Some(Refusal { entry, why }),
+        contended: taken.report.contended,
+        ..ReclaimReport::default()
+    };
+    drop(taken.guards);
+    Taken {
+        guards: Vec::new(),
+        runs: Vec::new(),
+        report,
+    }
+}
+
+/// The first contradiction between the occupied entries of a table, as a reclaimer
+/// from outside checks it before it acts on any (it knows nothing of the app but the
+/// table): an entry that contradicts itself ([`Entry::contradiction`]), or two entries
+/// whose pages overlap (one may say resident and the other reclaimed of the same pages;
+/// punching one would take the other's).
+pub(crate) fn table_contradiction<'t>(
+    entries: impl Iterator<Item = (EntryId, &'t Entry)>,
+) -> Option<Refusal> {
+    let mut runs = Vec::new();
+    for (id, entry) in entries {
+        if let Some(why) = entry.contradiction() {
+            return Some(Refusal { entry: id, why });
+        }
+        runs.push((entry.addr(), entry.addr().saturating_add(entry.size()), id));
+    }
+    runs.sort_unstable();
+    runs.windows(2).find(|w| w[1].0 < w[0].1).map(|w| Refusal {
+        entry: w[1].2,
+        why: "overlaps the pages of another entry",
+    })
 }
 
 /// Entries a scan checks against the stub registry under one hold of it.
@@ -154,8 +231,10 @@ impl<'s> RegistryCheck<'s> {
 
     /// Whether `entry` still describes the object its owner handle names, at the
     /// address and with the size the object's stub knows: the table is shared memory,
-    /// and the reclaimer drops pages only where an object of this app really is.
-    fn describes_its_object(&mut self, entry: &Entry) -> bool {
+    /// and the reclaimer drops pages only where an object of this app really is. An
+    /// entry that says CLEAN of an object whose checkpoint the app knows is not current
+    /// (or that it found damaged) refuses the table (`Err`).
+    fn describes_its_object(&mut self, entry: &Entry) -> Result<bool, &'static str> {
         if self.uses >= REGISTRY_CHUNK {
             // Let others at the registry between chunks.
             self.held = None;
@@ -163,11 +242,16 @@ impl<'s> RegistryCheck<'s> {
         }
         self.uses += 1;
         let registry = self.held.get_or_insert_with(|| self.space.registry());
-        Handle::from_value(entry.owner())
-            .and_then(|h| registry.get(h))
-            .is_some_and(|s| {
-                s.addr as u64 == entry.addr() && page_round(s.bytes()) as u64 == entry.size()
-            })
+        let Some(stub) = Handle::from_value(entry.owner()).and_then(|h| registry.get(h)) else {
+            return Ok(false);
+        };
+        if stub.addr as u64 != entry.addr() || page_round(stub.bytes()) as u64 != entry.size() {
+            return Ok(false);
+        }
+        if !self.space.may_drop_pages(stub) {
+            return Err("says CLEAN, but the object was written after its checkpoint");
+        }
+        Ok(true)
     }
 }
 

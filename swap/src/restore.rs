@@ -281,6 +281,17 @@ impl<'a> Batch<'a> {
         };
         let (mut read, mut restored) = (0u64, 0u64);
         for (h, result) in held.iter().zip(results) {
+            // Nothing damaged it and no write began meanwhile (the table said "out"
+            // under a live object).
+            let result = result
+                .map_err(|e| {
+                    self.swap.record_error(&e);
+                    AccessError::Fault {
+                        handle: h.stub.handle.value(),
+                        reason: e.into(),
+                    }
+                })
+                .and_then(|()| space.check_restored(h.stub));
             match result {
                 Ok(()) => {
                     // SAFETY: the checkpoint was just read into the object's pages, with
@@ -293,14 +304,7 @@ impl<'a> Batch<'a> {
                     r.bytes += h.stub.bytes() as u64;
                     read += h.stub.kind.payload_bytes(h.stub.len) as u64;
                 }
-                Err(e) => {
-                    self.swap.record_error(&e);
-                    let e = AccessError::Fault {
-                        handle: h.stub.handle.value(),
-                        reason: e.into(),
-                    };
-                    r.errors.push(e.to_string());
-                }
+                Err(e) => r.errors.push(e.to_string()),
             }
         }
         r.objects += restored;
@@ -329,6 +333,12 @@ impl<'a> Batch<'a> {
                 continue;
             };
             if entry.is_resident() {
+                continue;
+            }
+            if !stub.bits.is_current() || stub.bits.is_damaged() {
+                // Its checkpoint is not the object's latest contents (the app's own
+                // record says so, whatever the table does): its own restore reports it.
+                alone.push(stub.clone());
                 continue;
             }
             let state = if held.is_empty() {

@@ -102,18 +102,33 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
                 continue;
             }
         };
-        if !entry.is_resident() || entry.flags().contains(EntryFlags::CLEAN) {
+        // Whether there is anything to save is the app's own record (the stub's), not
+        // the table's CLEAN, which another process may have cleared or set.
+        if !entry.is_resident() || stub.bits.is_current() || stub.bits.is_damaged() {
             continue;
         }
         let mut st = stub.state.lock();
         // Checked again under the state lock: another saver run may have saved the
         // object while this one waited for the lock.
-        if st.is_dead() || entry.flags().contains(EntryFlags::CLEAN) {
+        if st.is_dead() || stub.bits.is_current() || stub.bits.is_damaged() {
             continue;
         }
         // SAFETY: resident under the shared lock.
         let obj = unsafe { stub.object() };
         let hdr = obj.header();
+        if !hdr.bits().contains(HeaderBits::STUB) {
+            // The table says resident, but the pages are gone (they read zero): never
+            // saved over the checkpoint; the app's access reports it.
+            let e = format!(
+                "object {} is not in its pages though its reclaim-table entry says it is \
+                 resident: not saved",
+                stub.handle.value()
+            );
+            *swap.last_error.lock() = Some(e);
+            swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);
+            r.errors += 1;
+            continue;
+        }
         if !all && !swap.policy.is_cold(hdr.read_history(), hdr.write_history()) {
             continue;
         }
@@ -131,6 +146,15 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         swap.counters
             .bytes_written
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        if stub.bits.is_damaged() {
+            // Its copy touched a page that came back damaged (a page at a time): what
+            // was written is not the object; the slot is never read back, since a
+            // damaged object is never restored.
+            *swap.last_error.lock() = Some(space.damage_error(stub).to_string());
+            swap.counters.save_errors.fetch_add(1, Ordering::Relaxed);
+            r.errors += 1;
+            continue;
+        }
         if hdr.bits().contains(HeaderBits::DIRTY) {
             r.raced += 1;
             swap.counters.save_races.fetch_add(1, Ordering::Relaxed);
@@ -141,6 +165,16 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
             flags |= EntryFlags::COLD;
         }
         hdr.set(HeaderBits::SAVED);
+        // The app's own record first, checked against DIRTY once more (a writer sets
+        // DIRTY, then clears it): then its published copy.
+        if !stub
+            .bits
+            .set_current_then(|| hdr.bits().contains(HeaderBits::DIRTY))
+        {
+            r.raced += 1;
+            swap.counters.save_races.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         entry.lock().insert_flags(flags);
         // A write that ended between the check above and this insert cleared CLEAN
         // before it was set. Look again: either that writer's CLEAN removal comes after
@@ -149,6 +183,7 @@ pub fn save(heap: &Heap, swap: &AppSwap, budget: Duration, all: bool) -> SaveRep
         // the entry shared.
         if hdr.bits().contains(HeaderBits::DIRTY) {
             entry.lock().remove_flags(EntryFlags::CLEAN);
+            stub.bits.clear_current();
             r.raced += 1;
             swap.counters.save_races.fetch_add(1, Ordering::Relaxed);
             continue;

@@ -3,8 +3,9 @@
 //! touch, and every word reads what was saved, on anonymous memory and on memory files;
 //! after a reclaim of a partly restored object, a save of a changed one, a compaction,
 //! an eager restore and a free, the words are still right (and a new object in freed
-//! pages reads zeroes); a piece of the checkpoint corrupted on disk ends the process with
-//! an error naming the object instead of handing out its bytes; small, compressed and
+//! pages reads zeroes); a piece of the checkpoint corrupted on disk is an error naming
+//! the object for an access that asks (and every later one) and ends the process for one
+//! that never asks, instead of handing out its bytes; small, compressed and
 //! reference-holding objects, and policies that turn it off, come back whole.
 
 use std::os::unix::fs::FileExt;
@@ -307,4 +308,51 @@ fn a_corrupted_piece_ends_the_process_with_an_error_naming_the_object() {
         "stderr: {stderr}"
     );
     assert!(!stderr.contains("the touch returned"), "stderr: {stderr}");
+}
+
+/// A caller that asks ([`marvin_runtime::barrier::Access::check`], as the executor does
+/// after every access) gets the damaged piece as an error naming the object, and the
+/// process goes on: every later access fails the same way, and the saver never writes
+/// the object's (zeroed) pages over its checkpoint.
+#[test]
+fn a_corrupted_piece_is_an_error_for_an_access_that_asks_and_for_every_later_one() {
+    if !available() {
+        return;
+    }
+    let a = app(policy(64 << 10), LargeBacking::Memfd);
+    let h = a.array(WORDS, 13);
+    assert_eq!(a.save_and_reclaim(), 1);
+    assert_eq!(a.word(h, 0), pattern(13, 0));
+    let (path, slot) = {
+        let f = a.swap.file.lock();
+        let st = a.heap.stub_space().unwrap().get(h).unwrap();
+        let slot = st.state.lock().slot().unwrap();
+        (f.path().to_path_buf(), slot)
+    };
+    let at = slot + SLOT_HEADER_BYTES + 300 * 1024;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .open(path)
+        .unwrap();
+    file.write_all_at(&[0xff; 8], at).unwrap();
+    let word = 300 * 1024 / 8;
+    let r = a.heap.access::<Barriers>(h, AccessKind::Read).unwrap();
+    let v = r.obj().words()[word].load(Relaxed);
+    let e = r.check().expect_err(&format!("the touch read {v:#x}"));
+    drop(r);
+    let e = e.to_string();
+    assert!(
+        e.contains(&format!("cannot fault in object {}", h.value())) && e.contains("checksum"),
+        "{e}"
+    );
+    // Every later access, a write too, fails with the same error.
+    for kind in [AccessKind::Read, AccessKind::Write] {
+        let later = a.heap.access::<Barriers>(h, kind).err().expect("an error");
+        assert_eq!(later.to_string(), e);
+    }
+    // Not saved over its checkpoint, not restored.
+    let report = saver::save(&a.heap, &a.swap, Duration::MAX, true);
+    assert_eq!(report.saved_objects, 0);
+    assert!(restore::restore_all(&a.heap, &a.swap).objects == 0);
 }

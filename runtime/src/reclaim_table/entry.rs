@@ -197,6 +197,36 @@ impl Entry {
             && self.lock.shared_count() == 0
     }
 
+    /// What makes this occupied entry contradict itself, as a reclaimer must refuse it
+    /// before acting on it: flag bits no runtime sets, CLEAN without SAVED, out (not
+    /// RESIDENT) without SAVED (reclaimed, but never saved), more shared holders than any
+    /// runtime has threads, or a location that is not whole pages. `None` for an entry
+    /// that could be the runtime's. (A free entry is not asked: scans skip it.)
+    pub fn contradiction(&self) -> Option<&'static str> {
+        let flags = self.flags();
+        if flags.bits() & !EntryFlags::all().bits() != 0 {
+            return Some("carries flag bits no runtime sets");
+        }
+        if !flags.contains(EntryFlags::OCCUPIED) {
+            return None;
+        }
+        if flags.contains(EntryFlags::CLEAN) && !flags.contains(EntryFlags::SAVED) {
+            return Some("is CLEAN but not SAVED");
+        }
+        if !flags.contains(EntryFlags::RESIDENT) && !flags.contains(EntryFlags::SAVED) {
+            return Some("is reclaimed (not RESIDENT) but was never SAVED");
+        }
+        if self.lock.shared_count() > MAX_SHARED_HOLDERS {
+            return Some("counts more shared holders than a runtime has threads");
+        }
+        const PAGE: u64 = 4096;
+        let (addr, size) = (self.addr(), self.size());
+        if size == 0 || addr % PAGE != 0 || size % PAGE != 0 || addr.checked_add(size).is_none() {
+            return Some("describes no whole run of pages");
+        }
+        None
+    }
+
     /// Sets or clears RESIDENT (the runtime sets it after reading the object back).
     pub fn set_resident(&self, on: bool) {
         self.set(EntryFlags::RESIDENT, on);

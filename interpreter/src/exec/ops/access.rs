@@ -34,6 +34,20 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
         }
     }
 
+    /// `v`, what an access read (or `()` after it wrote), once the access says its bytes
+    /// were the object's ([`Access::check`]: an object restored a page run at a time
+    /// may turn out damaged while the access touches it); otherwise the runtime error at
+    /// `pos`. Every op calls it after its last touch of an object's payload, before it
+    /// uses what it read: the signal handler that answers such a touch cannot raise the
+    /// error itself.
+    #[inline(always)]
+    pub fn checked<T>(&self, pos: Pos, a: &Access<'_>, v: T) -> Result<T, Trap> {
+        match a.check() {
+            Ok(()) => Ok(v),
+            Err(e) => Err(self.fail(pos, e.to_string())),
+        }
+    }
+
     /// An access to `h`, checked to be an instance of `s.class`.
     #[inline(always)]
     pub fn instance(
@@ -66,7 +80,8 @@ impl<'l, A: AppBinding, B: BarrierMode> Cx<'l, '_, A, B> {
         // SAFETY: the class check proved an instance of `s.class`, whose layout has slot
         // `s.slot`.
         let w = unsafe { acc.obj().slot_unchecked(s.slot as usize) };
-        Ok(body(w))
+        let r = body(w);
+        self.checked(pos, &acc, r)
     }
 
     #[inline(always)]

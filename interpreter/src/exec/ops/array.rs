@@ -28,7 +28,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
             }
             return Err(self.fail(pos, "array index out of bounds"));
         }
-        Ok(match (obj.kind(), t) {
+        let v = match (obj.kind(), t) {
             (ObjKind::ByteArray, Ty::Int | Ty::Any) => {
                 obj.bytes()[i as usize].load(Ordering::Relaxed) as u64
             }
@@ -36,7 +36,8 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
                 obj.words()[i as usize].load(Ordering::Relaxed)
             }
             _ => return Err(self.fail(pos, "array type mismatch")),
-        })
+        };
+        self.checked(pos, &a, v)
     }
 
     /// Stores `v` (of static type `t`) at element `i` of the array `h`. A value of open
@@ -65,7 +66,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
             }
             _ => return Err(self.fail(pos, "array type mismatch")),
         }
-        Ok(())
+        self.checked(pos, &a, ())
     }
 
     /// Stores the int `v` at element `i` of the array accessed by `a` (an int or byte
@@ -84,7 +85,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
             ObjKind::IntArray => obj.words()[i as usize].store(v, Ordering::Relaxed),
             _ => return Err(self.fail(Pos::Here, "array type mismatch")),
         }
-        Ok(())
+        self.checked(Pos::Here, &a, ())
     }
 
     /// `aload` of the array and index on the stack
@@ -121,7 +122,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         if a.obj().header().class != ARRAY_CLASS {
             return Err(self.fail(pos, "array type mismatch"));
         }
-        let n = a.obj().len() as u64;
+        let n = self.checked(pos, &a, a.obj().len() as u64)?;
         match d {
             Some(d) => self.set_local(d as usize, n),
             None => self.push(n),

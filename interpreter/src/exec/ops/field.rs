@@ -42,7 +42,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let h = self.handle(Pos::Here, o)?;
         let a = self.instance(Pos::Here, h, AccessKind::Write, s)?;
         a.store_ref(s.slot as usize, v);
-        Ok(())
+        self.checked(Pos::Here, &a, ())
     }
 
     /// `getfield`, resolved by name
@@ -52,7 +52,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let o = self.pop();
         let h = self.handle(Pos::Here, o)?;
         let a = self.instance(Pos::Here, h, AccessKind::Read, &nf.slot)?;
-        self.push(a.obj().words()[nf.slot.slot as usize].load(Ordering::Relaxed));
+        let v = a.obj().words()[nf.slot.slot as usize].load(Ordering::Relaxed);
+        let v = self.checked(Pos::Here, &a, v)?;
+        self.push(v);
         Ok(())
     }
 
@@ -70,7 +72,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         } else {
             a.obj().words()[nf.slot.slot as usize].store(v, Ordering::Relaxed);
         }
-        Ok(())
+        self.checked(Pos::Here, &a, ())
     }
 
     /// `load a; getfield C.f`, and `store b` after it when `b` is given
@@ -200,6 +202,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         if is_ref {
             let a = self.instance(pos, h, AccessKind::Write, s)?;
             a.store_ref(s.slot as usize, v);
+            self.checked(pos, &a, ())?;
         } else {
             self.write_field(pos, h, s, v)?;
         }

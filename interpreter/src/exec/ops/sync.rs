@@ -34,7 +34,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         if ok && is_ref {
             a.store_ref(s.slot as usize, new);
         }
-        Ok(ok)
+        self.checked(Pos::Here, &a, ok)
     }
 
     /// `cas` (`is_ref` for a reference field), pushing whether it swapped
@@ -100,6 +100,7 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         if ok && nf.is_ref {
             a.store_ref(nf.slot.slot as usize, new);
         }
+        let ok = self.checked(Pos::Here, &a, ok)?;
         self.push(ok as u64);
         Ok(())
     }
@@ -113,7 +114,9 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         let h = self.handle(Pos::Here, o)?;
         let a = self.instance(Pos::Here, h, AccessKind::Write, &nf.slot)?;
         let w = &a.obj().words()[nf.slot.slot as usize];
-        self.push(w.fetch_add(d, Ordering::SeqCst));
+        let old = w.fetch_add(d, Ordering::SeqCst);
+        let old = self.checked(Pos::Here, &a, old)?;
+        self.push(old);
         Ok(())
     }
 
