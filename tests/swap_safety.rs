@@ -3,7 +3,9 @@
 //! directory is refused while the first carries on unharmed; a swap file rolled back to an
 //! older copy of itself is a runtime error naming the object, not old data; random bytes
 //! in a live reclaim table end the app with an error (not a hang); a full disk during a
-//! save is one warning naming the directory, and the objects stay resident and correct.
+//! save is one warning naming the directory, and the objects stay resident and correct; a
+//! full disk during a compaction is one warning saying the file is not compacted; links,
+//! FIFOs and other users' files under the run's names are refused, never written through.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -546,4 +548,68 @@ fn a_swap_directory_others_may_write_in_or_of_another_user_is_refused_before_the
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("belongs to user 65534"), "{stderr}");
     assert_eq!(std::fs::read_dir(theirs.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_compaction_on_a_full_disk_warns_that_the_file_is_not_compacted_and_the_data_stays_correct() {
+    // 64 arrays of 8 KiB saved, then half of them dropped and collected: the save after
+    // compacts. The file system is filled after the first save, so the compaction's copy
+    // finds no room.
+    let fs = match SmallFs::mount(8 * 1024 * 1024) {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!(
+                "skipping the full-disk compaction test: needs a tmpfs mount as root ({why})"
+            );
+            return;
+        }
+    };
+    let swap_dir = fs.path().join("swap");
+    let mut child = spawn(&[
+        "run",
+        program("drop_half.masm").to_str().unwrap(),
+        "--swap-dir",
+        swap_dir.to_str().unwrap(),
+        "--policy",
+        QUICK_COLD,
+        "--lifecycle",
+        "bg@300ms,save@400ms,gc@2500ms,save@2700ms",
+        "--stats",
+    ]);
+    wait_for_checkpoints(&mut child, &swap_dir.join("app"), "the save", |l| {
+        l.len() == 64
+    });
+    // Fill what is left of the file system.
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(fs.path().join("filler")).unwrap();
+        let chunk = vec![0xa5u8; 64 * 1024];
+        while filler.write_all(&chunk).is_ok() {}
+        let _ = filler.flush();
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the app ended before the disk was full"
+    );
+    let out = wait_bounded(child, "the run whose compaction does not fit");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert_eq!(text(&out.stdout), "ready\ndropped\nok\n", "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("is full: the swap file is not compacted")
+            && warnings[0].contains("checkpoints stay saved")
+            && !warnings[0].contains("unsaved"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("compactions") && l.trim_end().ends_with(" 0")),
+        "{stderr}"
+    );
 }

@@ -368,8 +368,9 @@ impl Budget {
     }
 }
 
-/// How long a page-out that found nothing waits at most for the page-outs under way
-/// beside it to book what they dropped (a page-out writes a few MiB: milliseconds).
+/// How long a page-out that found nothing waits at most (in steps of 200 us) for the
+/// page-outs under way beside it to book what they dropped (a page-out writes a few MiB:
+/// milliseconds).
 const PAGE_OUT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Budget {
@@ -412,7 +413,8 @@ impl Budget {
             if self.paging_out.load(Ordering::SeqCst) == 0 || t0.elapsed() > PAGE_OUT_WAIT {
                 return false;
             }
-            std::thread::yield_now();
+            // A page-out writes up to a few MiB: sleep a little rather than spin on a core.
+            std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
 }
