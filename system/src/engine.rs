@@ -665,7 +665,7 @@ impl Run {
             kills: self.kills.load(Ordering::Relaxed),
             restarts: self.restarts.load(Ordering::Relaxed),
             accounted_bytes: self.budget.resident(),
-            rss_bytes: rss.rss,
+            rss_bytes: rss.rss(),
             rss_anon_bytes: rss.anon,
             rss_file_bytes: rss.file,
             rss_shmem_bytes: rss.shmem,

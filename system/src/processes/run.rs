@@ -46,8 +46,9 @@ use crate::timeline::{self, Timeline};
 use crate::{PressurePolicy, SystemConfig};
 use marvin_machine::lmk_policy::{AppState, Trigger};
 use marvin_machine::machine::{Machine, MachineConfig, SwapChoice};
-use marvin_machine::{cgroup, lmk, procstat, signals, swapdev, uithread};
+use marvin_machine::{cgroup, lmk, signals, swapdev, uithread};
 use marvin_runtime::cpuclock::boottime_ns;
+use marvin_runtime::procfs;
 
 /// How often apps report their marks; the System reads them into activity states on
 /// every tick of its loop.
@@ -135,7 +136,7 @@ struct Slot {
     /// Major faults seen so far (the last sample before it ended).
     major_faults: u64,
     /// Its memory at the last sample.
-    last_mem: procstat::ProcMem,
+    last_mem: procfs::ProcMem,
     /// It ended by itself (finished or crashed): the launch phase leaves it be.
     ended: bool,
     /// Its process is being started (no process yet).
@@ -291,7 +292,7 @@ pub fn run_policy(
             // FIFO UI needs what the real-time control loop needs (CAP_SYS_NICE).
             fifo_ui: realtime.is_some(),
             // The apps inherit the System's nice.
-            base_nice: procstat::stat(std::process::id()).map_or(0, |s| s.nice),
+            base_nice: procfs::stat(std::process::id()).map_or(0, |s| s.nice),
             control_gap_max: Duration::ZERO,
             passes_at_kill: 0,
             age_requests: 0,
@@ -570,7 +571,7 @@ impl Run<'_> {
             killed: false,
             told_ready: false,
             major_faults: 0,
-            last_mem: procstat::ProcMem::default(),
+            last_mem: procfs::ProcMem::default(),
             ended: false,
             ui_tids: Vec::new(),
             ui_raised: false,
@@ -683,7 +684,7 @@ impl Run<'_> {
         let pending = match self.slots[next].proc.as_mut() {
             Some(proc) => {
                 let before = (
-                    procstat::major_faults(pid).unwrap_or(0),
+                    procfs::major_faults(pid).unwrap_or(0),
                     self.group.limit_hits().unwrap_or(0),
                 );
                 let (frames_before, _) = proc.frames();
@@ -1090,7 +1091,7 @@ impl Run<'_> {
 
     fn sample(&mut self, th: Thresholds) -> SeriesPoint {
         let (mut alive, mut active) = (0u32, 0u32);
-        let mut rss = procstat::ProcMem::default();
+        let mut rss = procfs::ProcMem::default();
         self.observe_activity(th);
         for s in self.slots.iter_mut() {
             if s.proc.is_none() {
@@ -1100,14 +1101,14 @@ impl Run<'_> {
             if s.activity.is_active() {
                 active += 1;
             }
-            if let Ok(m) = procstat::mem(s.pid) {
+            if let Ok(m) = procfs::mem(s.pid) {
                 s.last_mem = m;
                 rss.anon += m.anon;
                 rss.file += m.file;
                 rss.shmem += m.shmem;
                 rss.swap += m.swap;
             }
-            if let Ok(f) = procstat::major_faults(s.pid) {
+            if let Ok(f) = procfs::major_faults(s.pid) {
                 s.major_faults = f;
             }
         }
