@@ -5,7 +5,8 @@
 //! new bytes ([`BudgetHook`]). A reservation that would take accounted memory (resident
 //! app memory plus what others hold reserved) past the budget first makes room, there and
 //! then, as the kernel would:
-//! - `kill` kills the least recently used background app (Android's low-memory killer);
+//! - `kill` kills the least recently used background app (Android's low-memory killer,
+//!   chosen as the process mode's killer chooses: [`marvin_machine::lmk_policy`]);
 //! - `page-swap` writes the least recently used page runs (unreferenced first, the
 //!   foreground app's too) to their app's swap file synchronously and drops them (a Linux
 //!   swap file);
@@ -23,6 +24,7 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use marvin_app::App;
+use marvin_machine::lmk_policy;
 use marvin_runtime::heap::{AllocPressure, Heap};
 use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
 use marvin_swap::reclaimer;
@@ -211,15 +213,26 @@ impl Budget {
         self.reserved.fetch_sub(bytes, Ordering::SeqCst);
     }
 
-    /// Background members, least recently in the foreground first (never `except`).
+    /// Background members, least recently in the foreground first (never `except`), as
+    /// the one victim chooser orders them ([`lmk_policy::lru_background`]).
     fn lru_background(&self, except: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
-        let mut v: Vec<_> = self
+        let alive: Vec<_> = self
             .alive()
             .into_iter()
-            .filter(|(m, _)| !m.foreground.load(Ordering::Relaxed) && Some(m.id) != except)
+            .filter(|(m, _)| Some(m.id) != except)
             .collect();
-        v.sort_by_key(|(m, _)| (m.last_foreground_ns.load(Ordering::Relaxed), m.id));
-        v
+        let standings: Vec<lmk_policy::Standing<u64>> = alive
+            .iter()
+            .map(|(m, _)| lmk_policy::Standing {
+                id: m.id,
+                foreground: m.foreground.load(Ordering::Relaxed),
+                left_foreground: m.last_foreground_ns.load(Ordering::Relaxed),
+            })
+            .collect();
+        lmk_policy::lru_background(&standings)
+            .into_iter()
+            .filter_map(|id| alive.iter().find(|(m, _)| m.id == id).cloned())
+            .collect()
     }
 
     /// Marvin's victims in the policy's order (never the requester, never the
@@ -258,14 +271,29 @@ impl Budget {
             .map(|(m, _)| m.id)
     }
 
-    /// Kills the least recently used background app if `bytes` still do not fit once
-    /// the killer is free; true when there is room after (a kill, or another's).
+    /// Kills a background app if `bytes` still do not fit once the killer is free;
+    /// true when there is room after (a kill, or another's). The victim is the process
+    /// mode's killer's ([`lmk_policy::choose_victim`]): the highest `oom_score_adj` of the
+    /// background apps' LRU states, which is the least recently used (of more than a
+    /// hundred cached apps, which share the band's top, the one holding most).
     fn kill_for(&self, requester: Option<usize>, bytes: u64) -> bool {
         let _one_killer = self.killer.lock();
         if self.shortfall(bytes) == 0 {
             return true;
         }
-        match self.lru_background(requester).first() {
+        let lru = self.lru_background(requester);
+        let ids: Vec<usize> = lru.iter().map(|(m, _)| m.id).collect();
+        let candidates: Vec<lmk_policy::Candidate> = lmk_policy::background_states(&ids)
+            .into_iter()
+            .zip(&lru)
+            .map(|((id, state), (_, app))| lmk_policy::Candidate {
+                pid: id as u32,
+                adj: lmk_policy::oom_score_adj(state),
+                rss_bytes: app.charged_bytes(),
+            })
+            .collect();
+        let victim = lmk_policy::choose_victim(&candidates, lmk_policy::FOREGROUND_APP_ADJ);
+        match victim.and_then(|v| lru.iter().find(|(m, _)| m.id == v.pid as usize)) {
             Some((m, _)) => {
                 m.alive.store(false, Ordering::SeqCst);
                 (self.kill)(m.id);

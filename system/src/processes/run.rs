@@ -44,7 +44,7 @@ use crate::series::{PolicySeries, SeriesPoint};
 use crate::summary::{AppRecord, Crash, Summary};
 use crate::timeline::{self, Timeline};
 use crate::{PressurePolicy, SystemConfig};
-use marvin_machine::lmk_policy::{AppState, Trigger};
+use marvin_machine::lmk_policy::{self, AppState, Trigger};
 use marvin_machine::machine::{Machine, MachineConfig, SwapChoice};
 use marvin_machine::{cgroup, lmk, signals, swapdev, uithread};
 use marvin_runtime::cpuclock::boottime_ns;
@@ -781,16 +781,20 @@ impl Run<'_> {
         }
     }
 
-    /// Live apps other than the foreground one, least recently used first.
+    /// Live apps other than the foreground one, least recently used first
+    /// ([`lmk_policy::lru_background`]).
     fn background_lru(&self) -> Vec<usize> {
-        let mut apps: Vec<(Instant, usize)> = self
+        let standings: Vec<lmk_policy::Standing<Instant>> = self
             .slots
             .iter()
-            .filter(|s| s.proc.is_some() && Some(s.id) != self.fg)
-            .map(|s| (s.left_foreground, s.id))
+            .filter(|s| s.proc.is_some())
+            .map(|s| lmk_policy::Standing {
+                id: s.id,
+                foreground: Some(s.id) == self.fg,
+                left_foreground: s.left_foreground,
+            })
             .collect();
-        apps.sort();
-        apps.into_iter().map(|(_, id)| id).collect()
+        lmk_policy::lru_background(&standings)
     }
 
     /// Gives every live app its state: the foreground, the previous app, and the cached
@@ -802,16 +806,9 @@ impl Run<'_> {
                 .killer
                 .set_state(self.slots[fg].pid, AppState::Foreground);
         }
-        for (rank, id) in cached.iter().rev().enumerate() {
-            let state = if rank == 0 {
-                AppState::Previous
-            } else {
-                AppState::Cached {
-                    lru_rank: rank as u32 - 1,
-                }
-            };
+        for (id, state) in lmk_policy::background_states(&cached).into_iter().rev() {
             // An app that just died is no longer tracked: nothing to update.
-            let _ = self.killer.set_state(self.slots[*id].pid, state);
+            let _ = self.killer.set_state(self.slots[id].pid, state);
         }
         self.tell_reclaimer();
     }
