@@ -30,6 +30,7 @@ use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
 use marvin_swap::reclaimer;
 use parking_lot::Mutex;
 
+use super::policies::Handling;
 use super::PressurePolicy;
 
 /// What one make-room call asks for at least, as a kernel reclaims towards a watermark
@@ -338,16 +339,16 @@ impl Budget {
         if short == 0 {
             return 0;
         }
-        match self.pressure {
-            PressurePolicy::Kill | PressurePolicy::KernelSwap => 0,
-            PressurePolicy::Marvin => {
+        match self.pressure.handling() {
+            Handling::Kill | Handling::KernelSwap => 0,
+            Handling::ReclaimObjects => {
                 let victims = self.marvin_victims(Some(app));
                 self.take(victims, short, &|a, want| {
                     a.reclaim(self.policy.reclaim_batch_bytes(want))
                         .map_or(0, |r| r.bytes)
                 })
             }
-            PressurePolicy::PageSwap => {
+            Handling::PageOut => {
                 let order = self.lru_background(Some(app));
                 self.take(order, short, &|a, want| a.page_out(want).bytes)
             }
@@ -358,12 +359,12 @@ impl Budget {
     /// false when nothing could be taken.
     fn make_room(&self, heap: &Heap, bytes: u64, short: u64) -> bool {
         let requester = self.member_of(heap);
-        match self.pressure {
-            // Kernel swap never runs in this model (`system::run` refuses it).
-            PressurePolicy::Kill | PressurePolicy::KernelSwap => self.kill_for(requester, bytes),
+        match self.pressure.handling() {
+            // Kernel swap never runs in this model (the registry says so).
+            Handling::Kill | Handling::KernelSwap => self.kill_for(requester, bytes),
             // Saved, clean, cold objects of background apps, in the policy's order,
             // at most the policy's batch from each; then the killer.
-            PressurePolicy::Marvin => {
+            Handling::ReclaimObjects => {
                 let victims = self.marvin_victims(requester);
                 let got = self.take(victims, short, &|a, want| {
                     a.reclaim(self.policy.reclaim_batch_bytes(want))
@@ -373,7 +374,7 @@ impl Budget {
             }
             // Any page run, background apps first, then the foreground ones with the
             // requester last: a kernel's LRU spans every process.
-            PressurePolicy::PageSwap => {
+            Handling::PageOut => {
                 let mut order = self.lru_background(requester);
                 let (fg, rest): (Vec<_>, Vec<_>) = self
                     .alive()

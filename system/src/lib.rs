@@ -29,10 +29,12 @@ pub mod paths;
 pub mod plan;
 pub mod plot;
 pub mod plot_text;
+pub mod policies;
 pub mod processes;
 pub mod provenance;
 pub mod published;
 pub mod record;
+mod run_loop;
 pub mod scale;
 pub mod series;
 pub mod spread;
@@ -48,55 +50,9 @@ use std::time::Duration;
 use marvin_interpreter::exec::Loaded;
 use marvin_swap::policy::PolicyConfig;
 
+pub use policies::PressurePolicy;
 pub use series::{PolicySeries, SeriesPoint};
 pub use summary::Summary;
-
-/// How memory pressure is handled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PressurePolicy {
-    /// Android's low-memory killer.
-    Kill,
-    /// A model of a Linux swap file inside the runtime: page-granular, synchronous, on
-    /// demand (the in-process mode's swap baseline).
-    PageSwap,
-    /// Real Linux swap for the apps' cgroup (the process mode's swap baseline).
-    KernelSwap,
-    /// Marvin's ahead-of-time object swap.
-    Marvin,
-}
-
-impl PressurePolicy {
-    pub fn name(self) -> &'static str {
-        match self {
-            PressurePolicy::Kill => "kill",
-            PressurePolicy::PageSwap => "page-swap",
-            PressurePolicy::KernelSwap => "kernel-swap",
-            PressurePolicy::Marvin => "marvin",
-        }
-    }
-
-    /// How an app swaps under this policy (not at all when killed).
-    pub fn swap_mode(self) -> Option<marvin_app::SwapMode> {
-        match self {
-            // Kernel swap is the kernel's business: the app runs a plain heap.
-            PressurePolicy::Kill | PressurePolicy::KernelSwap => None,
-            PressurePolicy::PageSwap => Some(marvin_app::SwapMode::PageSwap),
-            PressurePolicy::Marvin => Some(marvin_app::SwapMode::Objects),
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<PressurePolicy, String> {
-        match s.trim() {
-            "kill" => Ok(PressurePolicy::Kill),
-            "page-swap" | "pageswap" => Ok(PressurePolicy::PageSwap),
-            "kernel-swap" => Ok(PressurePolicy::KernelSwap),
-            "marvin" => Ok(PressurePolicy::Marvin),
-            other => Err(format!(
-                "unknown policy '{other}' (expected kill, page-swap, kernel-swap or marvin)"
-            )),
-        }
-    }
-}
 
 /// The settings every policy of one experiment shares.
 #[derive(Clone, Debug)]

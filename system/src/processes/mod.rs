@@ -9,16 +9,20 @@
 //! swap, the killer's mechanism, per-process counters) are in [`marvin_machine`].
 
 pub mod app_process;
+mod config;
 pub mod death;
+mod ended;
+mod host;
 pub mod kill_hold;
 pub mod launcher;
+mod pressure;
 pub mod protocol;
 pub mod reclaimer;
 pub mod run;
 pub mod spawner;
 pub mod trace;
 
-pub use run::{ProcessConfig, SettleMode};
+pub use config::{ProcessConfig, SettleMode};
 
 use anyhow::Context;
 
