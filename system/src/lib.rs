@@ -22,6 +22,7 @@ pub mod experiment;
 pub mod figure_font;
 pub mod figure_style;
 pub mod guardian;
+mod hosting;
 pub mod launch;
 pub mod launch_plot;
 pub mod native_heap;
@@ -44,12 +45,9 @@ pub mod timeline;
 pub mod workloads;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_interpreter::exec::Loaded;
-use marvin_swap::policy::PolicyConfig;
-
+pub use hosting::{run, AllProgress, Hosting};
 pub use policies::PressurePolicy;
 pub use series::{PolicySeries, SeriesPoint};
 pub use summary::Summary;
@@ -78,42 +76,6 @@ pub struct SystemConfig {
     /// The repetition's seed (`--seed` plus the repetition's number), for anything in
     /// the run that draws random numbers.
     pub seed: u64,
-}
-
-/// Runs every policy in turn; `progress` gets (policy, elapsed, alive, active, kills,
-/// accounted bytes) as each run goes.
-pub fn run(
-    cfg: &SystemConfig,
-    policies: &[PressurePolicy],
-    loaded: Arc<Loaded>,
-    policy: Arc<PolicyConfig>,
-    progress: &(dyn Fn(PressurePolicy, Duration, u32, u32, u64, u64) + Sync),
-) -> anyhow::Result<Vec<(Summary, PolicySeries)>> {
-    if let Some(p) = policies.iter().find(|p| **p == PressurePolicy::KernelSwap) {
-        anyhow::bail!(
-            "{} is real Linux swap and runs only in the process mode (--mode processes); \
-             the in-process model's swap baseline is page-swap",
-            p.name()
-        );
-    }
-    native_heap::limit_arenas();
-    let mut out = Vec::new();
-    for &p in policies {
-        let cb = |t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
-            progress(p, t, alive, active, kills, bytes)
-        };
-        out.push(engine::run_policy(
-            cfg,
-            p,
-            loaded.clone(),
-            policy.clone(),
-            &cb,
-        )?);
-        if let Some(sig) = marvin_machine::signals::stop_requested() {
-            anyhow::bail!("stopped by signal {sig}");
-        }
-    }
-    Ok(out)
 }
 
 /// A policy run's own directory (swap files, reclaim tables, the kernel-swap swap

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use marvin_machine::lmk_policy;
 
-use super::Host;
+use super::host::Host;
 use crate::activity::{Activity, Thresholds};
 use crate::timeline::Timeline;
 

@@ -10,33 +10,10 @@ use std::time::Duration;
 use marvin_machine::uithread;
 use marvin_runtime::cpuclock::boottime_ns;
 
-use super::{Apps, Host};
+use super::apps::Apps;
+use super::host::{Frame, Host};
 use crate::activity_manager::AppHost;
-use crate::launch::{Brought, LaunchParts, LaunchPhase, Pending};
-
-/// What a host's telling an app to come to the front gives the launch.
-pub(crate) struct Told<B> {
-    /// When the app was told (`CLOCK_BOOTTIME` ns).
-    pub told_ns: u64,
-    pub before: B,
-    pub frames_before: u64,
-    /// Objects an eager restore read back while it was told.
-    pub restored_objects: u64,
-}
-
-/// Where the launch under way is.
-pub(crate) enum Frame {
-    /// Its app has not drawn it yet.
-    NotYet,
-    /// Its app is gone: the launch never finishes.
-    Gone,
-    /// Drawn at `at_ns`, having brought back `brought`, its parts `parts`.
-    Drawn {
-        at_ns: u64,
-        brought: Brought,
-        parts: LaunchParts,
-    },
-}
+use crate::launch::{LaunchPhase, Pending};
 
 /// The UI thread of the app in front under `SCHED_FIFO`, every policy and host alike
 /// (Android's FIFO UI).
