@@ -49,6 +49,18 @@ pub struct Member {
     pub alive: AtomicBool,
 }
 
+impl Member {
+    /// Where the app stands for a victim chooser: in front or not, and when it last
+    /// left the foreground (ns since the run began).
+    fn standing(&self) -> lmk_policy::Standing<u64> {
+        lmk_policy::Standing {
+            id: self.id,
+            foreground: self.foreground.load(Ordering::Relaxed),
+            left_foreground: self.last_foreground_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Latency samples and counters of the pressure path.
 #[derive(Default)]
 pub struct PressureStats {
@@ -115,6 +127,13 @@ impl Budget {
             .filter(|m| m.alive.load(Ordering::Relaxed))
             .filter_map(|m| m.app.upgrade().map(|a| (m.clone(), a)))
             .collect()
+    }
+
+    /// Alive members with their apps, but `except`.
+    fn alive_but(&self, except: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
+        let mut v = self.alive();
+        v.retain(|(m, _)| Some(m.id) != except);
+        v
     }
 
     /// Resident app memory as accounted: each alive app's objects in memory and what
@@ -217,19 +236,9 @@ impl Budget {
     /// Background members, least recently in the foreground first (never `except`), as
     /// the one victim chooser orders them ([`lmk_policy::lru_background`]).
     fn lru_background(&self, except: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
-        let alive: Vec<_> = self
-            .alive()
-            .into_iter()
-            .filter(|(m, _)| Some(m.id) != except)
-            .collect();
-        let standings: Vec<lmk_policy::Standing<u64>> = alive
-            .iter()
-            .map(|(m, _)| lmk_policy::Standing {
-                id: m.id,
-                foreground: m.foreground.load(Ordering::Relaxed),
-                left_foreground: m.last_foreground_ns.load(Ordering::Relaxed),
-            })
-            .collect();
+        let alive = self.alive_but(except);
+        let standings: Vec<lmk_policy::Standing<u64>> =
+            alive.iter().map(|(m, _)| m.standing()).collect();
         lmk_policy::lru_background(&standings)
             .into_iter()
             .filter_map(|id| alive.iter().find(|(m, _)| m.id == id).cloned())
@@ -239,18 +248,15 @@ impl Budget {
     /// Marvin's victims in the policy's order (never the requester, never the
     /// foreground).
     fn marvin_victims(&self, requester: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
-        let apps: Vec<_> = self
-            .alive()
-            .into_iter()
-            .filter(|(m, _)| Some(m.id) != requester)
-            .collect();
+        let apps = self.alive_but(requester);
         let by_size = self.policy.victim_order() == VictimOrder::LargestFirst;
         let standings: Vec<AppStanding> = apps
             .iter()
-            .map(|(m, a)| AppStanding {
-                app: m.id as u32,
-                foreground: m.foreground.load(Ordering::Relaxed),
-                last_foreground: m.last_foreground_ns.load(Ordering::Relaxed),
+            .map(|(m, a)| (m.standing(), a))
+            .map(|(st, a)| AppStanding {
+                app: st.id as u32,
+                foreground: st.foreground,
+                last_foreground: st.left_foreground,
                 reclaimable_bytes: if by_size {
                     reclaimer::reclaimable_bytes(a.heap())
                 } else {
