@@ -24,18 +24,19 @@ struct Launches {
     fronts: Vec<u64>,
 }
 
-/// The apps of each `foreground` interval of a summary's timeline, in time; asserts
-/// that no two overlap (one app is in front at a time).
-fn foreground_intervals(s: &serde_json::Value) -> Vec<u64> {
-    let mut fronts: Vec<(f64, f64, u64)> = s["app_events"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no app events: {s}"))
-        .iter()
-        .filter(|e| e["event"] == "foreground")
-        .map(|e| {
-            let t = e["t_s"].as_f64().expect("an interval's start");
-            let end = e["t_end_s"].as_f64().expect("an interval's end");
-            (t, end, e["app"].as_u64().expect("an interval's app"))
+/// The apps of each `foreground` interval of a run's timeline (its `apps.csv` in `out`),
+/// in time; asserts that no two overlap (one app is in front at a time).
+fn foreground_intervals(out: &std::path::Path) -> Vec<u64> {
+    let csv = std::fs::read_to_string(out.join("apps.csv")).expect("the run's apps.csv");
+    // policy,rep,app,event,t_s,t_end_s,value: a foreground interval's value is empty.
+    let mut fronts: Vec<(f64, f64, u64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f.get(3) == Some(&"foreground"))
+        .map(|f| {
+            let num = |i: usize| -> f64 { f[i].parse().unwrap_or_else(|_| panic!("{f:?}")) };
+            (num(4), num(5), f[2].parse().expect("an interval's app"))
         })
         .collect();
     fronts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -100,7 +101,7 @@ fn launch_order(mode: &str, seed: &str) -> Launches {
     Launches {
         order,
         unfinished,
-        fronts: foreground_intervals(s),
+        fronts: foreground_intervals(out.path()),
     }
 }
 

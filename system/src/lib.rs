@@ -3,12 +3,15 @@
 //!
 //! [`experiment::run`] is the experiment's one entry point (`marvin pressure`): it
 //! resolves its flags into a plan ([`plan`]), runs every run of it and writes the results
-//! ([`record`], [`summary`], [`series`], [`plot`]). A run of one policy goes through
-//! [`run`] with the apps as threads of this process (the engine, [`engine`]) or through
-//! [`processes::run`] with every app a process of its own; both are hosts of the one
-//! activity manager ([`activity_manager`]). [`budget`] holds the shared
-//! budget and the policies; [`activity`] when an app counts as active; [`launch`] the
-//! launch phase and its latencies.
+//! ([`record`], [`summary`], [`series`], [`plot`]). [`run`] runs every policy of an
+//! experiment, hosted as a [`Hosting`] says: with the apps as threads of this process
+//! (the in-process model, [`engine`]) or with every app a process of its own
+//! ([`processes`]). Both hosts serve the one run loop (`run_loop`: turns, launches, the
+//! foreground, activity, sampling) and its activity manager ([`activity_manager`]); a
+//! host says only how an app is started, told, observed and stopped. The policies are
+//! rows of one registry ([`policies`]): a new policy is its own file plus one row there.
+//! [`budget`] holds the in-process model's shared budget; [`activity`] when an app
+//! counts as active; [`launch`] the launch phase and its latencies.
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
 // error handled): `print!` and `eprint!` panic when the stream cannot be written.

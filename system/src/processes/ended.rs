@@ -10,7 +10,8 @@ use super::launcher::Seen;
 use super::protocol::Command;
 use super::run::{Run, Slot};
 use crate::run_loop::Apps;
-use crate::summary::{AppRecord, Crash};
+use crate::summary::{AppRecord, Crash, Summary};
+use crate::timeline::{self, AppEvent};
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
 #[derive(Default)]
@@ -137,6 +138,27 @@ fn kill_event(d: Death) -> &'static str {
 }
 
 impl Ended {
+    /// Adds what the apps that ended counted to `summary`, and their records to the
+    /// run's timeline `app_events`, after its intervals.
+    pub(super) fn book_into(self, summary: &mut Summary, mut app_events: Vec<AppEvent>) {
+        summary.failed_verifications = self.failed_verifications;
+        summary.verified_arrays = self.verified_arrays;
+        summary.major_faults = self.major_faults;
+        summary.gc_major_faults = self.gc_major_faults;
+        summary.object_faults = self.object_faults;
+        summary.gc_faults = self.gc_faults;
+        // The per-process records (how each life ended, its counts) after the intervals.
+        app_events.extend(timeline::from_records(&self.apps));
+        summary.app_events = app_events;
+        summary.apps = self.apps;
+        summary.crashed_apps = self.crashed.len() as u64;
+        summary.crashes = self.crashed;
+        summary.oom_killed_apps = self.oom_killed;
+        summary.signalled_apps = self.signalled;
+        summary.deaths =
+            summary.lmk_kills + self.oom_killed + self.signalled + summary.crashed_apps;
+    }
+
     /// Books an app that ended: its verifications, faults and any crash.
     fn book(&mut self, slot: &Slot, seen: &Seen, crash: Option<String>, t_s: f64, how: &str) {
         // The System's last sample may be older than the app's last report, whose count

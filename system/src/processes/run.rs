@@ -40,7 +40,6 @@ use super::trace::{self, SystemTrace};
 use crate::run_loop::{self, Apps, Progress};
 use crate::series::PolicySeries;
 use crate::summary::Summary;
-use crate::timeline;
 use crate::PressurePolicy;
 use marvin_machine::lmk_policy::Trigger;
 use marvin_machine::machine::{Machine, MachineConfig, SwapChoice};
@@ -101,31 +100,7 @@ pub fn run_policy(
 ) -> anyhow::Result<(Summary, PolicySeries)> {
     let sys = &cfg.system;
     let run_dir = crate::policy_dir(sys.swap_dir.as_deref(), pressure, "marvin-processes-")?;
-    let swap = match (pressure.kernel_swap(), cfg.swap_device) {
-        (true, swapdev::Kind::File) => SwapChoice::File {
-            dir: run_dir.path().to_path_buf(),
-            bytes: cfg.swap_bytes,
-        },
-        (true, swapdev::Kind::Zram) => SwapChoice::Zram {
-            bytes: cfg.swap_bytes,
-        },
-        _ => SwapChoice::None,
-    };
-    // Only kernel-swap swaps: the other policies' groups are kept off any swap the
-    // machine may have (v1 swappiness 0), as a phone without swap would be.
-    let limits = cgroup::Limits {
-        swappiness: (!pressure.kernel_swap()).then_some(0),
-        ..cgroup::Limits::hard(sys.budget as u64)
-    };
-    let machine = Machine::set_up(
-        &MachineConfig {
-            limits,
-            swap,
-            state_dir: swapdev::default_state_dir(),
-        },
-        cfg.machine.clone(),
-    )
-    .context("setting up the run's cgroup and swap")?;
+    let machine = set_up_machine(cfg, pressure, run_dir.path())?;
     // The control loop runs real-time, as lmkd does, so that on a busy machine its killer
     // and reclaimer still act before the kernel's OOM killer must; where that is not
     // allowed it runs as before, and says so.
@@ -137,46 +112,15 @@ pub fn run_policy(
         }
     };
     let group = machine.group();
-    // The same killer for kill and marvin (for marvin it is the backstop: its
-    // reclaimer starts at twice the headroom); with swap, lmkd waits for pressure.
-    let trigger = if pressure.kernel_swap() {
-        // lmkd's PSI strategy: a complete stall, or swap below lmkd's
-        // swap_free_low_percentage (10 % of the device) while memory is low too.
-        Trigger::pressure()
-            .with_swap_free_low(cfg.swap_bytes / 10)
-            .with_swap_low_needing_headroom(cfg.headroom)
-    } else {
-        Trigger::usage(cfg.headroom)
-    };
-    let mut killer = lmk::Killer::new(group, trigger)?;
-    if let Some(swap) = machine.swap() {
-        killer = killer.with_swap(swap);
-    }
-    if let Some(source) = killer.stall_source() {
-        marvin_console::errln!(
-            "marvin: the low-memory killer watches complete stalls through {}",
-            source.describe()
-        );
-    }
-    let pass_delay = reclaimer::Settings::pass_delay_from_env();
-    if !pass_delay.is_zero() && pressure.swaps_objects() {
-        marvin_console::errln!(
-            "marvin: every reclaim pass sleeps {} ms first ({} is set)",
-            pass_delay.as_millis(),
-            reclaimer::PASS_DELAY_ENV
-        );
-    }
-    let lmk_off = std::env::var_os(NO_LMK_ENV).is_some();
-    if lmk_off {
-        marvin_console::errln!("marvin: the low-memory killer makes no kill ({NO_LMK_ENV} is set)");
-    }
+    let killer = killer(cfg, pressure, &machine)?;
+    let (pass_delay, lmk_off) = test_hooks(pressure);
     let policy_file = run_dir.path().join("policy.toml");
     std::fs::write(&policy_file, cfg.policy.to_toml_string())?;
     let trace = sys.tracer.as_ref().map(|t| SystemTrace::new(t, pressure));
     let _policy_span = trace.as_ref().map(SystemTrace::policy_span);
     let mut apps = Apps::new();
     let start = apps.start;
-    let (result, ended, mut app_events, reclaimed) = std::thread::scope(|scope| {
+    let (result, ended, app_events, reclaimed) = std::thread::scope(|scope| {
         // Marvin's reclaimer acts on its own thread, so the killer and the sampler never
         // wait behind a pass.
         let (link, reclaimer) = match pressure.swaps_objects() {
@@ -254,25 +198,92 @@ pub fn run_policy(
     }
     summary.kernel_oom_kills = oom_kills;
     summary.peak_cgroup_bytes = peak;
-    summary.failed_verifications = ended.failed_verifications;
-    summary.verified_arrays = ended.verified_arrays;
-    summary.major_faults = ended.major_faults;
-    summary.gc_major_faults = ended.gc_major_faults;
-    summary.object_faults = ended.object_faults;
-    summary.gc_faults = ended.gc_faults;
-    // The per-process records (how each life ended, its counts) after the intervals.
-    app_events.extend(timeline::from_records(&ended.apps));
-    summary.app_events = app_events;
-    summary.apps = ended.apps;
-    summary.crashed_apps = ended.crashed.len() as u64;
-    summary.crashes = ended.crashed;
-    summary.oom_killed_apps = ended.oom_killed;
-    summary.signalled_apps = ended.signalled;
-    summary.deaths = summary.lmk_kills + ended.oom_killed + ended.signalled + summary.crashed_apps;
+    ended.book_into(&mut summary, app_events);
     if let Some(sig) = signals::stop_requested() {
         anyhow::bail!("stopped by signal {sig}; the cgroup and swap were removed");
     }
     Ok((summary, series))
+}
+
+/// The run's cgroup (hard limit the budget) and, for kernel swap, its swap device.
+fn set_up_machine(
+    cfg: &ProcessConfig,
+    pressure: PressurePolicy,
+    run_dir: &std::path::Path,
+) -> anyhow::Result<Machine> {
+    let swap = match (pressure.kernel_swap(), cfg.swap_device) {
+        (true, swapdev::Kind::File) => SwapChoice::File {
+            dir: run_dir.to_path_buf(),
+            bytes: cfg.swap_bytes,
+        },
+        (true, swapdev::Kind::Zram) => SwapChoice::Zram {
+            bytes: cfg.swap_bytes,
+        },
+        _ => SwapChoice::None,
+    };
+    // Only kernel-swap swaps: the other policies' groups are kept off any swap the
+    // machine may have (v1 swappiness 0), as a phone without swap would be.
+    let limits = cgroup::Limits {
+        swappiness: (!pressure.kernel_swap()).then_some(0),
+        ..cgroup::Limits::hard(cfg.system.budget as u64)
+    };
+    Machine::set_up(
+        &MachineConfig {
+            limits,
+            swap,
+            state_dir: swapdev::default_state_dir(),
+        },
+        cfg.machine.clone(),
+    )
+    .context("setting up the run's cgroup and swap")
+}
+
+/// The low-memory killer of the run's group: the same for kill and marvin (for marvin
+/// it is the backstop: its reclaimer starts at twice the headroom); with swap, lmkd's
+/// wait for pressure.
+fn killer<'a>(
+    cfg: &ProcessConfig,
+    pressure: PressurePolicy,
+    machine: &'a Machine,
+) -> anyhow::Result<lmk::Killer<'a>> {
+    let trigger = if pressure.kernel_swap() {
+        // lmkd's PSI strategy: a complete stall, or swap below lmkd's
+        // swap_free_low_percentage (10 % of the device) while memory is low too.
+        Trigger::pressure()
+            .with_swap_free_low(cfg.swap_bytes / 10)
+            .with_swap_low_needing_headroom(cfg.headroom)
+    } else {
+        Trigger::usage(cfg.headroom)
+    };
+    let mut killer = lmk::Killer::new(machine.group(), trigger)?;
+    if let Some(swap) = machine.swap() {
+        killer = killer.with_swap(swap);
+    }
+    if let Some(source) = killer.stall_source() {
+        marvin_console::errln!(
+            "marvin: the low-memory killer watches complete stalls through {}",
+            source.describe()
+        );
+    }
+    Ok(killer)
+}
+
+/// The test hooks, said on stderr when set: every reclaim pass's delay, and whether
+/// the low-memory killer makes no kill ([`NO_LMK_ENV`]).
+fn test_hooks(pressure: PressurePolicy) -> (Duration, bool) {
+    let pass_delay = reclaimer::Settings::pass_delay_from_env();
+    if !pass_delay.is_zero() && pressure.swaps_objects() {
+        marvin_console::errln!(
+            "marvin: every reclaim pass sleeps {} ms first ({} is set)",
+            pass_delay.as_millis(),
+            reclaimer::PASS_DELAY_ENV
+        );
+    }
+    let lmk_off = std::env::var_os(NO_LMK_ENV).is_some();
+    if lmk_off {
+        marvin_console::errln!("marvin: the low-memory killer makes no kill ({NO_LMK_ENV} is set)");
+    }
+    (pass_delay, lmk_off)
 }
 
 pub(super) struct Run<'a> {
