@@ -2,56 +2,76 @@
 //! compares ways of handling memory pressure ([`PressurePolicy`]) on the same workload.
 //!
 //! [`experiment::run`] is the experiment's one entry point (`marvin pressure`): it
-//! resolves its flags into a plan ([`plan`]), runs every run of it and writes the results
+//! resolves its flags into a plan, runs every run of it and writes the results
 //! ([`record`], [`summary`], [`series`], [`plot`]). [`run`] runs every policy of an
 //! experiment, hosted as a [`Hosting`] says: with the apps as threads of this process
-//! (the in-process model, [`engine`]) or with every app a process of its own
+//! (the in-process model, `engine`) or with every app a process of its own
 //! ([`processes`]). Both hosts serve the one run loop (`run_loop`: turns, launches, the
-//! foreground, activity, sampling) and its activity manager ([`activity_manager`]); a
+//! foreground, activity, sampling) and its activity manager (`activity_manager`); a
 //! host says only how an app is started, told, observed and stopped. The policies are
-//! rows of one registry ([`policies`]): a new policy is its own file plus one row there.
-//! [`budget`] holds the in-process model's shared budget; [`activity`] when an app
-//! counts as active; [`launch`] the launch phase and its latencies.
+//! rows of one registry ([`REGISTRY`], in `policies`): a new policy is its own file plus
+//! one row there. [`budget`] holds the in-process model's shared budget.
+//!
+//! # Front door
+//! Other crates (the command line, the benches, the tests) reach the System through
+//! what this file lists, and nothing else; every other module is private.
+//! - The experiment, `marvin pressure` and its settings: [`experiment`] (itself a front
+//!   door: private parts and a curated list).
+//! - Running every policy of an experiment in either host: [`run`], [`Hosting`],
+//!   [`AllProgress`], [`SystemConfig`], [`PressurePolicy`] and the registry's
+//!   [`REGISTRY`], [`PolicySpec`], [`Handling`], [`PolicyHost`].
+//! - Results: [`Summary`], [`PolicySeries`], [`SeriesPoint`], [`write_data`],
+//!   [`write_figures`], [`write_outputs`], [`write_launch_outputs`], [`file_names`], and
+//!   the modules `marvin compare` reads and writes them with: [`summary`], [`series`],
+//!   [`record`].
+//! - The process mode's app side and its protocol, for `marvin app` and its tests:
+//!   [`processes`] (`app_process`, `launcher`, `protocol`, and the test hooks
+//!   `run::NO_LMK_ENV`, `reclaimer::PASS_DELAY_ENV`).
+//! - What the benches and the command line share with the experiment (until figures are
+//!   a layer of their own): [`figure_style`], [`plot`], [`plot_text`], the in-process
+//!   budget [`budget`], [`provenance`], output paths [`paths`], temporary directories
+//!   [`tempdirs`] and [`sweep_stale_temp_dirs`], and the run's [`guardian`].
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
 // error handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod activity;
-pub mod activity_manager;
+mod activity;
+mod activity_manager;
 pub mod budget;
-pub mod engine;
+mod engine;
 pub mod experiment;
-pub mod figure_font;
+mod figure_font;
 pub mod figure_style;
 pub mod guardian;
 mod hosting;
-pub mod launch;
-pub mod launch_plot;
-pub mod native_heap;
+mod launch;
+mod launch_plot;
+mod native_heap;
 pub mod paths;
-pub mod plan;
+mod plan;
 pub mod plot;
 pub mod plot_text;
-pub mod policies;
+mod policies;
 pub mod processes;
 pub mod provenance;
-pub mod published;
+mod published;
 pub mod record;
 mod run_loop;
-pub mod scale;
+mod scale;
 pub mod series;
-pub mod spread;
+mod spread;
 pub mod summary;
 pub mod tempdirs;
-pub mod timeline;
-pub mod workloads;
+mod timeline;
+mod workloads;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use hosting::{run, AllProgress, Hosting};
-pub use policies::PressurePolicy;
+pub use policies::Host as PolicyHost;
+pub use policies::{Handling, PolicySpec, PressurePolicy, REGISTRY};
 pub use series::{PolicySeries, SeriesPoint};
 pub use summary::Summary;
 

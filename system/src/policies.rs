@@ -38,7 +38,7 @@ pub enum Handling {
 /// The hosts a policy runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Host {
-    /// The in-process model: apps as threads ([`crate::engine`]).
+    /// The in-process model: apps as threads (`engine`).
     InProcess,
     /// The process mode: apps as processes ([`crate::processes`]).
     Processes,

@@ -4,24 +4,24 @@
 //! [`protocol`] is the control protocol on the app's standard streams,
 //! [`app_process`] the child side (`marvin app`), [`launcher`] the System's handle on
 //! one child, and [`run`] one policy's run, set up and taken down: its host of the one
-//! run loop ([`crate::run_loop`]) is in `host` (an app process started, told, observed),
+//! run loop (`run_loop`) is in `host` (an app process started, told, observed),
 //! its pressure step in `pressure` (the low-memory killer and Marvin's reclaimer), the
-//! booking of apps that are gone in `ended`; [`trace`] its Perfetto trace with every
+//! booking of apps that are gone in `ended`; `trace` its Perfetto trace with every
 //! app process's own. The machine-side pieces (the cgroup,
 //! swap, the killer's mechanism, per-process counters) are in [`marvin_machine`].
 
 pub mod app_process;
 mod config;
-pub mod death;
+mod death;
 mod ended;
 mod host;
-pub mod kill_hold;
+mod kill_hold;
 pub mod launcher;
 mod pressure;
 pub mod protocol;
 pub mod reclaimer;
 pub mod run;
-pub mod spawner;
-pub mod trace;
+mod spawner;
+mod trace;
 
 pub use config::{ProcessConfig, SettleMode};

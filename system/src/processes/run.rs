@@ -1,10 +1,10 @@
 //! One policy of the process mode: N app processes in one memory cgroup whose hard
-//! limit is the budget, hosted for the one run loop ([`crate::run_loop`]), which
+//! limit is the budget, hosted for the one run loop (`run_loop`), which
 //! launches a new app every interval and moves the others down the LRU; the low-memory
 //! killer and Marvin's reclaimer acting from this process on the apps' memory
-//! ([`super::pressure`]), and a sampler that reads what the kernel counts. This file
+//! (`pressure`), and a sampler that reads what the kernel counts. This file
 //! sets the run up and takes it down ([`run_policy`]); how an app process is started,
-//! told and observed is in [`super::host`], how its end is booked in [`super::ended`].
+//! told and observed is in `host`, how its end is booked in `ended`.
 //!
 //! Per policy:
 //! - **kill**: plain heaps; the killer acts when the group's usage comes within the
