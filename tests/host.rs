@@ -20,8 +20,7 @@ use marvin_machine::lmk_policy::{AppState, Reason, Trigger};
 use marvin_machine::psi::{Level, PsiEvents};
 use marvin_machine::swapdev::{self, SwapDevice};
 use marvin_machine::{
-    procstat, signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice,
-    Version,
+    signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice, Version,
 };
 
 const CHILD_ENV: &str = "MARVIN_HOST_TEST_CHILD";
@@ -344,7 +343,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
     let mut events = PsiEvents::open(&group, Level::Low).unwrap();
     // Twice the limit: half of it must go to swap.
     let mut child = start_allocator(&group, 64);
-    let mem = procstat::mem(child.id()).unwrap();
+    let mem = marvin_runtime::procfs::mem(child.id()).unwrap();
     assert!(
         mem.swap > 16 * MIB,
         "the app has {} MiB in swap",

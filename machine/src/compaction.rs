@@ -15,7 +15,8 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::error::{HostError, Result};
-use super::{procstat, sys};
+use super::sys;
+use marvin_runtime::procfs;
 
 /// One mapping of `/proc/PID/maps` worth paging out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +87,7 @@ pub fn page_out(pid: u32) -> Result<Compacted> {
     let maps_path = format!("/proc/{pid}/maps");
     let maps =
         fs::read_to_string(&maps_path).map_err(|e| HostError::io("reading", &maps_path, e))?;
-    let before = procstat::mem(pid).map_err(|e| HostError::io("reading", &proc_dir, e))?;
+    let before = procfs::mem(pid).map_err(|e| HostError::io("reading", &proc_dir, e))?;
     // Signal 0 checks that the process behind the pidfd still lives: then the pid was
     // not reused while its maps were read.
     sys::pidfd_send_signal(pidfd.as_fd(), 0)
@@ -130,7 +131,7 @@ pub fn page_out(pid: u32) -> Result<Compacted> {
             }
         }
     }
-    done.rss_anon_after = procstat::mem(pid)
+    done.rss_anon_after = procfs::mem(pid)
         .map(|m| m.anon)
         .unwrap_or(done.rss_anon_before);
     Ok(done)

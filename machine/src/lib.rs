@@ -2,9 +2,10 @@
 //! and reads back from the kernel. Each app runs as an OS process in one memory cgroup
 //! whose hard limit is the budget ([`cgroup`]); real Linux swap for the run ([`swapdev`]);
 //! a low-memory killer in the manner of Android's lmkd ([`lmk`], its pure policy in
-//! [`lmk_policy`], its pressure signals in [`psi`]); per-process counters
-//! ([`procstat`]); cgroup counters ([`memstat`]); the real-time UI thread of the app in
-//! front ([`uithread`]); the disks brought to rest before each policy ([`settle`]). Apart from the experiment,
+//! [`lmk_policy`], its pressure signals in [`psi`]); cgroup counters ([`memstat`]); the
+//! real-time UI thread of the app in front ([`uithread`]); the disks brought to rest
+//! before each policy ([`settle`]). Per-process counters come from the runtime's
+//! `/proc` reader ([`marvin_runtime::procfs`]). Apart from the experiment,
 //! `marvin bench queue` places threads in cpu groups as Android places an app's threads
 //! in `top-app` and `background` ([`cpugroup`]). What phones do, for the baselines:
 //! compressed swap charged to the budget ([`zram_charge`],
@@ -38,7 +39,6 @@ pub mod machine;
 pub mod machine_lock;
 pub mod memstat;
 pub mod owner;
-pub mod procstat;
 pub mod psi;
 pub mod settle;
 pub mod signals;

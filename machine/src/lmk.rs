@@ -19,7 +19,8 @@ use super::error::{HostError, Result};
 use super::lmk_policy::{self, AppState, Candidate, Reason, Sample, Trigger};
 use super::psi::{self, PsiEvents, StallSource};
 use super::swapdev::{self, SwapDevice};
-use super::{procstat, sys};
+use super::sys;
+use marvin_runtime::procfs;
 
 /// A kill the killer made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,7 +196,7 @@ impl<'g> Killer<'g> {
             .iter()
             .filter_map(|(&pid, app)| {
                 // An app that has exited meanwhile has no status memory lines.
-                let rss_bytes = procstat::mem(pid).ok()?.rss();
+                let rss_bytes = procfs::mem(pid).ok()?.rss();
                 Some(Candidate {
                     pid,
                     adj: app.adj,

@@ -1,7 +1,11 @@
-//! The low-memory killer's policy, as plain functions with no system calls: the
-//! `oom_score_adj` an app gets from its state (the bands of Android's
-//! `ProcessList`), when to kill ([`Trigger`]), and whom ([`choose_victim`]: the
-//! highest adj, then the largest RSS, as lmkd does with `ro.lmk.kill_heaviest_task`).
+//! The low-memory killer's policy, as plain functions with no system calls: the one
+//! victim chooser of both hosts of the System. Which apps are in the background, least
+//! recently used first ([`lru_background`]), the state each gets from its place there
+//! ([`background_states`]), the `oom_score_adj` an app gets from its state (the bands of
+//! Android's `ProcessList`), when to kill ([`Trigger`]), and whom ([`choose_victim`]:
+//! the highest adj, then the largest RSS, as lmkd does with `ro.lmk.kill_heaviest_task`).
+//! The process mode's killer ([`crate::lmk`]) and the in-process model's budget both
+//! choose through these.
 
 /// The app in front (`ProcessList.FOREGROUND_APP_ADJ`).
 pub const FOREGROUND_APP_ADJ: i32 = 0;
@@ -35,6 +39,46 @@ pub fn oom_score_adj(state: AppState) -> i32 {
                 + lru_rank.min((CACHED_APP_MAX_ADJ - CACHED_APP_MIN_ADJ) as u32) as i32
         }
     }
+}
+
+/// An app as the activity manager last placed it: whether it is in front, and when it
+/// last left the foreground (any clock that orders, `Instant` or ns since the run began).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Standing<T> {
+    pub id: usize,
+    pub foreground: bool,
+    pub left_foreground: T,
+}
+
+/// The background apps (every one given but those in front), least recently used first:
+/// by when each last left the foreground, ties by the lower id.
+pub fn lru_background<T: Ord + Copy>(apps: &[Standing<T>]) -> Vec<usize> {
+    let mut v: Vec<(T, usize)> = apps
+        .iter()
+        .filter(|a| !a.foreground)
+        .map(|a| (a.left_foreground, a.id))
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, id)| id).collect()
+}
+
+/// The state of each background app from its place in `lru` (least recently used
+/// first): the most recently used is the previous app, the others are cached, ranked
+/// from the most recently used (rank 0) on; in `lru`'s order.
+pub fn background_states(lru: &[usize]) -> Vec<(usize, AppState)> {
+    let n = lru.len();
+    lru.iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            let state = match n - 1 - i {
+                0 => AppState::Previous,
+                rank => AppState::Cached {
+                    lru_rank: rank as u32 - 1,
+                },
+            };
+            (id, state)
+        })
+        .collect()
 }
 
 /// An app that may be killed.
@@ -209,6 +253,40 @@ mod tests {
         let older = oom_score_adj(AppState::Cached { lru_rank: 3 });
         let newer = oom_score_adj(AppState::Cached { lru_rank: 2 });
         assert!(older > newer && newer > oom_score_adj(AppState::Previous));
+    }
+
+    #[test]
+    fn the_background_is_ordered_least_recently_used_first_and_ranked() {
+        let at = |id, foreground, left| Standing {
+            id,
+            foreground,
+            left_foreground: left,
+        };
+        let apps = [
+            at(0, false, 30),
+            at(1, true, 50),
+            at(2, false, 10),
+            at(3, false, 30),
+        ];
+        let lru = lru_background(&apps);
+        assert_eq!(lru, [2, 0, 3], "the app in front left out, ties by id");
+        let states = background_states(&lru);
+        assert_eq!(
+            states,
+            [
+                (2, AppState::Cached { lru_rank: 1 }),
+                (0, AppState::Cached { lru_rank: 0 }),
+                (3, AppState::Previous),
+            ]
+        );
+        // The killer's choice over those states is the least recently used.
+        let candidates: Vec<Candidate> = states
+            .iter()
+            .map(|&(id, st)| c(id as u32, oom_score_adj(st), 1))
+            .collect();
+        assert_eq!(choose_victim(&candidates, 0).unwrap().pid, 2);
+        assert!(background_states(&[]).is_empty());
+        assert_eq!(background_states(&[7]), [(7, AppState::Previous)]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::procstat;
+use marvin_runtime::procfs;
 
 /// A process named for good: its pid and its start time in clock ticks after boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,14 +28,14 @@ impl Owner {
     pub fn of(pid: u32) -> io::Result<Owner> {
         Ok(Owner {
             pid,
-            start_time: procstat::stat(pid)?.start_time,
+            start_time: procfs::stat(pid)?.start_time,
         })
     }
 
     /// Whether this very process still runs (the pid exists with the same start time
     /// and is not a zombie).
     pub fn is_alive(&self) -> bool {
-        match procstat::stat(self.pid) {
+        match procfs::stat(self.pid) {
             Ok(s) => s.start_time == self.start_time && s.state != 'Z' && s.state != 'X',
             Err(_) => false,
         }
@@ -48,7 +48,7 @@ impl Owner {
         if self.is_alive() {
             return false;
         }
-        match procstat::stat(self.pid) {
+        match procfs::stat(self.pid) {
             Ok(s) if s.start_time == self.start_time => {
                 fs::read_dir(format!("/proc/{}/task", self.pid)).map_or(true, |t| t.count() <= 1)
             }

@@ -152,10 +152,10 @@ mod tests {
             .spawn()
             .expect("sleep runs");
         let pid = child.id();
-        let stat = crate::procstat::stat(pid).expect("its stat");
+        let stat = marvin_runtime::procfs::stat(pid).expect("its stat");
         let lower = (stat.nice + 1).min(19);
         let result = set_process_nice(pid, lower);
-        let after = crate::procstat::stat(pid).expect("its stat").nice;
+        let after = marvin_runtime::procfs::stat(pid).expect("its stat").nice;
         let mut child = child;
         let _ = child.kill();
         let _ = child.wait();

@@ -24,7 +24,8 @@ use marvin_machine::owner::Owner;
 use marvin_machine::swapdev::{self, SwapDevice};
 use marvin_machine::zram_charge::{Mechanism, PoolStats, ZramCharge};
 use marvin_machine::zswap_charge::ZswapCharge;
-use marvin_machine::{procstat, Hierarchy, Limits, MachineLock};
+use marvin_machine::{Hierarchy, Limits, MachineLock};
+use marvin_runtime::procfs;
 
 const CHILD_ENV: &str = "MARVIN_PHONE_TEST_CHILD";
 const MIB: u64 = 1 << 20;
@@ -243,7 +244,7 @@ fn child_process_role() {
 /// A process's CPU clock: its threads' run time (`schedstat`, ns) and its user plus
 /// system time (`/proc/PID/stat` fields 14 and 15, ticks).
 fn cpu_clock(pid: u32) -> (u64, u64) {
-    let run = procstat::sched_times(pid).unwrap().run_ns;
+    let run = procfs::sched_times(pid).unwrap().run_ns;
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let after = &text[text.rfind(')').unwrap() + 2..];
     let f: Vec<u64> = after
@@ -511,7 +512,7 @@ fn a_compacted_app_leaves_memory_and_reads_its_bytes_back() {
     );
     assert!(done.paged_out() >= 16 * MIB && done.advised_bytes >= 32 * MIB);
     assert!(
-        procstat::mem(kid.pid()).unwrap().swap >= 16 * MIB,
+        procfs::mem(kid.pid()).unwrap().swap >= 16 * MIB,
         "in swap now"
     );
     kid.say("verify");

@@ -62,6 +62,8 @@ impl Activity {
         self.active
     }
 
+    /// The rounds seen so far.
+    #[cfg(test)]
     pub fn rounds(&self) -> u64 {
         self.rounds
     }

@@ -5,7 +5,8 @@
 //! new bytes ([`BudgetHook`]). A reservation that would take accounted memory (resident
 //! app memory plus what others hold reserved) past the budget first makes room, there and
 //! then, as the kernel would:
-//! - `kill` kills the least recently used background app (Android's low-memory killer);
+//! - `kill` kills the least recently used background app (Android's low-memory killer,
+//!   chosen as the process mode's killer chooses: [`marvin_machine::lmk_policy`]);
 //! - `page-swap` writes the least recently used page runs (unreferenced first, the
 //!   foreground app's too) to their app's swap file synchronously and drops them (a Linux
 //!   swap file);
@@ -23,11 +24,13 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use marvin_app::App;
+use marvin_machine::lmk_policy;
 use marvin_runtime::heap::{AllocPressure, Heap};
 use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
 use marvin_swap::reclaimer;
 use parking_lot::Mutex;
 
+use super::policies::Handling;
 use super::PressurePolicy;
 
 /// What one make-room call asks for at least, as a kernel reclaims towards a watermark
@@ -44,6 +47,18 @@ pub struct Member {
     /// When the app last left (or was in) the foreground, in ns since the run began.
     pub last_foreground_ns: AtomicU64,
     pub alive: AtomicBool,
+}
+
+impl Member {
+    /// Where the app stands for a victim chooser: in front or not, and when it last
+    /// left the foreground (ns since the run began).
+    fn standing(&self) -> lmk_policy::Standing<u64> {
+        lmk_policy::Standing {
+            id: self.id,
+            foreground: self.foreground.load(Ordering::Relaxed),
+            left_foreground: self.last_foreground_ns.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// Latency samples and counters of the pressure path.
@@ -119,6 +134,13 @@ impl Budget {
             .filter(|m| m.alive.load(Ordering::Relaxed))
             .filter_map(|m| m.app.upgrade().map(|a| (m.clone(), a)))
             .collect()
+    }
+
+    /// Alive members with their apps, but `except`.
+    fn alive_but(&self, except: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
+        let mut v = self.alive();
+        v.retain(|(m, _)| Some(m.id) != except);
+        v
     }
 
     /// Resident app memory as accounted: each alive app's objects in memory and what
@@ -218,32 +240,30 @@ impl Budget {
         self.reserved.fetch_sub(bytes, Ordering::SeqCst);
     }
 
-    /// Background members, least recently in the foreground first (never `except`).
+    /// Background members, least recently in the foreground first (never `except`), as
+    /// the one victim chooser orders them ([`lmk_policy::lru_background`]).
     fn lru_background(&self, except: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
-        let mut v: Vec<_> = self
-            .alive()
+        let alive = self.alive_but(except);
+        let standings: Vec<lmk_policy::Standing<u64>> =
+            alive.iter().map(|(m, _)| m.standing()).collect();
+        lmk_policy::lru_background(&standings)
             .into_iter()
-            .filter(|(m, _)| !m.foreground.load(Ordering::Relaxed) && Some(m.id) != except)
-            .collect();
-        v.sort_by_key(|(m, _)| (m.last_foreground_ns.load(Ordering::Relaxed), m.id));
-        v
+            .filter_map(|id| alive.iter().find(|(m, _)| m.id == id).cloned())
+            .collect()
     }
 
     /// Marvin's victims in the policy's order (never the requester, never the
     /// foreground).
     fn marvin_victims(&self, requester: Option<usize>) -> Vec<(Arc<Member>, Arc<App>)> {
-        let apps: Vec<_> = self
-            .alive()
-            .into_iter()
-            .filter(|(m, _)| Some(m.id) != requester)
-            .collect();
+        let apps = self.alive_but(requester);
         let by_size = self.policy.victim_order() == VictimOrder::LargestFirst;
         let standings: Vec<AppStanding> = apps
             .iter()
-            .map(|(m, a)| AppStanding {
-                app: m.id as u32,
-                foreground: m.foreground.load(Ordering::Relaxed),
-                last_foreground: m.last_foreground_ns.load(Ordering::Relaxed),
+            .map(|(m, a)| (m.standing(), a))
+            .map(|(st, a)| AppStanding {
+                app: st.id as u32,
+                foreground: st.foreground,
+                last_foreground: st.left_foreground,
                 reclaimable_bytes: if by_size {
                     reclaimer::reclaimable_bytes(a.heap())
                 } else {
@@ -265,14 +285,29 @@ impl Budget {
             .map(|(m, _)| m.id)
     }
 
-    /// Kills the least recently used background app if `bytes` still do not fit once
-    /// the killer is free; true when there is room after (a kill, or another's).
+    /// Kills a background app if `bytes` still do not fit once the killer is free;
+    /// true when there is room after (a kill, or another's). The victim is the process
+    /// mode's killer's ([`lmk_policy::choose_victim`]): the highest `oom_score_adj` of the
+    /// background apps' LRU states, which is the least recently used (of more than a
+    /// hundred cached apps, which share the band's top, the one holding most).
     fn kill_for(&self, requester: Option<usize>, bytes: u64) -> bool {
         let _one_killer = self.killer.lock();
         if self.shortfall(bytes) == 0 {
             return true;
         }
-        match self.lru_background(requester).first() {
+        let lru = self.lru_background(requester);
+        let ids: Vec<usize> = lru.iter().map(|(m, _)| m.id).collect();
+        let candidates: Vec<lmk_policy::Candidate> = lmk_policy::background_states(&ids)
+            .into_iter()
+            .zip(&lru)
+            .map(|((id, state), (_, app))| lmk_policy::Candidate {
+                pid: id as u32,
+                adj: lmk_policy::oom_score_adj(state),
+                rss_bytes: app.charged_bytes(),
+            })
+            .collect();
+        let victim = lmk_policy::choose_victim(&candidates, lmk_policy::FOREGROUND_APP_ADJ);
+        match victim.and_then(|v| lru.iter().find(|(m, _)| m.id == v.pid as usize)) {
             Some((m, _)) => {
                 m.alive.store(false, Ordering::SeqCst);
                 (self.kill)(m.id);
@@ -317,18 +352,16 @@ impl Budget {
         if short == 0 {
             return 0;
         }
-        match self.pressure {
-            PressurePolicy::Kill | PressurePolicy::KernelSwap => 0,
-            PressurePolicy::Marvin => {
+        match self.pressure.handling() {
+            Handling::Kill | Handling::KernelSwap => 0,
+            Handling::ReclaimObjects => {
                 let victims = self.marvin_victims(Some(app));
                 self.take(victims, short, &|a, want| {
                     a.reclaim(self.policy.reclaim_batch_bytes(want))
                         .map_or(0, |r| r.bytes)
                 })
             }
-            PressurePolicy::PageSwap => {
-                self.counted_page_out(self.lru_background(Some(app)), short)
-            }
+            Handling::PageOut => self.counted_page_out(self.lru_background(Some(app)), short),
         }
     }
 
@@ -336,12 +369,12 @@ impl Budget {
     /// false when nothing could be taken.
     fn make_room(&self, heap: &Heap, bytes: u64, short: u64) -> bool {
         let requester = self.member_of(heap);
-        match self.pressure {
-            // Kernel swap never runs in this model (`system::run` refuses it).
-            PressurePolicy::Kill | PressurePolicy::KernelSwap => self.kill_for(requester, bytes),
+        match self.pressure.handling() {
+            // Kernel swap never runs in this model (the registry says so).
+            Handling::Kill | Handling::KernelSwap => self.kill_for(requester, bytes),
             // Saved, clean, cold objects of background apps, in the policy's order,
             // at most the policy's batch from each; then the killer.
-            PressurePolicy::Marvin => {
+            Handling::ReclaimObjects => {
                 let victims = self.marvin_victims(requester);
                 let got = self.take(victims, short, &|a, want| {
                     a.reclaim(self.policy.reclaim_batch_bytes(want))
@@ -351,7 +384,7 @@ impl Budget {
             }
             // Any page run, background apps first, then the foreground ones with the
             // requester last: a kernel's LRU spans every process.
-            PressurePolicy::PageSwap => {
+            Handling::PageOut => {
                 let mut order = self.lru_background(requester);
                 let (fg, rest): (Vec<_>, Vec<_>) = self
                     .alive()

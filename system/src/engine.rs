@@ -1,9 +1,8 @@
-//! One run of the System under one pressure policy: N app instances in this process,
-//! each with its own heap, main looper, threads, reclaim table and swap file, sharing
-//! one budget of resident app memory; an activity manager that launches a new app every
-//! interval (the new one comes to the foreground, the previous one goes to the
-//! background) and can switch the foreground among apps on a schedule; a sampler that
-//! records the time series.
+//! The in-process model's host of a policy's run ([`crate::run_loop`]): N app instances
+//! as threads of this process, each with its own heap, main looper, threads, reclaim
+//! table and swap file, sharing one budget of resident app memory ([`Budget`]), which
+//! handles memory pressure on the allocating threads as the policy says. What it tells
+//! the driver is how such an app is started, told, observed and stopped.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -16,34 +15,22 @@ use marvin_runtime::heap::HeapConfig;
 use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
-use super::activity::{Activity, Thresholds};
-use super::activity_manager::{ActivityManager, AppHost};
 use super::budget::{Budget, BudgetHook, Member};
-use super::launch::{Brought, LaunchParts, LaunchPhase, Pending};
+use super::launch::{Brought, LaunchParts, Pending};
+use super::run_loop::{self, Apps, Frame, Host, Progress, Told, LAUNCH_ROOM};
 use super::series::{PolicySeries, SeriesPoint};
 use super::summary::{Crash, Summary};
 use super::timeline::Timeline;
 use super::{PressurePolicy, SystemConfig};
-use marvin_machine::{signals, uithread};
+use marvin_machine::uithread;
 
-/// An app instance slot: the app while it lives, and what is known of it after.
-struct Slot {
+/// An app instance: the app while it lives, as the budget sees it, and its looper.
+struct Handle {
     member: Arc<Member>,
     app: Option<Running>,
-    activity: Activity,
-    /// It ended by itself (finished or crashed): the launch phase leaves it be.
-    ended: bool,
     /// Its main looper thread's name, unique in the run (a restarted app's new looper
     /// is not mistaken for its old one still unwinding).
     looper: String,
-}
-
-/// The UI thread of the app in front under `SCHED_FIFO` (see [`Run::raise_ui`]).
-struct Ui {
-    /// Off once the kernel refused it (said once).
-    on: bool,
-    /// The app whose looper is raised, and that thread.
-    raised: Option<(usize, u32)>,
 }
 
 /// Totals of apps that are gone (killed or ended), so nothing is lost from the summary.
@@ -59,17 +46,16 @@ struct Retired {
     crashes: Vec<Crash>,
 }
 
-/// Everything one policy run shares between the activity manager, the budget's kill
-/// callback and the sampler.
+/// Everything one policy run shares between the driver, the budget's kill callback
+/// (on the allocating threads) and the sampler.
 struct Run {
     cfg: SystemConfig,
     pressure: PressurePolicy,
     loaded: Arc<Loaded>,
     policy: Arc<PolicyConfig>,
-    slots: Mutex<Vec<Slot>>,
+    apps: Mutex<Vec<Handle>>,
     budget: Arc<Budget>,
     kills: AtomicU64,
-    restarts: AtomicU64,
     retired: Mutex<Retired>,
     /// The most the runtime held for the alive apps at a sample, and was charged at.
     peak_runtime: Mutex<(u64, u64)>,
@@ -77,10 +63,9 @@ struct Run {
     dying: Mutex<Vec<(usize, Running)>>,
     /// Apps started so far (restarts included): numbers their looper threads.
     lives: AtomicU64,
-    ui: Mutex<Ui>,
     start: Instant,
-    /// What happened to each app, in time.
-    timeline: Timeline,
+    /// What happened to each app, in time (the driver's).
+    timeline: Arc<Timeline>,
     /// The run's swap directory, removed when the run ends.
     dir: super::RunDir,
 }
@@ -88,14 +73,6 @@ struct Run {
 /// How often apps' round counts are read for their activity (the series is sampled less
 /// often).
 const ACTIVITY_TICK: Duration = Duration::from_millis(10);
-
-/// The room the System makes under the budget before it tells an app to come to the
-/// foreground: what a warm launch of the shipped workloads faults back (a bucket of
-/// arrays and their read-ahead, 1-4 MiB) with a margin for what it allocates.
-const LAUNCH_ROOM: u64 = 8 << 20;
-
-/// Progress callback: (elapsed, alive, active, kills, accounted bytes).
-pub type Progress<'a> = &'a (dyn Fn(Duration, u32, u32, u64, u64) + Sync);
 
 /// Runs one policy and returns its summary and time series.
 pub fn run_policy(
@@ -106,6 +83,7 @@ pub fn run_policy(
     progress: Progress<'_>,
 ) -> anyhow::Result<(Summary, PolicySeries)> {
     let dir = super::policy_dir(cfg.swap_dir.as_deref(), pressure, "marvin-pressure-")?;
+    let mut apps = Apps::new();
     let run = Arc::new_cyclic(|weak: &Weak<Run>| {
         let w = weak.clone();
         let kill = Box::new(move |id: usize| {
@@ -118,7 +96,7 @@ pub fn run_policy(
             pressure,
             loaded,
             policy: policy.clone(),
-            slots: Mutex::new(Vec::new()),
+            apps: Mutex::new(Vec::new()),
             budget: Arc::new(Budget::new(
                 cfg.budget as u64,
                 pressure,
@@ -126,135 +104,123 @@ pub fn run_policy(
                 kill,
             )),
             kills: AtomicU64::new(0),
-            restarts: AtomicU64::new(0),
             retired: Mutex::new(Retired::default()),
             peak_runtime: Mutex::new((0, 0)),
             dying: Mutex::new(Vec::new()),
             lives: AtomicU64::new(0),
-            ui: Mutex::new(Ui {
-                on: true,
-                raised: None,
-            }),
-            start: Instant::now(),
-            timeline: Timeline::new(Instant::now()),
+            start: apps.start,
+            timeline: apps.timeline.clone(),
             dir,
         }
     });
-    let th = Thresholds::scaled(cfg.time_scale);
-    let mut series = PolicySeries {
-        rep: 0,
-        policy: pressure.name().to_string(),
-        points: Vec::new(),
-    };
-    let mut summary = Summary::new(pressure.name());
-    // The activity manager (launches, switches, the launch phase), with the apps as
-    // threads of this process.
-    let mut host = InProcess {
-        run: &run,
-        fg: None,
-    };
-    let mut am: ActivityManager<(SwapIo, u64)> = ActivityManager::new(cfg);
-    loop {
-        let now = run.start.elapsed();
-        if am.over(now, host.launched()) || signals::stop_requested().is_some() {
-            break;
-        }
-        am.turn(&mut host, now)?;
-        run.collect_ended();
-        run.reap();
-        let p = run.sample(th);
-        summary.observe(&p);
-        progress(now, p.alive, p.active, p.kills, p.accounted_bytes);
-        series.push_sample(p, cfg.sample_every);
-        // Rounds are watched more often than the series is sampled, so that the gap
-        // between two rounds is known to within a tick, not a sampling period.
-        let next_sample = Instant::now() + cfg.sample_every;
-        loop {
-            let left = next_sample.saturating_duration_since(Instant::now());
-            if left.is_zero() || signals::stop_requested().is_some() {
-                break;
-            }
-            std::thread::sleep(left.min(ACTIVITY_TICK));
-            run.observe_activity(th);
-            if let Some(f) = host.fg {
-                run.raise_ui(f);
-            }
-            am.drive_launches(&mut host)?;
-        }
-    }
-    // A launch still under way when the run ends never finished.
-    let phase = am.finish(run.start.elapsed());
-    run.collect_ended();
-    let final_point = run.sample(th);
-    summary.observe(&final_point);
-    summary.final_alive = final_point.alive;
-    summary.final_active = final_point.active;
-    series.push_sample(final_point, cfg.sample_every);
-    run.shutdown();
-    run.finish(&mut summary);
-    summary.set_launches(phase.records, phase.unfinished);
-    Ok((summary, series))
+    run_loop::drive(
+        &mut InProcess { run: &run },
+        &mut apps,
+        cfg,
+        pressure,
+        progress,
+    )
 }
 
-/// The in-process model's host of the activity manager: the apps as threads of this
-/// process.
+/// The in-process model's host: the apps as threads of this process.
 struct InProcess<'a> {
     run: &'a Run,
-    fg: Option<usize>,
 }
 
-impl AppHost for InProcess<'_> {
+impl Host for InProcess<'_> {
     type Before = (SwapIo, u64);
+    type Turn = ();
 
-    fn now(&self) -> Duration {
-        self.run.start.elapsed()
+    fn begin_turn(&mut self, _apps: &Apps) -> anyhow::Result<()> {
+        Ok(())
     }
 
-    fn launched(&self) -> usize {
-        self.run.slots.lock().len()
+    fn reap(&mut self, apps: &mut Apps) {
+        self.run.collect_ended(apps);
+        self.run.reap();
     }
 
-    fn foreground(&self) -> Option<usize> {
-        self.fg
+    fn activity_tick(&self) -> Option<Duration> {
+        Some(ACTIVITY_TICK)
     }
 
-    fn launch_new(&mut self) -> anyhow::Result<()> {
-        let id = self.launched();
-        self.run.launch_new(id, &mut self.fg)
+    fn rounds(&self, id: usize) -> Option<u64> {
+        let apps = self.run.apps.lock();
+        let h = apps.get(id)?;
+        let running = h.app.as_ref()?;
+        h.member
+            .alive
+            .load(Ordering::Relaxed)
+            .then(|| running.app().mark_count("round"))
     }
 
-    fn bring_to_foreground(&mut self, id: usize) -> anyhow::Result<Pending<(SwapIo, u64)>> {
-        self.run.bring_to_foreground(id, &mut self.fg)
+    fn sample(&mut self, apps: &Apps) -> SeriesPoint {
+        self.run.sample(apps)
     }
 
-    fn launch_candidates(&self) -> Vec<usize> {
-        self.run
-            .slots
-            .lock()
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| Some(*i) != self.fg && !s.ended)
-            .map(|(i, _)| i)
-            .collect()
+    fn end_run(&mut self, apps: &mut Apps) {
+        self.run.collect_ended(apps);
     }
 
-    fn check_launch(&mut self, phase: &mut LaunchPhase<(SwapIo, u64)>, now: Duration) {
-        self.run.check_launch(phase, now);
+    fn finish(&mut self, apps: &mut Apps, summary: &mut Summary) {
+        self.run.shutdown(apps);
+        self.run.finish(apps, summary);
     }
 
-    fn raise_ui(&mut self, id: usize) {
-        self.run.raise_ui(id);
+    fn start(&mut self, id: usize) -> anyhow::Result<()> {
+        let handle = self.run.start_app(id)?;
+        let mut apps = self.run.apps.lock();
+        if id == apps.len() {
+            apps.push(handle);
+        } else {
+            apps[id] = handle;
+        }
+        Ok(())
+    }
+
+    fn running(&self, id: usize) -> bool {
+        self.run.cached(id).is_some()
+    }
+
+    fn resume(&mut self, id: usize) -> Told<(SwapIo, u64)> {
+        self.run.resume(id)
+    }
+
+    fn cold_before(&self) -> (SwapIo, u64) {
+        (SwapIo::default(), 0)
+    }
+
+    fn send_to_background(&mut self, id: usize) {
+        self.run.to_background(id);
+    }
+
+    /// Room for the app that is coming back, made before it is told (see
+    /// [`Budget::make_room_ahead`]): its launch then does not reclaim on its own thread.
+    fn make_room_ahead(&mut self, id: usize) {
+        self.run.budget.make_room_ahead(id, LAUNCH_ROOM);
+    }
+
+    fn frame(&mut self, p: &Pending<(SwapIo, u64)>, raised: bool) -> Frame {
+        self.run.frame(p, raised)
+    }
+
+    /// Its main looper, found by its name among this process's threads.
+    fn ui_threads(&mut self, id: usize) -> Option<Vec<u32>> {
+        let looper = {
+            let apps = self.run.apps.lock();
+            match apps.get(id) {
+                Some(h) if h.app.is_some() => h.looper.clone(),
+                _ => return None,
+            }
+        };
+        let tid = uithread::find_thread(std::process::id(), &looper).ok()??;
+        Some(vec![tid])
     }
 }
 
 impl Run {
     fn app_config(&self, id: usize) -> RunConfig {
-        let policy_index = match self.pressure {
-            PressurePolicy::Kill => 1,
-            PressurePolicy::PageSwap => 2,
-            PressurePolicy::Marvin => 3,
-            PressurePolicy::KernelSwap => 4,
-        };
+        let policy_index = self.pressure.spec().trace_index;
         RunConfig {
             trace: self.cfg.tracer.as_ref().map(|tracer| TraceTarget {
                 tracer: tracer.clone(),
@@ -272,7 +238,7 @@ impl Run {
     }
 
     /// Starts app `id` (a launch or a cold restart) in the foreground.
-    fn start_app(&self, id: usize) -> anyhow::Result<Slot> {
+    fn start_app(&self, id: usize) -> anyhow::Result<Handle> {
         let app = Arc::new(App::new(self.loaded.clone(), self.app_config(id))?);
         let dir = self.dir.path().join(format!("app{id}"));
         let member = Arc::new(Member {
@@ -299,215 +265,103 @@ impl Run {
         self.budget.release(initial);
         let looper = format!("app{id}-{}", self.lives.fetch_add(1, Ordering::SeqCst));
         let running = App::launch(&app, looper.clone())?;
-        Ok(Slot {
+        Ok(Handle {
             member,
             app: Some(running),
-            activity: Activity::launched(Instant::now()),
-            ended: false,
             looper,
         })
     }
 
-    fn launch_new(&self, id: usize, fg: &mut Option<usize>) -> anyhow::Result<()> {
-        if let Some(prev) = fg.take() {
-            self.to_background(prev);
-        }
-        let slot = self.start_app(id)?;
-        self.slots.lock().push(slot);
-        self.timeline.point(id, "launch");
-        self.timeline.begin(id, "foreground");
-        *fg = Some(id);
-        Ok(())
+    /// App `id` and its member, while it is alive.
+    fn cached(&self, id: usize) -> Option<(Arc<App>, Arc<Member>)> {
+        let apps = self.apps.lock();
+        let h = apps.get(id)?;
+        h.app
+            .as_ref()
+            .filter(|_| h.member.alive.load(Ordering::SeqCst))
+            .map(|r| (r.app().clone(), h.member.clone()))
     }
 
-    /// Finishes the launch under way once its app has drawn its frame, or gives it up
-    /// when its app died or it timed out.
-    fn check_launch(&self, phase: &mut LaunchPhase<(SwapIo, u64)>, now: Duration) {
-        if let Some(p) = &phase.pending {
-            let app = {
-                let slots = self.slots.lock();
-                let s = &slots[p.app];
-                s.app
-                    .as_ref()
-                    .filter(|_| s.member.alive.load(Ordering::SeqCst))
-                    .map(|r| r.app().clone())
-            };
-            match app {
-                None => phase.give_up(now),
-                Some(app) => {
-                    let f = app.frames();
-                    if f.count > p.frames_before && f.last_ns >= p.told_ns {
-                        let told_ns = p.told_ns;
-                        let ui_fifo = self.ui.lock().raised.is_some_and(|(a, _)| a == p.app);
-                        phase.finish(now, f.last_ns, |(before, resumed_ns)| {
-                            (
-                                Brought {
-                                    object_faults: f
-                                        .io
-                                        .object_faults
-                                        .saturating_sub(before.object_faults),
-                                    swap_read_bytes: f
-                                        .io
-                                        .bytes_read
-                                        .saturating_sub(before.bytes_read),
-                                    ..Brought::default()
-                                },
-                                // Cold: no transition, the whole launch is its frame.
-                                LaunchParts {
-                                    transition_ns: resumed_ns.saturating_sub(told_ns),
-                                    frame_ns: f.last_ns.saturating_sub((*resumed_ns).max(told_ns)),
-                                    ui_fifo,
-                                    prefetch_bytes: f
-                                        .io
-                                        .prefetched_bytes
-                                        .saturating_sub(before.prefetched_bytes),
-                                    ..LaunchParts::default()
-                                },
-                            )
-                        });
-                    } else if phase.timed_out(boottime_ns()) {
-                        phase.give_up(now);
-                    }
-                }
-            }
+    /// Whether the launch under way has drawn its frame: its app's frame count went up
+    /// after it was told.
+    fn frame(&self, p: &Pending<(SwapIo, u64)>, raised: bool) -> Frame {
+        let Some((app, _)) = self.cached(p.app) else {
+            return Frame::Gone;
+        };
+        let f = app.frames();
+        if f.count <= p.frames_before || f.last_ns < p.told_ns {
+            return Frame::NotYet;
+        }
+        let (before, resumed_ns) = &p.before;
+        Frame::Drawn {
+            at_ns: f.last_ns,
+            brought: Brought {
+                object_faults: f.io.object_faults.saturating_sub(before.object_faults),
+                swap_read_bytes: f.io.bytes_read.saturating_sub(before.bytes_read),
+                ..Brought::default()
+            },
+            // Cold: no transition, the whole launch is its frame.
+            parts: LaunchParts {
+                transition_ns: resumed_ns.saturating_sub(p.told_ns),
+                frame_ns: f.last_ns.saturating_sub((*resumed_ns).max(p.told_ns)),
+                ui_fifo: raised,
+                prefetch_bytes: f
+                    .io
+                    .prefetched_bytes
+                    .saturating_sub(before.prefetched_bytes),
+                ..LaunchParts::default()
+            },
         }
     }
 
-    /// Brings app `next` to the foreground (the one in front goes to the background):
-    /// a cached app is told (marvin restores it as its policy says) and resumed; a
-    /// killed one starts again. Returns the launch under way.
-    fn bring_to_foreground(
-        &self,
-        next: usize,
-        fg: &mut Option<usize>,
-    ) -> anyhow::Result<Pending<(SwapIo, u64)>> {
-        if let Some(prev) = fg.take() {
-            self.to_background(prev);
-        }
-        // Room for the app that is coming back, made before it is told (see
-        // `Budget::make_room_ahead`): its launch then does not reclaim on its own thread.
-        // And its UI thread raised.
-        self.budget.make_room_ahead(next, LAUNCH_ROOM);
-        self.raise_ui(next);
+    /// Tells cached app `id` to come to the foreground: marvin restores it as its
+    /// policy says, then it is resumed.
+    fn resume(&self, id: usize) -> Told<(SwapIo, u64)> {
         let told_ns = boottime_ns();
-        let t_s = self.start.elapsed().as_secs_f64();
-        let cached = {
-            let slots = self.slots.lock();
-            let s = &slots[next];
-            s.app
-                .as_ref()
-                .filter(|_| s.member.alive.load(Ordering::SeqCst))
-                .map(|r| (r.app().clone(), s.member.clone()))
+        let Some((app, m)) = self.cached(id) else {
+            return Told {
+                told_ns,
+                before: (SwapIo::default(), 0),
+                frames_before: 0,
+                restored_objects: 0,
+            };
         };
-        let pending = match cached {
-            Some((app, m)) => {
-                let before = app.swap_io();
-                let frames_before = app.frames().count;
-                m.foreground.store(true, Ordering::SeqCst);
-                let mut restored_objects = 0;
-                // Its heap task leaves the launch alone until the frame.
-                app.begin_launch_quiet();
-                if self.pressure == PressurePolicy::Marvin {
-                    if let Ok(t) = app.enter_foreground() {
-                        restored_objects = t.objects;
-                    }
-                }
-                let resumed_ns = boottime_ns();
-                app.resume();
-                Pending {
-                    app: next,
-                    cold: false,
-                    told_ns,
-                    t_s,
-                    before: (before, resumed_ns),
-                    frames_before,
-                    restored_objects,
-                }
+        let before = app.swap_io();
+        let frames_before = app.frames().count;
+        m.foreground.store(true, Ordering::SeqCst);
+        let mut restored_objects = 0;
+        // Its heap task leaves the launch alone until the frame.
+        app.begin_launch_quiet();
+        if self.pressure.swaps_objects() {
+            if let Ok(t) = app.enter_foreground() {
+                restored_objects = t.objects;
             }
-            None => {
-                let slot = self.start_app(next)?;
-                self.slots.lock()[next] = slot;
-                self.restarts.fetch_add(1, Ordering::SeqCst);
-                self.timeline.point(next, "restart");
-                Pending {
-                    app: next,
-                    cold: true,
-                    told_ns,
-                    t_s,
-                    before: (SwapIo::default(), 0),
-                    frames_before: 0,
-                    restored_objects: 0,
-                }
-            }
-        };
-        self.timeline.begin(next, "foreground");
-        *fg = Some(next);
-        Ok(pending)
+        }
+        let resumed_ns = boottime_ns();
+        app.resume();
+        Told {
+            told_ns,
+            before: (before, resumed_ns),
+            frames_before,
+            restored_objects,
+        }
     }
 
     fn to_background(&self, id: usize) {
         let (member, app) = {
-            let slots = self.slots.lock();
+            let apps = self.apps.lock();
             (
-                slots[id].member.clone(),
-                slots[id].app.as_ref().map(|r| r.app().clone()),
+                apps[id].member.clone(),
+                apps[id].app.as_ref().map(|r| r.app().clone()),
             )
         };
         member.foreground.store(false, Ordering::SeqCst);
-        self.lower_ui(id);
-        self.timeline.end(id, "foreground");
         member
             .last_foreground_ns
             .store(self.start.elapsed().as_nanos() as u64, Ordering::SeqCst);
-        if let (Some(app), PressurePolicy::Marvin) = (app, self.pressure) {
+        if let (Some(app), true) = (app, self.pressure.swaps_objects()) {
             if member.alive.load(Ordering::SeqCst) {
                 let _ = app.enter_background();
-            }
-        }
-    }
-
-    /// Raises app `id`'s UI thread (its main looper) to `SCHED_FIFO` while it is in
-    /// front, every policy alike, as the process mode does (Android's FIFO UI): its frame
-    /// runs as soon as the handler under way returns. Nothing when it is raised already or
-    /// its looper is not running yet (tried again on the next tick); a refusal (no
-    /// `CAP_SYS_NICE`) turns it off for the run, said once.
-    fn raise_ui(&self, id: usize) {
-        let mut ui = self.ui.lock();
-        if !ui.on || ui.raised.is_some_and(|(a, _)| a == id) {
-            return;
-        }
-        let looper = {
-            let slots = self.slots.lock();
-            match slots.get(id) {
-                Some(s) if s.app.is_some() => s.looper.clone(),
-                _ => return,
-            }
-        };
-        let Ok(Some(tid)) = uithread::find_thread(std::process::id(), &looper) else {
-            return;
-        };
-        if let Some((_, old)) = ui.raised.take() {
-            let _ = uithread::lower(old);
-        }
-        match uithread::raise(tid) {
-            Ok(()) => ui.raised = Some((id, tid)),
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-            Err(e) => {
-                marvin_console::errln!(
-                    "marvin: the app in front keeps a normal UI thread (no FIFO UI: {e})"
-                );
-                ui.on = false;
-            }
-        }
-    }
-
-    /// Puts app `id`'s UI thread back under `SCHED_OTHER` when it leaves the front.
-    fn lower_ui(&self, id: usize) {
-        let mut ui = self.ui.lock();
-        if let Some((a, tid)) = ui.raised {
-            if a == id {
-                let _ = uithread::lower(tid);
-                ui.raised = None;
             }
         }
     }
@@ -519,11 +373,11 @@ impl Run {
         self.timeline.point(id, "kill");
         self.timeline.end(id, "foreground");
         self.timeline.end(id, "active");
-        let mut slots = self.slots.lock();
-        let Some(slot) = slots.get_mut(id) else {
+        let mut apps = self.apps.lock();
+        let Some(h) = apps.get_mut(id) else {
             return;
         };
-        if let Some(running) = slot.app.take() {
+        if let Some(running) = h.app.take() {
             running.app().end();
             self.dying.lock().push((id, running));
         }
@@ -570,23 +424,22 @@ impl Run {
     /// Takes out apps that ended by themselves (their looper returned while they were
     /// alive and not killed): an error, or a halt with a non-zero status, is a crash,
     /// recorded with its message; their memory goes back as a killed app's does.
-    fn collect_ended(&self) {
+    fn collect_ended(&self, slots: &mut Apps) {
         let ended: Vec<(usize, Running)> = {
-            let mut slots = self.slots.lock();
-            slots
-                .iter_mut()
-                .filter(|s| {
-                    s.member.alive.load(Ordering::SeqCst)
-                        && s.app.as_ref().is_some_and(|r| r.looper_finished())
+            let mut apps = self.apps.lock();
+            apps.iter_mut()
+                .filter(|h| {
+                    h.member.alive.load(Ordering::SeqCst)
+                        && h.app.as_ref().is_some_and(|r| r.looper_finished())
                 })
-                .filter_map(|s| {
-                    s.member.alive.store(false, Ordering::SeqCst);
-                    s.ended = true;
-                    Some((s.member.id, s.app.take()?))
+                .filter_map(|h| {
+                    h.member.alive.store(false, Ordering::SeqCst);
+                    Some((h.member.id, h.app.take()?))
                 })
                 .collect()
         };
         for (id, running) in ended {
+            slots.slots[id].ended = true;
             let app = running.app();
             let error = match app.outcome() {
                 None | Some(Trap::Halt(0)) | Some(Trap::Terminated) => None,
@@ -610,31 +463,12 @@ impl Run {
         }
     }
 
-    /// Reads every alive app's round count into its activity state.
-    fn observe_activity(&self, th: Thresholds) {
-        let now = Instant::now();
-        for s in self.slots.lock().iter_mut() {
-            let Some(running) = &s.app else { continue };
-            if s.member.alive.load(Ordering::Relaxed) {
-                let was = s.activity.is_active();
-                s.activity
-                    .observe(running.app().mark_count("round"), now, th);
-                match (was, s.activity.is_active()) {
-                    (false, true) => self.timeline.begin(s.member.id, "active"),
-                    (true, false) => self.timeline.end(s.member.id, "active"),
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    fn sample(&self, th: Thresholds) -> SeriesPoint {
-        self.observe_activity(th);
-        let mut slots = self.slots.lock();
+    fn sample(&self, slots: &Apps) -> SeriesPoint {
+        let apps = self.apps.lock();
         let (mut alive, mut active, mut written, mut read) = (0u32, 0u32, 0u64, 0u64);
-        for s in slots.iter_mut() {
-            let Some(running) = &s.app else { continue };
-            if !s.member.alive.load(Ordering::Relaxed) {
+        for (id, h) in apps.iter().enumerate() {
+            let Some(running) = &h.app else { continue };
+            if !h.member.alive.load(Ordering::Relaxed) {
                 continue;
             }
             let app = running.app();
@@ -643,14 +477,14 @@ impl Run {
                 continue;
             }
             alive += 1;
-            if s.activity.is_active() {
+            if slots.is_active(id) {
                 active += 1;
             }
             let io = app.swap_io();
             written += io.bytes_written;
             read += io.bytes_read;
         }
-        drop(slots);
+        drop(apps);
         let r = self.retired.lock();
         let rss = marvin_runtime::procfs::resident().unwrap_or_default();
         let (held, charged) = self.budget.runtime();
@@ -663,9 +497,9 @@ impl Run {
             alive,
             active,
             kills: self.kills.load(Ordering::Relaxed),
-            restarts: self.restarts.load(Ordering::Relaxed),
+            restarts: slots.restarts,
             accounted_bytes: self.budget.resident(),
-            rss_bytes: rss.rss,
+            rss_bytes: rss.rss(),
             rss_anon_bytes: rss.anon,
             rss_file_bytes: rss.file,
             rss_shmem_bytes: rss.shmem,
@@ -677,19 +511,19 @@ impl Run {
     }
 
     /// Ends every app and waits for all threads.
-    fn shutdown(&self) {
-        self.collect_ended();
-        let slots: Vec<(usize, Running)> = self
-            .slots
+    fn shutdown(&self, slots: &mut Apps) {
+        self.collect_ended(slots);
+        let all: Vec<(usize, Running)> = self
+            .apps
             .lock()
             .iter_mut()
-            .filter_map(|s| Some((s.member.id, s.app.take()?)))
+            .filter_map(|h| Some((h.member.id, h.app.take()?)))
             .collect();
         // Tell every app first, so they all wind down together, then wait for each.
-        for (_, running) in &slots {
+        for (_, running) in &all {
             running.app().end();
         }
-        for (id, running) in slots {
+        for (id, running) in all {
             let app = running.app().clone();
             running.join();
             self.retire(id, &app);
@@ -703,10 +537,10 @@ impl Run {
         }
     }
 
-    fn finish(&self, summary: &mut Summary) {
+    fn finish(&self, slots: &Apps, summary: &mut Summary) {
         let r = self.retired.lock();
         summary.kills = self.kills.load(Ordering::SeqCst);
-        summary.restarts = self.restarts.load(Ordering::SeqCst);
+        summary.restarts = slots.restarts;
         summary.failed_verifications = r.failed_verifications;
         summary.verified_arrays = r.verified_arrays;
         summary.crashed_apps = r.crashes.len() as u64;

@@ -2,101 +2,78 @@
 //! compares ways of handling memory pressure ([`PressurePolicy`]) on the same workload.
 //!
 //! [`experiment::run`] is the experiment's one entry point (`marvin pressure`): it
-//! resolves its flags into a plan ([`plan`]), runs every run of it and writes the results
-//! ([`record`], [`summary`], [`series`], [`plot`]). A run of one policy goes through
-//! [`run`] with the apps as threads of this process (the engine, [`engine`]) or through
-//! [`processes::run`] with every app a process of its own; both are hosts of the one
-//! activity manager ([`activity_manager`]). [`budget`] holds the shared
-//! budget and the policies; [`activity`] when an app counts as active; [`launch`] the
-//! launch phase and its latencies.
+//! resolves its flags into a plan, runs every run of it and writes the results
+//! ([`record`], [`summary`], [`series`], [`plot`]). [`run`] runs every policy of an
+//! experiment, hosted as a [`Hosting`] says: with the apps as threads of this process
+//! (the in-process model, `engine`) or with every app a process of its own
+//! ([`processes`]). Both hosts serve the one run loop (`run_loop`: turns, launches, the
+//! foreground, activity, sampling) and its activity manager (`activity_manager`); a
+//! host says only how an app is started, told, observed and stopped. The policies are
+//! rows of one registry ([`REGISTRY`], in `policies`): a new policy is its own file plus
+//! one row there. [`budget`] holds the in-process model's shared budget.
+//!
+//! # Front door
+//! Other crates (the command line, the benches, the tests) reach the System through
+//! what this file lists, and nothing else; every other module is private.
+//! - The experiment, `marvin pressure` and its settings: [`experiment`] (itself a front
+//!   door: private parts and a curated list).
+//! - Running every policy of an experiment in either host: [`run`], [`Hosting`],
+//!   [`AllProgress`], [`SystemConfig`], [`PressurePolicy`] and the registry's
+//!   [`REGISTRY`], [`PolicySpec`], [`Handling`], [`PolicyHost`].
+//! - Results: [`Summary`], [`PolicySeries`], [`SeriesPoint`], [`write_data`],
+//!   [`write_figures`], [`write_outputs`], [`write_launch_outputs`], [`file_names`], and
+//!   the modules `marvin compare` reads and writes them with: [`summary`], [`series`],
+//!   [`record`].
+//! - The process mode's app side and its protocol, for `marvin app` and its tests:
+//!   [`processes`] (`app_process`, `launcher`, `protocol`, and the test hooks
+//!   `run::NO_LMK_ENV`, `reclaimer::PASS_DELAY_ENV`).
+//! - What the benches and the command line share with the experiment (until figures are
+//!   a layer of their own): [`figure_style`], [`plot`], [`plot_text`], the in-process
+//!   budget [`budget`], [`provenance`], output paths [`paths`], temporary directories
+//!   [`tempdirs`] and [`sweep_stale_temp_dirs`], and the run's [`guardian`].
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
 // error handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod activity;
-pub mod activity_manager;
+mod activity;
+mod activity_manager;
 pub mod budget;
-pub mod engine;
+mod engine;
 pub mod experiment;
-pub mod figure_font;
+mod figure_font;
 pub mod figure_style;
 pub mod guardian;
-pub mod launch;
-pub mod launch_plot;
-pub mod native_heap;
+mod hosting;
+mod launch;
+mod launch_plot;
+mod native_heap;
 pub mod paths;
-pub mod plan;
+mod plan;
 pub mod plot;
 pub mod plot_text;
+mod policies;
 pub mod processes;
 pub mod provenance;
-pub mod published;
+mod published;
 pub mod record;
-pub mod scale;
+mod run_loop;
+mod scale;
 pub mod series;
-pub mod spread;
+mod spread;
 pub mod summary;
 pub mod tempdirs;
-pub mod timeline;
-pub mod workloads;
+mod timeline;
+mod workloads;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_interpreter::exec::Loaded;
-use marvin_swap::policy::PolicyConfig;
-
+pub use hosting::{run, AllProgress, Hosting};
+pub use policies::Host as PolicyHost;
+pub use policies::{Handling, PolicySpec, PressurePolicy, REGISTRY};
 pub use series::{PolicySeries, SeriesPoint};
 pub use summary::Summary;
-
-/// How memory pressure is handled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PressurePolicy {
-    /// Android's low-memory killer.
-    Kill,
-    /// A model of a Linux swap file inside the runtime: page-granular, synchronous, on
-    /// demand (the in-process mode's swap baseline).
-    PageSwap,
-    /// Real Linux swap for the apps' cgroup (the process mode's swap baseline).
-    KernelSwap,
-    /// Marvin's ahead-of-time object swap.
-    Marvin,
-}
-
-impl PressurePolicy {
-    pub fn name(self) -> &'static str {
-        match self {
-            PressurePolicy::Kill => "kill",
-            PressurePolicy::PageSwap => "page-swap",
-            PressurePolicy::KernelSwap => "kernel-swap",
-            PressurePolicy::Marvin => "marvin",
-        }
-    }
-
-    /// How an app swaps under this policy (not at all when killed).
-    pub fn swap_mode(self) -> Option<marvin_app::SwapMode> {
-        match self {
-            // Kernel swap is the kernel's business: the app runs a plain heap.
-            PressurePolicy::Kill | PressurePolicy::KernelSwap => None,
-            PressurePolicy::PageSwap => Some(marvin_app::SwapMode::PageSwap),
-            PressurePolicy::Marvin => Some(marvin_app::SwapMode::Objects),
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<PressurePolicy, String> {
-        match s.trim() {
-            "kill" => Ok(PressurePolicy::Kill),
-            "page-swap" | "pageswap" => Ok(PressurePolicy::PageSwap),
-            "kernel-swap" => Ok(PressurePolicy::KernelSwap),
-            "marvin" => Ok(PressurePolicy::Marvin),
-            other => Err(format!(
-                "unknown policy '{other}' (expected kill, page-swap, kernel-swap or marvin)"
-            )),
-        }
-    }
-}
 
 /// The settings every policy of one experiment shares.
 #[derive(Clone, Debug)]
@@ -122,42 +99,6 @@ pub struct SystemConfig {
     /// The repetition's seed (`--seed` plus the repetition's number), for anything in
     /// the run that draws random numbers.
     pub seed: u64,
-}
-
-/// Runs every policy in turn; `progress` gets (policy, elapsed, alive, active, kills,
-/// accounted bytes) as each run goes.
-pub fn run(
-    cfg: &SystemConfig,
-    policies: &[PressurePolicy],
-    loaded: Arc<Loaded>,
-    policy: Arc<PolicyConfig>,
-    progress: &(dyn Fn(PressurePolicy, Duration, u32, u32, u64, u64) + Sync),
-) -> anyhow::Result<Vec<(Summary, PolicySeries)>> {
-    if let Some(p) = policies.iter().find(|p| **p == PressurePolicy::KernelSwap) {
-        anyhow::bail!(
-            "{} is real Linux swap and runs only in the process mode (--mode processes); \
-             the in-process model's swap baseline is page-swap",
-            p.name()
-        );
-    }
-    native_heap::limit_arenas();
-    let mut out = Vec::new();
-    for &p in policies {
-        let cb = |t: Duration, alive: u32, active: u32, kills: u64, bytes: u64| {
-            progress(p, t, alive, active, kills, bytes)
-        };
-        out.push(engine::run_policy(
-            cfg,
-            p,
-            loaded.clone(),
-            policy.clone(),
-            &cb,
-        )?);
-        if let Some(sig) = marvin_machine::signals::stop_requested() {
-            anyhow::bail!("stopped by signal {sig}");
-        }
-    }
-    Ok(out)
 }
 
 /// A policy run's own directory (swap files, reclaim tables, the kernel-swap swap

@@ -50,7 +50,8 @@ pub const PAPER_GC_MAX_FREE: usize = 8 << 20;
 pub const MODEL_TIME_SCALE: f64 = 0.1;
 pub const MODEL_LAUNCH_EVERY: Duration = Duration::from_millis(1400);
 pub const MODEL_DURATION: Duration = Duration::from_secs(50);
-/// The model's `--gc-max-free`.
+/// The model's `--gc-max-free` (what its tests derive the model's budget from).
+#[cfg(test)]
 pub const MODEL_GC_MAX_FREE: usize = 1 << 20;
 
 /// The bytes of arrays one app of the shipped workload holds: BUCKETS buckets of ARRAYS

@@ -40,6 +40,7 @@ impl Spread {
     }
 
     /// The interquartile range.
+    #[cfg(test)]
     pub fn iqr(&self) -> f64 {
         self.q3 - self.q1
     }

@@ -11,7 +11,10 @@ mod columns;
 mod driver;
 mod flags;
 mod guards;
+mod halt;
 mod mode;
+mod prepare;
+mod report;
 mod settings;
 mod sweep_plan;
 #[cfg(test)]

@@ -27,9 +27,9 @@ use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::protocol::{self, Command, Report};
-use marvin_machine::procstat::{self, SchedTimes};
 use marvin_runtime::cpuaccount::process_cpu_time_ns;
 use marvin_runtime::cpuclock::boottime_ns;
+use marvin_runtime::procfs::{self, SchedTimes};
 
 /// How often an app process gives its allocator's free memory back to the kernel: the
 /// cgroup charges every resident page, and the allocator keeps what stubs, registries
@@ -231,7 +231,7 @@ fn report_marks(app: &App, out: &Mutex<impl Write>) {
     if gc_major_faults > 0 {
         // Read after the collections' count, so the process's count (which holds every
         // collection's faults) is never behind it in one report.
-        if let Ok(all) = marvin_runtime::procfs::process_major_faults() {
+        if let Ok(all) = procfs::process_major_faults() {
             counters.insert("major_faults".into(), all);
         }
     }
@@ -269,13 +269,13 @@ fn looper_runqueue() -> Option<(u32, u64)> {
 
 /// Thread `tid` of this process's run-queue wait so far (schedstat).
 fn thread_runqueue_ns(tid: u32) -> Option<u64> {
-    procstat::thread_sched_times(std::process::id(), tid)
+    procfs::thread_sched_times(std::process::id(), tid)
         .ok()
         .map(|t| t.runqueue_ns)
 }
 
 fn own_sched_times() -> SchedTimes {
-    procstat::sched_times(std::process::id()).unwrap_or_default()
+    procfs::sched_times(std::process::id()).unwrap_or_default()
 }
 
 /// Reports a frame at once, with what came back since the app was told to come to the
@@ -287,7 +287,7 @@ fn report_frame(f: &Frames, told: &Mutex<Option<Told>>, out: &Mutex<impl Write>)
     let sched = since.map(|b| (b, own_sched_times()));
     let report = Report::Frame {
         at_ns: f.last_ns,
-        major_faults: procstat::major_faults(std::process::id()).unwrap_or(0),
+        major_faults: procfs::major_faults(std::process::id()).unwrap_or(0),
         restored_objects: d(f.io.restored_objects, |b| b.restored_objects),
         object_faults: d(f.io.object_faults, |b| b.object_faults),
         swap_read_bytes: d(f.io.bytes_read, |b| b.bytes_read),
