@@ -51,5 +51,5 @@ pub use foreground::{Frames, FOREGROUND_HANDLER, FRAME_MARK};
 pub use launch::Running;
 pub use memory::{SwapIo, SwapMode, Transition};
 pub use run::{run, run_until, Outcome};
-pub use stats::RunStats;
+pub use stats::{KindBytes, RunStats};
 pub use tracing::{AppTrace, TraceTarget};

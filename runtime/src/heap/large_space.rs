@@ -206,6 +206,13 @@ impl LargeSpace {
         d
     }
 
+    /// Each region's address and the bytes of it ever handed out (free runs inside
+    /// included): where the space's pages can be.
+    pub fn ranges(&self) -> Vec<(usize, usize)> {
+        let regions = self.regions.lock();
+        regions.iter().map(|r| (r.base(), r.top * PAGE)).collect()
+    }
+
     /// The current region directory (empty for anonymous regions).
     pub fn directory(&self) -> RegionDirectory {
         self.directory_of(&self.regions.lock())

@@ -238,6 +238,9 @@ fn report_marks(app: &App, out: &Mutex<impl Write>) {
         counters.insert("object_faults".into(), c.faults.load(Ordering::Relaxed));
         counters.insert("gc_faults".into(), c.gc_faults.load(Ordering::Relaxed));
     }
+    for (name, bytes) in marvin_app::KindBytes::of(app).counters() {
+        counters.insert(name.into(), bytes);
+    }
     let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks, counters });
 }
 
