@@ -399,6 +399,11 @@ impl Heap {
         self.small.ranges()
     }
 
+    /// Bytes of the small-object space's current chunk never handed out.
+    pub fn small_untouched_bytes(&self) -> usize {
+        self.small.untouched_bytes()
+    }
+
     pub fn large_space(&self) -> &LargeSpace {
         &self.large
     }

@@ -82,6 +82,13 @@ impl SmallSpace {
             .collect()
     }
 
+    /// Bytes of the current chunk never handed out (never touched: not resident, not
+    /// swapped).
+    pub fn untouched_bytes(&self) -> usize {
+        let inner = self.inner.lock();
+        inner.end - inner.bump
+    }
+
     /// The free generation (see `free_gen`).
     pub fn free_gen(&self) -> u64 {
         self.free_gen.load(Ordering::Relaxed)
