@@ -32,6 +32,7 @@ pub mod plot_text;
 pub mod processes;
 pub mod provenance;
 pub mod published;
+pub mod reach;
 pub mod record;
 pub mod scale;
 pub mod series;

@@ -5,13 +5,15 @@
 //! [`app_process`] the child side (`marvin app`), [`launcher`] the System's handle on
 //! one child, and [`run`] one policy's run: the activity manager, the low-memory
 //! killer, Marvin's reclaimer and the sampler; [`trace`] its Perfetto trace with every
-//! app process's own. The machine-side pieces (the cgroup,
+//! app process's own; [`native_out`] Marvin's reach into a background app's native
+//! buffers (paged out to the kernel's swap). The machine-side pieces (the cgroup,
 //! swap, the killer's mechanism, per-process counters) are in [`marvin_machine`].
 
 pub mod app_process;
 pub mod death;
 pub mod kill_hold;
 pub mod launcher;
+pub mod native_out;
 pub mod protocol;
 pub mod reclaimer;
 pub mod run;

@@ -175,14 +175,20 @@ pub fn run_policy(
 ) -> anyhow::Result<(Summary, PolicySeries)> {
     let sys = &cfg.system;
     let run_dir = crate::policy_dir(sys.swap_dir.as_deref(), pressure, "marvin-processes-")?;
+    // Marvin has the device too, for background apps' native buffers the System pages
+    // out (`native_out`); its group stays at swappiness 0, so nothing else swaps.
     let swap = match (pressure, cfg.swap_device) {
-        (PressurePolicy::KernelSwap, swapdev::Kind::File) => SwapChoice::File {
-            dir: run_dir.path().to_path_buf(),
-            bytes: cfg.swap_bytes,
-        },
-        (PressurePolicy::KernelSwap, swapdev::Kind::Zram) => SwapChoice::Zram {
-            bytes: cfg.swap_bytes,
-        },
+        (PressurePolicy::KernelSwap | PressurePolicy::Marvin, swapdev::Kind::File) => {
+            SwapChoice::File {
+                dir: run_dir.path().to_path_buf(),
+                bytes: cfg.swap_bytes,
+            }
+        }
+        (PressurePolicy::KernelSwap | PressurePolicy::Marvin, swapdev::Kind::Zram) => {
+            SwapChoice::Zram {
+                bytes: cfg.swap_bytes,
+            }
+        }
         _ => SwapChoice::None,
     };
     // Only kernel-swap swaps: the other policies' groups are kept off any swap the
@@ -338,6 +344,7 @@ pub fn run_policy(
     app_events.extend(timeline::from_records(&ended.apps));
     summary.app_events = app_events;
     summary.apps = ended.apps;
+    summary.reach = crate::reach::RunReach::of(&summary.policy, &summary.apps);
     summary.crashed_apps = ended.crashed.len() as u64;
     summary.crashes = ended.crashed;
     summary.oom_killed_apps = ended.oom_killed;
@@ -1258,6 +1265,7 @@ impl Ended {
             major_faults,
             gc_major_faults: seen.counter("gc_major_faults"),
             object_faults: seen.counter("object_faults"),
+            reach: crate::reach::AppReach::from_counters(|n| seen.counter(n)),
         });
         self.failed_verifications += seen.mark("verify_failed");
         self.verified_arrays += seen.mark("verified");
