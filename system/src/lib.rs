@@ -33,6 +33,7 @@ pub mod processes;
 pub mod provenance;
 pub mod published;
 pub mod reach;
+pub mod reach_plot;
 pub mod record;
 pub mod scale;
 pub mod series;
@@ -281,7 +282,8 @@ pub fn write_data(
 }
 
 /// Draws every figure of a set of runs into `dir`: `active_apps`, `resident` (with their
-/// caption sidecars) and `launch_cdf`, as SVG and PNG; returns the files.
+/// caption sidecars), `launch_cdf` and, in the process mode, `reach`, as SVG and PNG;
+/// returns the files.
 pub fn write_figures(
     dir: &std::path::Path,
     summaries: &[Summary],
@@ -294,6 +296,7 @@ pub fn write_figures(
     let mut files =
         plot::write_plots_published(dir, series, budget, counted, caption, published)?.files;
     files.extend(launch_plot::write_cdf(dir, &launches_per_run(summaries))?);
+    files.extend(reach_plot::write(dir, summaries)?);
     Ok(files)
 }
 
