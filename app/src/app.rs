@@ -16,6 +16,7 @@ use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
 use marvin_runtime::fasttrack::FastTracker;
 use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::Monitors;
+use marvin_runtime::native::NativeBuffers;
 use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::{names, Tracer};
 use parking_lot::{Condvar, Mutex};
@@ -51,6 +52,8 @@ pub struct App {
     pub(crate) heap: Heap,
     pub(crate) safepoints: Arc<Safepoints>,
     pub(crate) monitors: Monitors,
+    /// Buffers the program holds outside the heap (`nalloc`); unmapped with the app.
+    pub(crate) native: NativeBuffers,
     pub(crate) barriers: bool,
     pub(crate) stack_slots: usize,
     pub(crate) max_frames: usize,
@@ -116,6 +119,7 @@ impl App {
             loaded,
             safepoints: Safepoints::new(),
             monitors: Monitors::with_fast_track(tracker),
+            native: NativeBuffers::new(),
             barriers: cfg.barriers,
             stack_slots: cfg.stack_slots,
             max_frames: cfg.max_frames,

@@ -8,6 +8,7 @@ use std::time::Instant;
 use marvin_interpreter::exec::{AppBinding, Fault, Loaded, Post};
 use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::{Holder, Monitors};
+use marvin_runtime::native::NativeBuffers;
 use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::names::CodeLocation;
 
@@ -33,6 +34,11 @@ impl AppBinding for App {
     #[inline]
     fn monitors(&self) -> &Monitors {
         &self.monitors
+    }
+
+    #[inline]
+    fn native(&self) -> &NativeBuffers {
+        &self.native
     }
 
     #[inline]

@@ -17,7 +17,8 @@
 //! - [`memory`]: swapping and the memory transitions (background, save, reclaim,
 //!   foreground) and the heap task;
 //! - [`lifecycle`]: scripted transitions (`--lifecycle bg@2s,...`);
-//! - [`stats`]: what `--stats` reports; [`tracing`]: the app's part of a Perfetto trace;
+//! - [`stats`]: what `--stats` reports; [`reach`]: where each kind of its memory is
+//!   (resident, reclaimed, swapped); [`tracing`]: the app's part of a Perfetto trace;
 //! - [`run`]: runs a program as one app to its end;
 //! - [`error`]: why an app operation failed ([`AppError`]).
 
@@ -37,6 +38,7 @@ pub mod lifecycle;
 pub mod memory;
 pub mod messages;
 mod pin;
+pub mod reach;
 pub mod run;
 pub mod stats;
 mod swapping;
@@ -51,5 +53,5 @@ pub use foreground::{Frames, FOREGROUND_HANDLER, FRAME_MARK};
 pub use launch::Running;
 pub use memory::{SwapIo, SwapMode, Transition};
 pub use run::{run, run_until, Outcome};
-pub use stats::RunStats;
+pub use stats::{KindBytes, RunStats};
 pub use tracing::{AppTrace, TraceTarget};

@@ -28,11 +28,59 @@ pub struct RunStats {
     pub objects_freed: u64,
     pub working_set_read_bytes: u64,
     pub working_set_written_bytes: u64,
+    /// The heap's bytes by kind: small objects (under 2 KiB), large objects (whole pages)
+    /// and native buffers (`nalloc`), each allocated and freed so far.
+    pub kinds: KindBytes,
     /// `mark` counts by name.
     pub marks: BTreeMap<String, u64>,
     /// Swap activity, when swapping was on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap: Option<SwapStats>,
+}
+
+/// An app's bytes by kind, allocated and freed so far (live = allocated - freed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KindBytes {
+    pub small_allocated: u64,
+    pub small_freed: u64,
+    pub large_allocated: u64,
+    pub large_freed: u64,
+    pub native_allocated: u64,
+    pub native_freed: u64,
+    /// Native buffers alive now.
+    pub native_buffers: u64,
+}
+
+impl KindBytes {
+    /// `app`'s figures now.
+    pub fn of(app: &App) -> KindBytes {
+        let c = &app.heap.counters;
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let (all, freed) = (l(&c.bytes_allocated), l(&c.bytes_freed));
+        let (large, large_freed) = (l(&c.large_allocated), l(&c.large_freed));
+        let n = app.native.stats();
+        KindBytes {
+            small_allocated: all.saturating_sub(large),
+            small_freed: freed.saturating_sub(large_freed),
+            large_allocated: large,
+            large_freed,
+            native_allocated: n.allocated_bytes,
+            native_freed: n.freed_bytes,
+            native_buffers: n.buffers,
+        }
+    }
+
+    /// The named counters an app process reports to the System (`*_bytes`).
+    pub fn counters(&self) -> [(&'static str, u64); 6] {
+        [
+            ("small_allocated_bytes", self.small_allocated),
+            ("small_freed_bytes", self.small_freed),
+            ("large_allocated_bytes", self.large_allocated),
+            ("large_freed_bytes", self.large_freed),
+            ("native_allocated_bytes", self.native_allocated),
+            ("native_freed_bytes", self.native_freed),
+        ]
+    }
 }
 
 /// What the swap side of an app did.
@@ -93,6 +141,7 @@ impl RunStats {
             objects_freed: c.objects_freed.load(Ordering::Relaxed),
             working_set_read_bytes: gc.last_working_set.read_bytes,
             working_set_written_bytes: gc.last_working_set.written_bytes,
+            kinds: KindBytes::of(app),
             marks: app.mark_counts(),
             swap: app.swap().map(|sw| {
                 let c = &sw.counters;
@@ -157,6 +206,18 @@ impl RunStats {
             format!(
                 "{} bytes read, {} bytes written (last four rounds)",
                 self.working_set_read_bytes, self.working_set_written_bytes
+            ),
+        );
+        let k = &self.kinds;
+        let kind = |a: u64, f: u64| format!("{a} bytes allocated, {f} freed");
+        line("small objects", kind(k.small_allocated, k.small_freed));
+        line("large objects", kind(k.large_allocated, k.large_freed));
+        line(
+            "native buffers",
+            format!(
+                "{}; {} alive",
+                kind(k.native_allocated, k.native_freed),
+                k.native_buffers
             ),
         );
         for (name, n) in &self.marks {

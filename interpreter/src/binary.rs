@@ -279,6 +279,11 @@ impl Writer {
             I::Gc => (58, &|_| {}),
             I::Assert => (59, &|_| {}),
             I::Halt => (60, &|_| {}),
+            I::NAlloc => (61, &|_| {}),
+            I::NFree => (62, &|_| {}),
+            I::NLoad => (63, &|_| {}),
+            I::NStore => (64, &|_| {}),
+            I::NCheck => (65, &|_| {}),
         };
         self.byte(op);
         rest(self);
@@ -520,6 +525,11 @@ impl Reader<'_> {
             58 => I::Gc,
             59 => I::Assert,
             60 => I::Halt,
+            61 => I::NAlloc,
+            62 => I::NFree,
+            63 => I::NLoad,
+            64 => I::NStore,
+            65 => I::NCheck,
             _ => return Err(self.corrupt("unknown opcode")),
         })
     }
@@ -603,6 +613,11 @@ mod tests {
             I::Gc,
             I::Assert,
             I::Halt,
+            I::NAlloc,
+            I::NFree,
+            I::NLoad,
+            I::NStore,
+            I::NCheck,
         ]
     }
 

@@ -108,6 +108,16 @@ pub enum Instr {
     Gc,
     Assert,
     Halt,
+    /// `nalloc`: `int(bytes) int(seed) -> int(handle)`, a native buffer outside the heap.
+    NAlloc,
+    /// `nfree`: `int(handle) ->`.
+    NFree,
+    /// `nload`: `int(handle) int(index) -> int`.
+    NLoad,
+    /// `nstore`: `int(handle) int(index) int(value) ->`.
+    NStore,
+    /// `ncheck`: `int(handle) int(seed) -> int`, bytes that differ from the seed's fill.
+    NCheck,
 }
 
 /// A field of a class: slot `i` of an instance holds field `i`.

@@ -89,6 +89,11 @@ pub(crate) fn lookup(name: &str) -> Option<OpKind> {
         "gc" => Plain(I::Gc),
         "assert" => Plain(I::Assert),
         "halt" => Plain(I::Halt),
+        "nalloc" => Plain(I::NAlloc),
+        "nfree" => Plain(I::NFree),
+        "nload" => Plain(I::NLoad),
+        "nstore" => Plain(I::NStore),
+        "ncheck" => Plain(I::NCheck),
         _ => return None,
     })
 }
@@ -157,6 +162,11 @@ pub(crate) fn name(instr: &Instr) -> &'static str {
         I::Gc => "gc",
         I::Assert => "assert",
         I::Halt => "halt",
+        I::NAlloc => "nalloc",
+        I::NFree => "nfree",
+        I::NLoad => "nload",
+        I::NStore => "nstore",
+        I::NCheck => "ncheck",
     }
 }
 
@@ -233,6 +243,11 @@ mod tests {
             "gc",
             "assert",
             "halt",
+            "nalloc",
+            "nfree",
+            "nload",
+            "nstore",
+            "ncheck",
         ];
         for n in names {
             match lookup(n) {

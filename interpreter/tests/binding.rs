@@ -9,6 +9,7 @@ use std::time::Instant;
 use marvin_interpreter::exec::{AppBinding, Fault, Loaded, Post, PostAt, Thread, Trap};
 use marvin_runtime::heap::{Heap, HeapConfig};
 use marvin_runtime::monitor::{Holder, Monitors};
+use marvin_runtime::native::NativeBuffers;
 use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::names::CodeLocation;
 
@@ -29,6 +30,7 @@ struct Recorder {
     heap: Heap,
     safepoints: Arc<Safepoints>,
     monitors: Monitors,
+    native: NativeBuffers,
     asked: Mutex<Vec<Asked>>,
     /// Whether posts fail as after `quit`.
     quitted: bool,
@@ -46,6 +48,9 @@ impl AppBinding for Recorder {
     }
     fn monitors(&self) -> &Monitors {
         &self.monitors
+    }
+    fn native(&self) -> &NativeBuffers {
+        &self.native
     }
     fn barriers(&self) -> bool {
         true
@@ -150,6 +155,7 @@ fn recorder(quitted: bool) -> Arc<Recorder> {
         heap: Heap::new(HeapConfig::default()).expect("heap"),
         safepoints: Safepoints::new(),
         monitors: Monitors::new(),
+        native: NativeBuffers::new(),
         asked: Mutex::new(Vec::new()),
         quitted,
     })

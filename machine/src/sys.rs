@@ -6,7 +6,8 @@
 //! another thread's ([`set_thread_fifo`], the UI thread of the app in front) with its
 //! block I/O class ([`set_thread_io_class`]), dropping a file's clean pages from the page
 //! cache ([`drop_file_cache`], room ahead of a launch), locking the System's memory
-//! ([`lock_memory`]), and a file system's free room ([`fs_room`], checked before a run).
+//! ([`lock_memory`]), a file system's free room ([`fs_room`], checked before a run), and
+//! handing another process's pages to the kernel's swap ([`page_out`]).
 //! Nothing else in `marvin-machine` uses `unsafe`.
 
 use std::ffi::CString;
@@ -107,6 +108,45 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
         cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0 as libc::c_uint) })?;
     // SAFETY: the kernel returned a fresh descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// `MADV_PAGEOUT` (Linux 5.4; not in every libc crate's list).
+const MADV_PAGEOUT: libc::c_int = 21;
+/// The most ranges one `process_madvise` call takes (`UIO_MAXIOV`).
+const IOV_MAX: usize = 1024;
+
+/// Asks the kernel to page out the memory of the process behind `pidfd` in `ranges`
+/// (address, length): `process_madvise(MADV_PAGEOUT)` (Linux 5.10; the caller needs
+/// `CAP_SYS_NICE` and ptrace read access), as Android's cached-app compaction does.
+/// Anonymous pages go to swap when there is a swap device, and stay otherwise. The
+/// other process may have unmapped a range meanwhile: the kernel then stops at it, and
+/// what it advised is returned (bytes).
+pub fn page_out(pidfd: BorrowedFd<'_>, ranges: &[(u64, u64)]) -> io::Result<u64> {
+    let mut advised = 0u64;
+    for chunk in ranges.chunks(IOV_MAX) {
+        let iov: Vec<libc::iovec> = chunk
+            .iter()
+            .map(|&(addr, len)| libc::iovec {
+                iov_base: addr as usize as *mut libc::c_void,
+                iov_len: len as usize,
+            })
+            .collect();
+        // SAFETY: the iovecs name memory of the other process, which the kernel checks
+        // and never dereferences in ours; `iov` is live for the call and `iov.len()` is
+        // its length (at most UIO_MAXIOV); the fd is borrowed for the call; flags are 0.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                pidfd.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len(),
+                MADV_PAGEOUT,
+                0 as libc::c_uint,
+            )
+        };
+        advised += cvt(rc)? as u64;
+    }
+    Ok(advised)
 }
 
 /// Sends `sig` to the process behind `pidfd` (`pidfd_send_signal(2)`, Linux 5.1).

@@ -4,8 +4,9 @@
 //! ([`heap`]), the one access barrier ([`barrier`]), object monitors ([`monitor`]) and
 //! fast-tracked lock holders ([`fasttrack`]), safepoints ([`safepoint`]), the reclaim
 //! table shared with the reclaimer ([`reclaim_table`]), memory another process can
-//! reclaim ([`memfd`]), thread CPU clocks ([`cpuclock`]), CPU accounting of the runtime's
-//! own work ([`cpuaccount`]), the run's identity in its shared files ([`run_identity`]), the swap folder whose files are never
+//! reclaim ([`memfd`]), buffers outside the heap ([`native`]), thread CPU clocks
+//! ([`cpuclock`]), CPU accounting of the runtime's own work ([`cpuaccount`]), the run's
+//! identity in its shared files ([`run_identity`]), the swap folder whose files are never
 //! made through a link ([`swap_folder`]), trace events ([`trace`]) and the one duration syntax of
 //! flags, policy files and lifecycle scripts ([`duration`]).
 //! Nothing here knows about the collector, the swap file or MASM: where it needs them it
@@ -30,6 +31,7 @@ pub mod header;
 pub mod heap;
 pub mod memfd;
 pub mod monitor;
+pub mod native;
 pub mod object;
 pub mod procfs;
 pub mod reclaim_table;

@@ -262,7 +262,7 @@ pub fn sched_times(pid: u32) -> io::Result<SchedTimes> {
     Ok(sum)
 }
 
-fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {

@@ -775,6 +775,10 @@ impl Heap {
         // resident part of it), before it is booked.
         self.absorb_runtime_growth((bytes - out_freed) as usize);
         self.account_freed(dead.len() as u64, bytes as usize);
+        // Every stubbed object is a large one.
+        self.counters
+            .large_freed
+            .fetch_add(bytes, Ordering::Relaxed);
         // Only now that the heap no longer counts them: resident bytes (in use less
         // out) never read higher than they are while the stubs go.
         space.out_bytes.fetch_sub(out_freed, Ordering::Relaxed);

@@ -56,6 +56,8 @@ mod policies;
 pub mod processes;
 pub mod provenance;
 mod published;
+mod reach;
+mod reach_plot;
 pub mod record;
 mod run_loop;
 mod scale;
@@ -223,7 +225,8 @@ pub fn write_data(
 }
 
 /// Draws every figure of a set of runs into `dir`: `active_apps`, `resident` (with their
-/// caption sidecars) and `launch_cdf`, as SVG and PNG; returns the files.
+/// caption sidecars), `launch_cdf` and, in the process mode, `reach`, as SVG and PNG;
+/// returns the files.
 pub fn write_figures(
     dir: &std::path::Path,
     summaries: &[Summary],
@@ -236,6 +239,7 @@ pub fn write_figures(
     let mut files =
         plot::write_plots_published(dir, series, budget, counted, caption, published)?.files;
     files.extend(launch_plot::write_cdf(dir, &launches_per_run(summaries))?);
+    files.extend(reach_plot::write(dir, summaries)?);
     Ok(files)
 }
 

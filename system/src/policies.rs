@@ -148,6 +148,13 @@ impl PressurePolicy {
         self.handling() == Handling::ReclaimObjects
     }
 
+    /// Whether its process-mode run gets a swap device: kernel swap's, and Marvin's for
+    /// the background apps' native buffers the System pages out (`native_out`); Marvin's
+    /// group stays at swappiness 0, so nothing else of it swaps.
+    pub fn wants_swap_device(self) -> bool {
+        self.kernel_swap() || self.swaps_objects()
+    }
+
     /// Whether it runs on the kernel's swap.
     pub fn kernel_swap(self) -> bool {
         self.handling() == Handling::KernelSwap

@@ -4,7 +4,10 @@
 //! at its full size, 30 apps, a limit that holds about ten of them, a swap device that
 //! holds what kernel swap must page out, and launches spaced for apps ten times the
 //! model's. Every setting is derived here from the workload's app size, each with its
-//! reason; a flag given beside `--scale` wins over the scale's choice for its setting.
+//! reason. A workload declares its size one of two ways: the bucket workloads by their
+//! `BUCKETS`, `ARRAYS` and `ARRAY_BYTES` constants (the paper's size is `ARRAYS=2560`), any
+//! other by `APP_BYTES` (its bytes at `SCALE=1`) and `SCALE` (a multiplier its program
+//! applies to every count; the paper's size is `SCALE=10`); a flag given beside `--scale` wins over the scale's choice for its setting.
 
 use std::time::Duration;
 
@@ -33,6 +36,9 @@ impl ScaleArg {
 pub const PAPER_ARRAYS: i64 = 2560;
 /// The model's bucket (`-D ARRAYS=256`, set by the default run).
 pub const MODEL_ARRAYS: i64 = 256;
+/// The paper's `SCALE` for a workload that declares its size with `APP_BYTES` and `SCALE`:
+/// ten times its model app (about 24 MB), as the published bucket is ten times the model's.
+pub const PAPER_SCALE: i64 = 10;
 /// The published experiment's apps.
 pub const PAPER_APPS: usize = 30;
 /// Apps the published phone held under the killer: the limit holds this many.
@@ -54,11 +60,20 @@ pub const MODEL_DURATION: Duration = Duration::from_secs(50);
 #[cfg(test)]
 pub const MODEL_GC_MAX_FREE: usize = 1 << 20;
 
-/// The bytes of arrays one app of the shipped workload holds: BUCKETS buckets of ARRAYS
-/// arrays of ARRAY_BYTES bytes, with MIXED=1 the even buckets BIG_COUNT arrays of
-/// BIG_BYTES instead. `None` for a workload without these constants.
+/// The bytes one app of the workload holds: for the bucket workloads, BUCKETS buckets of
+/// ARRAYS arrays of ARRAY_BYTES bytes, with MIXED=1 the even buckets BIG_COUNT arrays of
+/// BIG_BYTES instead; for a workload that declares `APP_BYTES` (its size at `SCALE=1`),
+/// `APP_BYTES` x `SCALE`. `None` for a workload with neither.
 pub fn app_bytes(value: impl Fn(&str) -> Option<i64>) -> Option<u64> {
     let get = |n: &str| value(n).and_then(|v| u64::try_from(v).ok());
+    if value("ARRAYS").is_none() {
+        let declared = get("APP_BYTES")?;
+        let scale = match value("SCALE") {
+            None => 1,
+            Some(v) => u64::try_from(v).ok()?,
+        };
+        return declared.checked_mul(scale);
+    }
     let (buckets, arrays, bytes) = (get("BUCKETS")?, get("ARRAYS")?, get("ARRAY_BYTES")?);
     let small = arrays * bytes;
     if value("MIXED").unwrap_or(0) != 0 {
@@ -147,8 +162,8 @@ impl Choice {
 /// The settings the paper scale needs before the workload's app size is known.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Early {
-    /// `-D ARRAYS=2560` unless a `-D ARRAYS` was given.
-    pub arrays: Option<i64>,
+    /// The workload's size define (`-D ARRAYS=2560`, or `-D SCALE=10`) unless one was given.
+    pub size: Option<i64>,
     pub apps: Option<usize>,
     pub gc_max_free: Option<usize>,
 }
@@ -165,9 +180,9 @@ pub struct Late {
 
 /// What `given` (the flags on the command line, by id) leaves to the scale, before the
 /// app size is known.
-pub fn early(given: &dyn Fn(&str) -> bool, arrays_given: bool) -> Early {
+pub fn early(given: &dyn Fn(&str) -> bool, size_given: bool, paper_size: i64) -> Early {
     Early {
-        arrays: (!arrays_given).then_some(PAPER_ARRAYS),
+        size: (!size_given).then_some(paper_size),
         apps: (!given("apps")).then_some(PAPER_APPS),
         gc_max_free: (!given("gc_max_free")).then_some(PAPER_GC_MAX_FREE),
     }
@@ -235,8 +250,8 @@ mod tests {
         assert_eq!(every, Duration::from_secs(14));
         assert_eq!(duration, Duration::from_secs(500));
         let none = |_: &str| false;
-        let e = early(&none, false);
-        assert_eq!(e.arrays, Some(2560));
+        let e = early(&none, false, PAPER_ARRAYS);
+        assert_eq!(e.size, Some(2560));
         assert_eq!(e.apps, Some(30));
         assert_eq!(e.gc_max_free, Some(8 << 20));
         let l = late(&none, app, 30, PAPER_GC_MAX_FREE, None);
@@ -274,10 +289,27 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_that_declares_its_size_scales_by_its_multiplier() {
+        let app = |scale: i64| {
+            app_bytes(move |n| match n {
+                "APP_BYTES" => Some(23_900_000),
+                "SCALE" => Some(scale),
+                _ => None,
+            })
+        };
+        assert_eq!(app(1), Some(23_900_000));
+        assert_eq!(app(PAPER_SCALE), Some(239_000_000));
+        assert_eq!(app(-1), None);
+        // The paper's app is about ten times the model's, as the published bucket is.
+        let ratio = app(PAPER_SCALE).unwrap() as f64 / model_app_bytes() as f64;
+        assert!((9.0..12.0).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
     fn given_flags_leave_their_setting_alone() {
         let all = |_: &str| true;
-        let e = early(&all, true);
-        assert_eq!((e.arrays, e.apps, e.gc_max_free), (None, None, None));
+        let e = early(&all, true, PAPER_ARRAYS);
+        assert_eq!((e.size, e.apps, e.gc_max_free), (None, None, None));
         let l = late(&all, paper_app(), 30, PAPER_GC_MAX_FREE, Some(1 << 30));
         assert_eq!(
             (

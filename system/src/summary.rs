@@ -45,6 +45,8 @@ pub struct AppRecord {
     pub gc_major_faults: u64,
     /// Objects it faulted back in from its swap file (marvin).
     pub object_faults: u64,
+    /// Its memory by kind at its last report (`crate::reach`).
+    pub reach: crate::reach::AppReach,
 }
 
 /// One policy's results.
@@ -114,6 +116,9 @@ pub struct Summary {
     pub max_over_budget_bytes: u64,
     /// `processes` (the kernel enforced the limit) or `in-process` (the model).
     pub mode: String,
+    /// Process mode: the apps' memory by kind at the end, and what the policy can reach
+    /// (`crate::reach`).
+    pub reach: crate::reach::RunReach,
     /// Process mode: the cgroup's hard limit (the budget), and the most it ever
     /// charged (`memory.max_usage_in_bytes` on v1, `memory.peak` on v2).
     pub limit_bytes: u64,
@@ -434,6 +439,7 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
                 Ms,
             ),
         ]);
+        rows.extend(crate::reach::rows().into_iter().map(|(n, c)| (n, c, MiB)));
     }
     rows
 }

@@ -1,6 +1,8 @@
 //! The workloads shipped with marvin, embedded in the binary so `marvin pressure` runs
 //! from any directory (`--workload builtin:NAME`, the default `builtin:buckets`), and
-//! how a `--workload` argument names its source.
+//! how a `--workload` argument names its source. `buckets` and `mixed` are the paper's
+//! array heaps; `app`, `feed` and `media` are shaped like real apps (one program, three
+//! sets of constants: `docs/experiments.md`, "App-shaped workloads").
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +13,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../examples/workloads/buckets.masm"),
     ),
     ("mixed", include_str!("../../examples/workloads/mixed.masm")),
+    ("app", include_str!("../../examples/workloads/app.masm")),
+    ("feed", include_str!("../../examples/workloads/feed.masm")),
+    ("media", include_str!("../../examples/workloads/media.masm")),
 ];
 
 /// The prefix that names an embedded workload.
@@ -85,6 +90,22 @@ mod tests {
                 .join("../examples/workloads")
                 .join(format!("{name}.masm"));
             assert_eq!(std::fs::read(file).unwrap(), text.as_bytes());
+        }
+    }
+
+    #[test]
+    fn the_app_shapes_are_one_program_with_other_constants() {
+        let text = |name: &str| {
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| *t)
+                .unwrap()
+        };
+        // Past the header (comments and constants) every line is app.masm's.
+        let program = |t: &'static str| &t[t.find(".class State").unwrap()..];
+        for shape in ["feed", "media"] {
+            assert_eq!(program(text(shape)), program(text("app")), "{shape}");
         }
     }
 

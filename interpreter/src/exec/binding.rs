@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use marvin_runtime::heap::Heap;
 use marvin_runtime::monitor::{Holder, Monitors};
+use marvin_runtime::native::NativeBuffers;
 use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::names::CodeLocation;
 
@@ -60,6 +61,9 @@ pub trait AppBinding: Send + Sync + Sized + 'static {
     fn safepoints(&self) -> &Arc<Safepoints>;
     /// The app's object monitors.
     fn monitors(&self) -> &Monitors;
+    /// The app's buffers outside the heap (`nalloc` and the other native-memory
+    /// instructions).
+    fn native(&self) -> &NativeBuffers;
     /// Access barriers on (the normal runtime) or off (for measuring their cost).
     fn barriers(&self) -> bool;
     /// Value-stack slots per thread.

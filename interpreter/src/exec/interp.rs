@@ -393,6 +393,8 @@ impl<A: AppBinding> Thread<A> {
                 Op::Gc => cx.gc(),
                 Op::Assert => cx.assert()?,
                 Op::Halt => return Err(Trap::Halt(cx.pop() as i64)),
+                // Native memory (`ops::native`).
+                Op::NAlloc | Op::NFree | Op::NLoad | Op::NStore | Op::NCheck => cx.native(op)?,
             }
         }
     }

@@ -117,6 +117,11 @@ pub enum Op {
     Gc,
     Assert,
     Halt,
+    NAlloc,
+    NFree,
+    NLoad,
+    NStore,
+    NCheck,
     // Superinstructions (see [`super::fuse`]); each stands for the run in its doc.
     // Calls and returns: a call ends its run (the frame stands at the `call`), a return
     // ends its method.
@@ -594,6 +599,11 @@ pub fn translate(p: &Program, layouts: &[ClassLayout], ins: Instr) -> Op {
         Instr::Gc => Op::Gc,
         Instr::Assert => Op::Assert,
         Instr::Halt => Op::Halt,
+        Instr::NAlloc => Op::NAlloc,
+        Instr::NFree => Op::NFree,
+        Instr::NLoad => Op::NLoad,
+        Instr::NStore => Op::NStore,
+        Instr::NCheck => Op::NCheck,
     }
 }
 

@@ -72,7 +72,9 @@ fn pops(p: &Program, instr: &Instr) -> usize {
         I::Store(_) | I::Pop | I::Dup | I::Neg | I::Jz(_) | I::Jnz(_) | I::Jnull(_) => 1,
         I::Jnonnull(_) | I::Ret | I::GetField(_) | I::NewArray(_) | I::ALen => 1,
         I::MonitorEnter | I::MonitorExit | I::Remove(_) | I::Has(_) | I::Spawn(_) => 1,
-        I::Sleep | I::Print | I::PrintC | I::Assert | I::Halt => 1,
+        I::Sleep | I::Print | I::PrintC | I::Assert | I::Halt | I::NFree => 1,
+        I::NAlloc | I::NLoad | I::NCheck => 2,
+        I::NStore => 3,
         I::Swap | I::Add | I::Sub | I::Mul | I::Div | I::Rem | I::And | I::Or | I::Xor => 2,
         I::Shl | I::Shr | I::Lt | I::Le | I::Gt | I::Ge | I::Eq | I::Ne | I::RefEq => 2,
         I::PutField(_) | I::ALoad(_) | I::Xadd(_) | I::SendFront(_) => 2,
@@ -417,8 +419,13 @@ impl Cx<'_, '_> {
                 let arg = pop(stack);
                 self.pass(arg, target, 0, line, "spawn");
             }
-            I::Sleep | I::Print | I::PrintC | I::Assert => {
+            I::Sleep | I::Print | I::PrintC | I::Assert | I::NFree => {
                 self.operands(stack, 1, INT, line, instr)
+            }
+            I::NStore => self.operands(stack, 3, INT, line, instr),
+            I::NAlloc | I::NLoad | I::NCheck => {
+                self.operands(stack, 2, INT, line, instr);
+                stack.push(INT);
             }
             I::Quit | I::PrintS(_) | I::Mark(_) | I::Gc => {}
         }

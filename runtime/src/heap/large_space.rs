@@ -214,6 +214,25 @@ impl LargeSpace {
         d
     }
 
+    /// Each region's address and the bytes of it ever handed out (free runs inside
+    /// included): where the space's pages can be.
+    pub fn ranges(&self) -> Vec<(usize, usize)> {
+        let regions = self.regions.lock();
+        regions.iter().map(|r| (r.base(), r.top * PAGE)).collect()
+    }
+
+    /// Bytes of the free runs inside the handed-out part of the regions: [`ranges`]
+    /// less these are the pages of live (or stubbed) objects.
+    ///
+    /// [`ranges`]: LargeSpace::ranges
+    pub fn free_bytes(&self) -> usize {
+        let regions = self.regions.lock();
+        regions
+            .iter()
+            .map(|r| r.free.values().sum::<usize>() * PAGE)
+            .sum()
+    }
+
     /// The current region directory (empty for anonymous regions).
     pub fn directory(&self) -> RegionDirectory {
         self.directory_of(&self.regions.lock())

@@ -93,6 +93,10 @@ pub struct HeapCounters {
     /// Bytes of live objects (header included; large objects count whole pages).
     pub in_use: AtomicUsize,
     pub peak_in_use: AtomicUsize,
+    /// Bytes of large objects (at least [`LARGE_OBJECT_BYTES`], whole pages) ever
+    /// allocated, and freed: the large part of `bytes_allocated` and `bytes_freed`.
+    pub large_allocated: AtomicU64,
+    pub large_freed: AtomicU64,
     /// Bytes allocated since the last collection.
     pub since_gc: AtomicUsize,
 }
@@ -390,6 +394,16 @@ impl Heap {
         &self.table
     }
 
+    /// Where the small-object space's pages are: each chunk's address and length.
+    pub fn small_ranges(&self) -> Vec<(usize, usize)> {
+        self.small.ranges()
+    }
+
+    /// Bytes of the small-object space's current chunk never handed out.
+    pub fn small_untouched_bytes(&self) -> usize {
+        self.small.untouched_bytes()
+    }
+
     pub fn large_space(&self) -> &LargeSpace {
         &self.large
     }
@@ -484,6 +498,9 @@ impl Heap {
         c.allocations.fetch_add(1, Ordering::Relaxed);
         c.bytes_allocated.fetch_add(size as u64, Ordering::Relaxed);
         c.since_gc.fetch_add(size, Ordering::Relaxed);
+        if raw >= LARGE_OBJECT_BYTES {
+            c.large_allocated.fetch_add(size as u64, Ordering::Relaxed);
+        }
         c.raise_peak(c.in_use.fetch_add(size, Ordering::Relaxed) + size);
         Ok(h)
     }
@@ -642,6 +659,7 @@ impl Heap {
         let mut runs = Vec::new();
         let mut small = Vec::new();
         let mut bytes = 0usize;
+        let mut large = 0usize;
         for &h in dead {
             let e = self.table.entry(h).load(Ordering::Acquire);
             if e == 0 || e & ENTRY_STUB != 0 {
@@ -653,6 +671,7 @@ impl Heap {
             if raw >= LARGE_OBJECT_BYTES {
                 runs.push((e as usize, raw));
                 bytes += large_space::page_round(raw);
+                large += large_space::page_round(raw);
             } else {
                 let size = small_space::block_size(raw);
                 bytes += size;
@@ -666,6 +685,9 @@ impl Heap {
         // is booked.
         self.absorb_runtime_growth(bytes);
         self.account_freed(dead.len() as u64, bytes);
+        self.counters
+            .large_freed
+            .fetch_add(large as u64, Ordering::Relaxed);
     }
 
     /// Books objects freed by a layer above (for example stubs and their objects).

@@ -72,6 +72,23 @@ impl SmallSpace {
         self.free_gen.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Each chunk's address and length: where the space's pages are.
+    pub fn ranges(&self) -> Vec<(usize, usize)> {
+        let inner = self.inner.lock();
+        inner
+            .chunks
+            .iter()
+            .map(|c| (c.as_ptr() as usize, c.len()))
+            .collect()
+    }
+
+    /// Bytes of the current chunk never handed out (never touched: not resident, not
+    /// swapped).
+    pub fn untouched_bytes(&self) -> usize {
+        let inner = self.inner.lock();
+        inner.end - inner.bump
+    }
+
     /// The free generation (see `free_gen`).
     pub fn free_gen(&self) -> u64 {
         self.free_gen.load(Ordering::Relaxed)

@@ -67,8 +67,9 @@ pub struct PressureArgs {
     /// The seed of the launch phase's random order (the same for every policy).
     #[arg(long, default_value_t = 1)]
     pub launch_seed: u64,
-    /// The workload program each app runs: a MASM file, or `builtin:buckets` /
-    /// `builtin:mixed`, the shipped workloads embedded in the binary.
+    /// The workload program each app runs: a MASM file, or a shipped workload embedded in
+    /// the binary: `builtin:buckets` / `builtin:mixed` (the paper's array heaps) or
+    /// `builtin:app` / `builtin:feed` / `builtin:media` (shaped like real apps).
     #[arg(long, default_value = "builtin:buckets")]
     pub workload: PathBuf,
     /// Override a workload constant (repeatable).

@@ -94,7 +94,15 @@ pub(super) fn apply_scale(
 ) -> Result<(Vec<scale::Choice>, Option<Published>), String> {
     let given_ids = a.given.clone();
     let given = |id: &str| given_ids.iter().any(|g| g == id);
-    let arrays_given = a.defines.iter().any(|(k, _)| k == "ARRAYS");
+    // A bucket workload's size is its ARRAYS, any other's that declares one its SCALE.
+    let declares = |n: &str| program.consts.iter().any(|c| c.name == n);
+    let by_scale = declares("SCALE") && !declares("ARRAYS");
+    let (size_name, paper_size) = if by_scale {
+        ("SCALE", scale::PAPER_SCALE)
+    } else {
+        ("ARRAYS", scale::PAPER_ARRAYS)
+    };
+    let size_given = a.defines.iter().any(|(k, _)| k == size_name);
     let kept = |flag: &str| {
         if recorded {
             "as recorded in the --config file".to_owned()
@@ -108,9 +116,9 @@ pub(super) fn apply_scale(
         reason,
     };
     let mut out = Vec::new();
-    let early = scale::early(&given, arrays_given);
-    if let Some(n) = early.arrays {
-        a.defines.push(("ARRAYS".to_owned(), n));
+    let early = scale::early(&given, size_given, paper_size);
+    if let Some(n) = early.size {
+        a.defines.push((size_name.to_owned(), n));
     }
     if let Some(n) = early.apps {
         a.apps = n;
@@ -133,31 +141,47 @@ pub(super) fn apply_scale(
     };
     let Some(app) = scale::app_bytes(value) else {
         return Err(format!(
-            "the workload {} has no BUCKETS, ARRAYS and ARRAY_BYTES constants, so its app size \
-             is unknown; use builtin:buckets or builtin:mixed, or --scale default with every \
-             setting given",
+            "the workload {} declares no size (BUCKETS, ARRAYS and ARRAY_BYTES, or APP_BYTES \
+             and SCALE), so its app size is unknown; declare one, or use --scale default with \
+             every setting given",
             a.workload.display()
         ));
     };
     let mixed = value("MIXED").unwrap_or(0) != 0;
+    if by_scale {
+        out.push(choice(
+            "-D SCALE",
+            value("SCALE").unwrap_or(1).to_string(),
+            match early.size {
+                Some(_) => format!(
+                    "ten times the workload's model app (its APP_BYTES at SCALE=1): {} per \
+                     app, about the published 230 MB",
+                    scale::mib(app)
+                ),
+                None => format!("{}: {} per app", kept("-D SCALE"), scale::mib(app)),
+            },
+        ));
+    }
     let arrays = value("ARRAYS").unwrap_or(0);
-    out.push(choice(
-        "-D ARRAYS",
-        arrays.to_string(),
-        match early.arrays {
-            Some(_) => format!(
-                "the published bucket (the model's is {}): {} per app{}",
-                scale::MODEL_ARRAYS,
-                scale::mib(app),
-                if mixed {
-                    " with the 4 KB/1 MB mix"
-                } else {
-                    ", about 230 MB"
-                }
-            ),
-            None => format!("{}: {} per app", kept("-D ARRAYS"), scale::mib(app)),
-        },
-    ));
+    out.extend((!by_scale).then(|| {
+        choice(
+            "-D ARRAYS",
+            arrays.to_string(),
+            match early.size {
+                Some(_) => format!(
+                    "the published bucket (the model's is {}): {} per app{}",
+                    scale::MODEL_ARRAYS,
+                    scale::mib(app),
+                    if mixed {
+                        " with the 4 KB/1 MB mix"
+                    } else {
+                        ", about 230 MB"
+                    }
+                ),
+                None => format!("{}: {} per app", kept("-D ARRAYS"), scale::mib(app)),
+            },
+        )
+    }));
     out.push(choice(
         "apps",
         a.apps.to_string(),
@@ -266,7 +290,8 @@ pub(super) fn apply_scale(
             None => kept("--duration"),
         },
     ));
-    Ok((out, Some(Published { mixed })))
+    // The published figures are of the paper's array heaps, not of app-shaped ones.
+    Ok((out, (!by_scale).then_some(Published { mixed })))
 }
 
 /// Reads a policy file: unreadable is status 1 (as every unreadable file), a bad policy

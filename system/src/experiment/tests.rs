@@ -153,6 +153,40 @@ fn scale_paper_derives_every_setting_it_is_not_given() {
 }
 
 #[test]
+fn scale_paper_scales_an_app_shaped_workload_by_its_declared_size() {
+    let mut a = args(&["--scale", "paper", "--workload", "builtin:app"]);
+    let source = Source::parse(std::path::Path::new("builtin:app")).unwrap();
+    let program = load::load_bytes("builtin:app", &source.read().unwrap()).unwrap();
+    let (choices, published) = apply_scale(&mut a, &program, false).unwrap();
+    // No published figures for a heap the paper did not run.
+    assert_eq!(published, None);
+    assert_eq!(a.defines, [("SCALE".to_owned(), 10)]);
+    let app = 10 * 24_756_864;
+    assert_eq!(
+        a.budget,
+        Some(scale::budget_for(app, scale::PAPER_GC_MAX_FREE) as usize)
+    );
+    assert_eq!(a.apps, 30);
+    assert_eq!(choices[0].setting, "-D SCALE");
+    assert!(choices.iter().all(|c| c.setting != "-D ARRAYS"));
+    // A SCALE given is kept, and the rest follows from it.
+    let mut b = args(&[
+        "--scale",
+        "paper",
+        "--workload",
+        "builtin:app",
+        "-D",
+        "SCALE=2",
+    ]);
+    apply_scale(&mut b, &program, false).unwrap();
+    assert_eq!(b.defines, [("SCALE".to_owned(), 2)]);
+    assert_eq!(
+        b.budget,
+        Some(scale::budget_for(2 * 24_756_864, scale::PAPER_GC_MAX_FREE) as usize)
+    );
+}
+
+#[test]
 fn every_flag_given_beside_scale_paper_wins() {
     let mut a = args(&[
         "--scale",

@@ -187,8 +187,13 @@ pub fn run(
             .spawn(move || obey(&a, commands, &o, &t))?;
     }
     let mut next_trim = std::time::Instant::now() + TRIM_EVERY;
+    let mut native = super::native_out::Publisher::default();
     while !running.looper_finished() {
         report_marks(&app, &out);
+        if cfg.mode == AppMode::Marvin {
+            // Where its native buffers are, for the System to page them out.
+            let _ = native.publish(&app, &cfg.swap_dir);
+        }
         park_until_finished(&running, cfg.report_every);
         if std::time::Instant::now() >= next_trim {
             crate::native_heap::release_free_memory();
@@ -240,6 +245,12 @@ fn report_marks(app: &App, out: &Mutex<impl Write>) {
         counters.insert("object_faults".into(), c.faults.load(Ordering::Relaxed));
         counters.insert("gc_faults".into(), c.gc_faults.load(Ordering::Relaxed));
     }
+    for (name, bytes) in marvin_app::KindBytes::of(app).counters() {
+        counters.insert(name.into(), bytes);
+    }
+    counters.extend(marvin_app::reach::counters(&marvin_app::reach::measure(
+        app,
+    )));
     let _ = protocol::send(&mut *out.lock(), &Report::Marks { marks, counters });
 }
 

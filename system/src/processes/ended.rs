@@ -151,6 +151,7 @@ impl Ended {
         app_events.extend(timeline::from_records(&self.apps));
         summary.app_events = app_events;
         summary.apps = self.apps;
+        summary.reach = crate::reach::RunReach::of(&summary.policy, &summary.apps);
         summary.crashed_apps = self.crashed.len() as u64;
         summary.crashes = self.crashed;
         summary.oom_killed_apps = self.oom_killed;
@@ -178,6 +179,7 @@ impl Ended {
             major_faults,
             gc_major_faults: seen.counter("gc_major_faults"),
             object_faults: seen.counter("object_faults"),
+            reach: crate::reach::AppReach::from_counters(|n| seen.counter(n)),
         });
         self.failed_verifications += seen.mark("verify_failed");
         self.verified_arrays += seen.mark("verified");

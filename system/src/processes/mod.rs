@@ -7,7 +7,8 @@
 //! run loop (`run_loop`) is in `host` (an app process started, told, observed),
 //! its pressure step in `pressure` (the low-memory killer and Marvin's reclaimer), the
 //! booking of apps that are gone in `ended`; `trace` its Perfetto trace with every
-//! app process's own. The machine-side pieces (the cgroup,
+//! app process's own; `native_out` Marvin's reach into a background app's native
+//! buffers (paged out to the kernel's swap). The machine-side pieces (the cgroup,
 //! swap, the killer's mechanism, per-process counters) are in [`marvin_machine`].
 
 pub mod app_process;
@@ -17,6 +18,7 @@ mod ended;
 mod host;
 mod kill_hold;
 pub mod launcher;
+mod native_out;
 mod pressure;
 pub mod protocol;
 pub mod reclaimer;

@@ -210,6 +210,7 @@ pub fn spawn<'scope, 'env>(
         shared: shared.clone(),
         out: Outcome::default(),
         dropper: CacheDropper::spawn(),
+        pager: super::native_out::Pager::new(),
         trace: None,
     };
     let handle = std::thread::Builder::new()
@@ -243,6 +244,8 @@ struct Reclaimer<'g> {
     shared: Arc<Shared>,
     out: Outcome,
     dropper: CacheDropper,
+    /// Background apps' native buffers handed to the kernel's swap.
+    pager: super::native_out::Pager,
     /// Its track, when the run is traced.
     trace: Option<ThreadTrace>,
 }
@@ -331,7 +334,14 @@ impl Reclaimer<'_> {
                 }
             }
         }
+        // The app in front brings its native pages back as it touches them.
+        let pids: Vec<u32> = apps.values().map(|a| a.info.pid).collect();
+        let front_pid = front.and_then(|f| apps.get(&f)).map(|a| a.info.pid);
         drop(apps);
+        self.pager.retain(&pids);
+        if let Some(pid) = front_pid {
+            self.pager.forget(pid);
+        }
         self.lru = lru;
         self.front = front;
     }
@@ -419,7 +429,15 @@ impl Reclaimer<'_> {
                 note_taken(touched.as_mut(), id, r.bytes);
                 want = want.saturating_sub(r.bytes);
                 if r.bytes < ask {
-                    // Nothing more in this app now.
+                    // No more objects in this app now: its native buffers go to the
+                    // kernel's swap (once since it was last in front).
+                    let at = self.shared.apps.lock().get(&id).map(|a| a.info.clone());
+                    if let Some(info) = at.filter(|_| want > 0) {
+                        let paged = self.pager.page_out(info.pid, &info.dir);
+                        got += paged;
+                        note_taken(touched.as_mut(), id, paged);
+                        want = want.saturating_sub(paged);
+                    }
                     break;
                 }
             }

@@ -205,13 +205,14 @@ pub fn run_policy(
     Ok((summary, series))
 }
 
-/// The run's cgroup (hard limit the budget) and, for kernel swap, its swap device.
+/// The run's cgroup (hard limit the budget) and, for kernel swap and Marvin, its swap
+/// device ([`PressurePolicy::wants_swap_device`]).
 fn set_up_machine(
     cfg: &ProcessConfig,
     pressure: PressurePolicy,
     run_dir: &std::path::Path,
 ) -> anyhow::Result<Machine> {
-    let swap = match (pressure.kernel_swap(), cfg.swap_device) {
+    let swap = match (pressure.wants_swap_device(), cfg.swap_device) {
         (true, swapdev::Kind::File) => SwapChoice::File {
             dir: run_dir.to_path_buf(),
             bytes: cfg.swap_bytes,

@@ -5,8 +5,9 @@
 //! arithmetic and compares on the operand stack, and the fused forms of both), [`branch`]
 //! (jumps and the fused compare-and-branch and loop-closing ops), [`reg`] (the integer,
 //! move and branch ops of register runs, `super::regs`), [`array`], [`field`], [`call`]
-//! (calls and returns), [`alloc`], [`sync`] (monitors and atomics) and [`system`]
-//! (messages, threads, output, clocks and the other runtime services). The object access
+//! (calls and returns), [`alloc`], [`sync`] (monitors and atomics), [`native`] (buffers
+//! outside the heap) and [`system`] (messages, threads, output, clocks and the other
+//! runtime services). The object access
 //! path all of them take (null check, access barrier, class check) is [`access`].
 //!
 //! Every handler is a method of [`Cx`], the loop's state, inlined into the loop
@@ -24,6 +25,7 @@ pub(super) mod branch;
 pub(super) mod call;
 pub(super) mod field;
 pub(super) mod locals;
+pub(super) mod native;
 pub(super) mod reg;
 pub(super) mod sync;
 pub(super) mod system;
