@@ -411,7 +411,6 @@ fn movable(op: Op) -> bool {
             | Op::RegBr { .. }
             | Op::RegBrI { .. }
             | Op::RegBrNz { .. }
-            | Op::RegBrAndI { .. }
     )
 }
 
@@ -481,21 +480,6 @@ fn placed(op: Op, at: usize) -> Option<Op> {
         Op::RegBrI { c, a, k, t, fall } => {
             let (c, t, fall) = flip(c, t, fall)?;
             Op::RegBrI { c, a, k, t, fall }
-        }
-        Op::RegBrAndI { a, k, on, t, fall } => {
-            if fall > at {
-                Op::RegBrAndI { a, k, on, t, fall }
-            } else if t > at {
-                Op::RegBrAndI {
-                    a,
-                    k,
-                    on: !on,
-                    t: fall,
-                    fall: t,
-                }
-            } else {
-                return None;
-            }
         }
         Op::RegBrNz { a, on, t, fall } => {
             if fall > at {
@@ -677,9 +661,7 @@ fn choose_runs(
         }
         let mut run = None;
         for r in frame.map_or_else(Vec::new, |f| regs::runs(original, f, &targets, i)) {
-            // A run that returns leaves nothing to run after it.
-            let rest = if r.returns { Some(0) } else { after(i + r.len) };
-            if let Some(c) = rest {
+            if let Some(c) = after(i + r.len) {
                 let k = r.ops.len() as u32 + c;
                 // Of two runs as good, the longer (they come shortest first): it may end
                 // where pass 4 can give it a loop's test to fall through to. A run as good
@@ -749,7 +731,7 @@ fn close_loops(code: &mut [Op]) {
 /// positions, so it falls through: no dispatch waits for the skip to be loaded.
 fn fall_through_to_test(code: &mut [Op], i: usize, run: &regs::Run) {
     let m = run.ops.len();
-    if run.returns || code[i..i + m] != run.ops[..] || m >= run.len {
+    if code[i..i + m] != run.ops[..] || m >= run.len {
         return;
     }
     let Some(&next) = code.get(i + run.len) else {

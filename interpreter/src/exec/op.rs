@@ -332,8 +332,6 @@ pub enum Op {
     RegXorI(RI),
     RegShlI(RI),
     RegShrI(RI),
-    /// `d = k - a` (a constant minus a slot: `push k; load a; sub`, `N - 1 - i`)
-    RegRSubI(RI),
     /// `d = a / k` (`a rem k` when `rem`) for a constant `k` of 2 or more, as a multiply
     /// by `magic` (see [`super::divconst`])
     RegDivConst {
@@ -376,15 +374,6 @@ pub enum Op {
     /// To `t` when `a` is non-zero (`on`) or zero, else to `fall`
     RegBrNz {
         a: u16,
-        on: bool,
-        t: u32,
-        fall: u32,
-    },
-    /// To `t` when `a and k` is non-zero (`on`) or zero, else to `fall` (`load a; push k;
-    /// and; jz/jnz t`: a test of bits, as an odd-or-even branch)
-    RegBrAndI {
-        a: u16,
-        k: i32,
         on: bool,
         t: u32,
         fall: u32,

@@ -13,10 +13,11 @@
 //! whatever the surrounding program, with no shape to match. The operands' order does not
 //! matter either: two constants are folded into one (`push N; push 1; sub`, unless it
 //! divides by zero, which must fail where it runs), a constant pushed before a local is
-//! the op's constant operand (`3 * x` as `x * 3`, `k < x` as `x > k`, `k - x` as
-//! [`Op::RegRSubI`]), and `and k` before `jz`/`jnz` is one test of bits
-//! ([`Op::RegBrAndI`]). A bubble sort's `j < N - 1 - i` is then two ops, Collatz's
-//! `if x and 1` one.
+//! the op's constant operand (`3 * x` as `x * 3`, `k < x` as `x > k`, `k - x` as `-x +
+//! k`). A bubble sort's `j < N - 1 - i` is then three ops and Collatz's `3 * x + 1` two,
+//! with no op of their own: a new op is a new arm of the dispatch loop, which moves the
+//! code of every other arm (the 2026-12-07 interpreter note measured 10-13% on two
+//! programs at equal instruction counts).
 //!
 //! A run stays inside one basic block (no jump target past its first position) and holds
 //! only instructions that cannot allocate, call or block, so it contains no safepoint but
@@ -24,8 +25,7 @@
 //! run's end (and before its branch) every stack entry is in its slot, as the stack code
 //! leaves it, so the stack pointer, the collector's stack maps and the code after the run
 //! see exactly what unfused code shows them. A run ends with the stack as deep as it
-//! started, or in its method's `ret` with one value more, which it returns from the slot
-//! (or local) that holds it: nothing after a return sees the frame. An op that can fail (division, array and field access) carries the position of
+//! started. An op that can fail (division, array and field access) carries the position of
 //! the instruction it stands for, which errors report; it does the same access, with the
 //! same barrier kind, as that instruction. Runs are candidates for [`super::fuse`], which
 //! takes one where it leaves fewer dispatches than its other choices.
@@ -54,9 +54,6 @@ pub struct Frame<'a> {
 pub struct Run {
     pub ops: Vec<Op>,
     pub len: usize,
-    /// Whether the run ends in its method's `ret` (its last op returns: nothing runs after
-    /// it in this frame).
-    pub returns: bool,
 }
 
 /// Where a symbolic stack entry's value is.
@@ -424,7 +421,7 @@ impl Builder {
 
     /// `k OP x` with the constant on the left (`push 3; load x; mul`, `push N; load i;
     /// sub`), as the op with the constant on the right: a commutative operation as it is,
-    /// a comparison mirrored, a subtraction as [`Op::RegRSubI`]. `Some(None)` when the
+    /// a comparison mirrored, a subtraction as a negation and an add. `Some(None)` when the
     /// left entry is not such a constant or the operation has no such form.
     fn constant_left(&mut self, b: Bin, t: usize) -> Option<Option<Op>> {
         let (Src::Imm(k), right) = (self.stack[t], self.stack[t + 1]) else {
@@ -440,9 +437,22 @@ impl Builder {
             Bin::Gt => Bin::Lt,
             Bin::Ge => Bin::Le,
             Bin::Sub => {
+                // `k - x` as `-x + k` (wrapping, the same for every value): two ops into
+                // the entry's slot.
                 let a = self.operand(t + 1)?;
                 let d = self.slot(t)?;
-                return Some(Some(Op::RegRSubI(RI { d, a, k, skip: 0 })));
+                self.emit(Op::RegMulI(RI {
+                    d,
+                    a,
+                    k: -1,
+                    skip: 0,
+                }));
+                return Some(Some(Op::RegAddI(RI {
+                    d,
+                    a: d,
+                    k,
+                    skip: 0,
+                })));
             }
             _ => return Some(None),
         };
@@ -474,20 +484,6 @@ impl Builder {
         Some(Src::Sum(a, i16::try_from(k0.checked_add(k)?).ok()?))
     }
 
-    /// The op that returns the top entry: from the local or the slot that holds it, or as
-    /// a constant.
-    fn ret(&mut self) -> Option<Op> {
-        let t = self.stack.len().checked_sub(1)?;
-        Some(match self.stack[t] {
-            Src::Local(a) => Op::RetLocal(a as u32),
-            Src::Imm(k) => Op::RetConst(k),
-            Src::Slot | Src::Sum(..) => {
-                self.materialize(t)?;
-                Op::RetLocal(self.slot(t)? as u32)
-            }
-        })
-    }
-
     /// `jnz t` (`on`) or `jz t`, the run's last instruction, whose fall-through is `fall`.
     fn branch(&mut self, on: bool, t: u32, fall: u32) -> Option<()> {
         let top = self.stack.len().checked_sub(1)?;
@@ -495,8 +491,8 @@ impl Builder {
             self.materialize(top)?;
         }
         let src = self.stack[top];
-        // The compare (or `and k`) that computed the condition, if it is the last op: it
-        // becomes the branch, after the entries below are in their slots.
+        // The compare that computed the condition, if it is the last op: it becomes the
+        // branch, after the entries below are in their slots.
         let cmp = if self.top_is_last && src == Src::Slot {
             compare(*self.ops.last()?, on, t, fall)
         } else {
@@ -575,8 +571,7 @@ fn dest(op: &mut Op) -> Option<&mut u16> {
         | Op::RegOrI(r)
         | Op::RegXorI(r)
         | Op::RegShlI(r)
-        | Op::RegShrI(r)
-        | Op::RegRSubI(r) => Some(&mut r.d),
+        | Op::RegShrI(r) => Some(&mut r.d),
         Op::RegDivConst { d, .. }
         | Op::RegMov { d, .. }
         | Op::RegMovI { d, .. }
@@ -608,8 +603,7 @@ pub fn skip_mut(op: &mut Op) -> Option<&mut u8> {
         | Op::RegOrI(r)
         | Op::RegXorI(r)
         | Op::RegShlI(r)
-        | Op::RegShrI(r)
-        | Op::RegRSubI(r) => Some(&mut r.skip),
+        | Op::RegShrI(r) => Some(&mut r.skip),
         Op::RegDivConst { skip, .. }
         | Op::RegMov { skip, .. }
         | Op::RegMovI { skip, .. }
@@ -623,7 +617,7 @@ pub fn skip_mut(op: &mut Op) -> Option<&mut u8> {
     }
 }
 
-/// A compare op (or `and k`) followed by `jnz t` (`on`) or `jz t` as one compare-and-branch.
+/// A compare op followed by `jnz t` (`on`) or `jz t` as one compare-and-branch.
 fn compare(op: Op, on: bool, t: u32, fall: u32) -> Option<Op> {
     Some(match op {
         Op::RegBin { op, r, .. } => Op::RegBr {
@@ -637,13 +631,6 @@ fn compare(op: Op, on: bool, t: u32, fall: u32) -> Option<Op> {
             c: op.cond(on)?,
             a: r.a,
             k: r.k,
-            t,
-            fall,
-        },
-        Op::RegAndI(r) => Op::RegBrAndI {
-            a: r.a,
-            k: r.k,
-            on,
             t,
             fall,
         },
@@ -679,37 +666,10 @@ pub fn runs(code: &[Op], frame: &Frame, targets: &[bool], i: usize) -> Vec<Run> 
         }
         let len = j + 1 - i;
         match code[j] {
-            // A value computed for `ret` (`return t * (t + 1) / 2 + i`): the run returns
-            // it from its slot, a local or as a constant; what lies below it on the stack
-            // goes with the frame.
-            Op::Ret => {
-                if b.stack.len() == depth + 1 {
-                    let mut done = Builder {
-                        stack: b.stack.clone(),
-                        ops: b.ops.clone(),
-                        ..b
-                    };
-                    if let Some(op) = done.ret() {
-                        done.ops.push(op);
-                        if done.ops.len() <= len {
-                            out.push(Run {
-                                ops: done.ops,
-                                len,
-                                returns: true,
-                            });
-                        }
-                    }
-                }
-                break;
-            }
             Op::Jz(t) | Op::Jnz(t) => {
                 let on = matches!(code[j], Op::Jnz(_));
                 if b.branch(on, t, (j + 1) as u32).is_some() && b.stack.len() == depth {
-                    out.push(Run {
-                        ops: b.ops,
-                        len,
-                        returns: false,
-                    });
+                    out.push(Run { ops: b.ops, len });
                 }
                 break;
             }
@@ -732,11 +692,7 @@ pub fn runs(code: &[Op], frame: &Frame, targets: &[bool], i: usize) -> Vec<Run> 
             let last = done.ops.last_mut().and_then(skip_mut);
             if let (Some(skip), Some(s)) = (skip, last) {
                 *s = skip;
-                out.push(Run {
-                    ops: done.ops,
-                    len,
-                    returns: false,
-                });
+                out.push(Run { ops: done.ops, len });
             }
         }
     }

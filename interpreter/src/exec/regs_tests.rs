@@ -268,7 +268,7 @@ fn a_constant_on_the_left_becomes_the_constant_operand() {
 #[test]
 fn a_bound_computed_in_the_loop_test_is_folded_and_subtracted_once() {
     // j < N - 1 - i with N = 3000 (locals j = 0, i = 1): 2999 - i into the stack slot
-    // of its entry, then one compare-and-branch on the two slots.
+    // of its entry (as -i + 2999), then one compare-and-branch on the two slots.
     let code = [
         Op::Load(0),
         Op::Push(3000),
@@ -285,9 +285,15 @@ fn a_bound_computed_in_the_loop_test_is_folded_and_subtracted_once() {
     assert_eq!(
         runs.last().expect("a run").ops,
         vec![
-            Op::RegRSubI(RI {
+            Op::RegMulI(RI {
                 d: 3,
                 a: 1,
+                k: -1,
+                skip: 0
+            }),
+            Op::RegAddI(RI {
+                d: 3,
+                a: 3,
                 k: 2999,
                 skip: 0
             }),
@@ -323,8 +329,8 @@ fn a_bound_computed_in_the_loop_test_is_folded_and_subtracted_once() {
 }
 
 #[test]
-fn a_test_of_bits_is_one_branch() {
-    // if x and 1 == 0 goto even: one branch on the bits, nothing written.
+fn a_test_of_bits_is_an_and_and_a_branch() {
+    // if x and 1 == 0 goto even: the bits into the entry's slot, a branch on it.
     let code = [
         Op::Load(0),
         Op::Push(1),
@@ -336,13 +342,20 @@ fn a_test_of_bits_is_one_branch() {
     let runs = runs_of(&code, 1, &[0, 1, 2, 1, 0, 0]);
     assert_eq!(
         runs.last().expect("a run").ops,
-        vec![Op::RegBrAndI {
-            a: 0,
-            k: 1,
-            on: false,
-            t: 5,
-            fall: 4
-        }]
+        vec![
+            Op::RegAndI(RI {
+                d: 1,
+                a: 0,
+                k: 1,
+                skip: 0
+            }),
+            Op::RegBrNz {
+                a: 1,
+                on: false,
+                t: 5,
+                fall: 4
+            }
+        ]
     );
 }
 
@@ -361,37 +374,4 @@ fn a_division_of_constants_by_zero_is_not_folded() {
             r.ops
         );
     }
-}
-
-#[test]
-fn a_value_computed_for_ret_is_returned_from_its_slot() {
-    // return t * (t + 1) / 2 + i (locals i = 0, t = 1): the operations into the stack
-    // slots, the return from the slot of the result, with no stack op.
-    let code = [
-        Op::Load(1),
-        Op::Load(1),
-        Op::Push(1),
-        Op::Add,
-        Op::Mul,
-        Op::Push(2),
-        Op::Div,
-        Op::Load(0),
-        Op::Add,
-        Op::Ret,
-    ];
-    let runs = runs_of(&code, 2, &[0, 1, 2, 3, 2, 1, 2, 1, 2, 1]);
-    let last = runs.last().expect("a run");
-    assert!(last.returns);
-    assert_eq!(last.len, 10);
-    assert_eq!(last.ops.last(), Some(&Op::RetLocal(2)));
-    assert!(
-        last.ops[..last.ops.len() - 1]
-            .iter()
-            .all(|op| skip_mut(&mut op.clone()).is_some()),
-        "{:?}",
-        last.ops
-    );
-    // A local or a constant is returned as it is.
-    let runs = runs_of(&[Op::Push(7), Op::Ret], 1, &[0, 1]);
-    assert_eq!(runs.last().expect("a run").ops, vec![Op::RetConst(7)]);
 }

@@ -107,20 +107,6 @@ impl<A: AppBinding, B: BarrierMode> Cx<'_, '_, A, B> {
         self.fork(c.taken(self.local(a as usize) as i64, k as i64), t, fall)
     }
 
-    /// To `t` when `a and k` is non-zero (`on`) or zero, else to `fall`
-    #[inline(always)]
-    pub fn reg_br_and_k(
-        &mut self,
-        a: u16,
-        k: i32,
-        on: bool,
-        t: u32,
-        fall: u32,
-    ) -> Result<(), Trap> {
-        let bits = self.local(a as usize) as i64 & k as i64;
-        self.fork((bits != 0) == on, t, fall)
-    }
-
     /// To `t` when `a` is non-zero (`on`) or zero, else to `fall`
     #[inline(always)]
     pub fn reg_br_nz(&mut self, a: u16, on: bool, t: u32, fall: u32) -> Result<(), Trap> {
