@@ -190,14 +190,16 @@ fn the_awfy_bench_runs_every_program_and_adds_geometric_means() {
     let samples: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let samples = samples.as_array().expect("an array");
     let lua = Implementation::Lua.available();
-    let impls: &[&str] = if lua {
-        &["marvin", "marvin-nobarrier", "lua"]
-    } else {
-        &["marvin", "marvin-nobarrier"]
-    };
+    let mut impls = vec!["marvin", "marvin-nobarrier"];
+    if lua {
+        impls.push("lua");
+    }
+    if Implementation::LuaJit.available() {
+        impls.push("luajit");
+    }
     for p in AWFY_PROGRAMS {
         let scenario = format!("{}({})", p.name, p.quick);
-        for imp in impls {
+        for imp in &impls {
             assert!(
                 samples
                     .iter()

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use marvin_sidebyside::interp::{default_dir, run_timed, Implementation, PROGRAMS};
+use marvin_sidebyside::interp::{default_dir, run_timed, Implementation, Suite, PROGRAMS};
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 
@@ -112,7 +112,7 @@ fn masm_programs_print_what_the_peers_print() {
 #[test]
 fn rounds_interleave_and_round_ratios_cancel_drift() {
     use marvin_sidebyside::interp::{measure_rounds, BASELINE};
-    use marvin_sidebyside::ROUND_RATIO;
+    use marvin_sidebyside::{JIT_ROUND_RATIO, ROUND_RATIO};
 
     let program = &PROGRAMS[0];
     let imps = Implementation::ALL;
@@ -120,6 +120,7 @@ fn rounds_interleave_and_round_ratios_cancel_drift() {
         Implementation::Marvin => 48.0,
         Implementation::MarvinNoBarrier => 40.0,
         Implementation::Lua => 64.0,
+        Implementation::LuaJit => 32.0,
         Implementation::CPython => 320.0,
     };
     // The host's slowdown in the warm-up round (index 0) and each timed round after it.
@@ -134,7 +135,7 @@ fn rounds_interleave_and_round_ratios_cancel_drift() {
     .expect("the fake runs succeed");
 
     // One warm-up run of each in order, then rounds whose order rotates: round r starts
-    // with implementation r (mod 4), so each goes first in turn.
+    // with implementation r (mod 5), so each goes first in turn.
     let mut expected: Vec<Implementation> = imps.to_vec();
     for r in 0..reps {
         expected.extend((0..imps.len()).map(|k| imps[(r + k) % imps.len()]));
@@ -149,6 +150,7 @@ fn rounds_interleave_and_round_ratios_cancel_drift() {
         [
             Implementation::MarvinNoBarrier,
             Implementation::Lua,
+            Implementation::LuaJit,
             Implementation::CPython,
             Implementation::Marvin
         ],
@@ -182,6 +184,16 @@ fn rounds_interleave_and_round_ratios_cancel_drift() {
         for r in sample.extra["round_ratios"].as_array().expect("ratios") {
             assert!((r.as_f64().expect("a ratio") - want).abs() < 1e-12);
         }
+        // And the ratio to LuaJIT's interpreter, round by round, as its own figure.
+        let want = cost(imp) / cost(Implementation::LuaJit);
+        let jit = sample.extra[JIT_ROUND_RATIO]
+            .as_f64()
+            .expect("a LuaJIT ratio");
+        assert!(
+            (jit - want).abs() < 1e-12,
+            "{}: {jit} vs {want}",
+            imp.name()
+        );
     }
     assert_eq!(BASELINE, Implementation::Lua.name());
 
@@ -229,4 +241,49 @@ fn rounds_fail_on_different_output() {
     })
     .expect_err("a failing run fails the bench");
     assert!(format!("{err:#}").contains("cannot start"));
+}
+
+/// Every program of every suite that has a Lua peer runs under `luajit -joff` (on its
+/// LuaJIT port `peers/NAME.jit.lua` where the peer uses Lua 5.4's integer operators) and
+/// prints exactly what its MASM program prints, at the tiny size and twice that (at the
+/// sizes it measures, the bench itself fails on a peer that prints something else).
+#[test]
+fn luajit_ports_print_what_the_masm_programs_print() {
+    if !Implementation::LuaJit.available() {
+        eprintln!("note: luajit is not installed (benches/install-peers.sh); ports not checked");
+        return;
+    }
+    let marvin = Path::new(MARVIN);
+    let mut checked = 0;
+    for suite in Suite::ALL {
+        let dir = suite.dir();
+        for p in suite.programs() {
+            if !Implementation::Lua.source(&dir, p.name).is_file() {
+                continue;
+            }
+            for size in [p.tiny, 2 * p.tiny] {
+                let run = |imp: Implementation| {
+                    let what = format!(
+                        "{} ({}) at {size} under {}",
+                        p.name,
+                        suite.name(),
+                        imp.name()
+                    );
+                    run_timed(imp.command(marvin, &dir, p.name, size), &what)
+                        .unwrap_or_else(|e| panic!("{e:#}"))
+                        .0
+                };
+                let masm = run(Implementation::Marvin);
+                assert_eq!(
+                    run(Implementation::LuaJit),
+                    masm,
+                    "{} ({}) at {size}: luajit -joff disagrees with the MASM program",
+                    p.name,
+                    suite.name()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0, "no program was checked");
 }

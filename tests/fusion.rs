@@ -253,6 +253,9 @@ enum Bound {
     Const(i64),
     Var(u32),
     Field,
+    /// `k - 1 - v` computed in the loop's test (`c < N - 1 - i`, a bubble sort's inner
+    /// bound): two constants folded, a constant minus a local
+    Computed(i64, u32),
 }
 
 /// An expression of a method that may call the helpers below `calls`.
@@ -308,6 +311,7 @@ fn stmts(depth: u32, calls: usize) -> BoxedStrategy<Vec<Stmt>> {
         (0i64..6).prop_map(Bound::Const),
         (0..VARS).prop_map(Bound::Var),
         Just(Bound::Field),
+        (0i64..8, 0..VARS).prop_map(|(k, v)| Bound::Computed(k, v)),
     ];
     let nested = prop_oneof![
         4 => simple,
@@ -552,6 +556,13 @@ impl Gen {
                             g.line(format!("load {OBJ}"));
                             g.line("getfield C.f");
                         }
+                        Bound::Computed(k, v) => {
+                            g.line(format!("push {k}"));
+                            g.line("push 1");
+                            g.line("sub");
+                            g.line(format!("load {}", VAR0 + v));
+                            g.line("sub");
+                        }
                     };
                     if *top {
                         self.out.push_str(&format!("{head}:\n"));
@@ -731,7 +742,7 @@ fn seeds_to_run() -> Vec<u64> {
 /// and runtime errors.
 #[test]
 fn generated_programs_run_the_same_on_every_executor_path() {
-    let mut covered = [0usize; 6];
+    let mut covered = [0usize; 9];
     for seed in seeds_to_run() {
         let text = generated_from_seed(seed).text();
         let runs: Vec<Outcome3> = PATHS
@@ -752,15 +763,20 @@ fn generated_programs_run_the_same_on_every_executor_path() {
             text.contains("aload"),
             runs[0].2.is_some(),
             fused_main(&text).iter().any(is_register_op),
+            branch_in_loop(&text),
+            text.contains("  push 1\n  sub\n  load "),
+            constant_left(&text),
         ];
         for (n, f) in covered.iter_mut().zip(features) {
             *n += usize::from(f);
         }
     }
-    let [calls, loops, fields, arrays, errors, regs] = covered;
+    let [calls, loops, fields, arrays, errors, regs, branchy, computed, left] = covered;
     eprintln!(
         "generated programs: {calls} with calls, {loops} with loops, {fields} with the \
-         field, {arrays} with arrays, {errors} that fail, {regs} with register ops"
+         field, {arrays} with arrays, {errors} that fail, {regs} with register ops, \
+         {branchy} with a branch inside a loop, {computed} with a bound computed in a \
+         loop's test, {left} with a constant operand pushed before a local"
     );
     if std::env::var("MARVIN_GEN_SEEDS").is_err() {
         assert!(
@@ -769,7 +785,46 @@ fn generated_programs_run_the_same_on_every_executor_path() {
              loops, {fields} with the field, {arrays} with arrays, {errors} that fail, \
              {regs} with register ops"
         );
+        assert!(
+            branchy >= 8 && computed >= 8 && left >= 16,
+            "the fixed seeds cover too little: {branchy} programs with a branch inside a \
+             loop, {computed} with a bound computed in a loop's test, {left} with a \
+             constant pushed before a local"
+        );
     }
+}
+
+/// Whether `text` has a conditional branch between a loop's head label and its backward
+/// `jmp`/`jnz` (an `if` inside a loop; the loops' own tests are `jz` out or `jnz` back).
+fn branch_in_loop(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.iter().enumerate().any(|(j, line)| {
+        let Some(head) = line
+            .trim()
+            .strip_prefix("jmp ")
+            .or_else(|| line.trim().strip_prefix("jnz "))
+        else {
+            return false;
+        };
+        let Some(start) = lines.iter().position(|l| *l == format!("{head}:")) else {
+            return false;
+        };
+        start < j
+            && lines[start + 1..j]
+                .iter()
+                .filter(|l| l.trim().starts_with("jz "))
+                .count()
+                >= 2
+    })
+}
+
+/// Whether `text` pushes a constant and then a local as the two operands of one operation
+/// (`push k; load v; OP`).
+fn constant_left(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines
+        .windows(3)
+        .any(|w| w[0].starts_with("push ") && w[1].starts_with("load ") && OPS.contains(&w[2]))
 }
 
 #[test]

@@ -78,14 +78,16 @@ fn the_held_out_suite_runs_every_program_and_compares_outputs() {
     let samples: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let samples = samples.as_array().expect("an array");
     let lua = Implementation::Lua.available();
-    let impls: &[&str] = if lua {
-        &["marvin", "marvin-nobarrier", "lua"]
-    } else {
-        &["marvin", "marvin-nobarrier"]
-    };
+    let mut impls = vec!["marvin", "marvin-nobarrier"];
+    if lua {
+        impls.push("lua");
+    }
+    if Implementation::LuaJit.available() {
+        impls.push("luajit");
+    }
     for p in ELSEWHERE_PROGRAMS {
         let scenario = format!("{}({})", p.name, p.quick);
-        for imp in impls {
+        for imp in &impls {
             let s = samples
                 .iter()
                 .find(|s| s["scenario"] == scenario.as_str() && s["impl"] == *imp)

@@ -1,15 +1,19 @@
-//! `marvin bench interp`: the MASM interpreter against Lua 5.4 and CPython on the same
-//! programs.
+//! `marvin bench interp`: the MASM interpreter against Lua 5.4, LuaJIT's interpreter
+//! (`luajit -joff`) and CPython on the same programs.
 //!
-//! Three suites ([`Suite`], `--suite`): the default one ([`PROGRAMS`], in `benches/`), the
+//! Four suites ([`Suite`], `--suite`): the default one ([`PROGRAMS`], in `benches/`), the
 //! Are We Fast Yet benchmarks that need only integers and objects ([`AWFY_PROGRAMS`], in
 //! `benches/awfy/`; Marr, Daloze and Mössenböck, DLS 2016), each of which runs its
 //! benchmark `N` times (DeltaBlue: its tests at size `N`) and checks the suite's
 //! published result, and the held-out programs ([`ELSEWHERE_PROGRAMS`], in
 //! `benches/elsewhere/`): small integer programs written apart from the interpreter's
-//! tuning, each as a user of MASM and of Lua would write it. Each program exists up to three times with the same algorithm and the
-//! same printed result: `DIR/programs/NAME.masm` (its size is the constant `N`, overridden
-//! with `-D N=...`), `DIR/peers/NAME.lua` and `DIR/peers/NAME.py` (the size is `argv[1]`);
+//! tuning, each as a user of MASM and of Lua would write it, and the untuned programs
+//! ([`UNTUNED_PROGRAMS`], in `benches/untuned/`), added before any tuning and kept as
+//! written. Each program exists up to four times with the same algorithm and the same
+//! printed result: `DIR/programs/NAME.masm` (its size is the constant `N`, overridden with
+//! `-D N=...`), `DIR/peers/NAME.lua`, `DIR/peers/NAME.jit.lua` (LuaJIT's port, where the
+//! Lua peer uses Lua 5.4's integer operators; LuaJIT runs `NAME.lua` otherwise) and
+//! `DIR/peers/NAME.py` (the size is `argv[1]`);
 //! a peer without its file for a program is skipped for that program with a note. Every
 //! implementation runs as a subprocess and is timed by wall clock, start to exit. Each
 //! program runs one untimed warm-up round and then `--reps` rounds, a round running every
@@ -27,7 +31,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{finish, median, rounds, CommonArgs, Sample, ROUND_RATIO};
+use super::{finish, median, rounds, CommonArgs, Sample, JIT_ROUND_RATIO, ROUND_RATIO};
 
 /// Five rounds by default: the verdict is the median of the per-round ratios, and on a
 /// shared host one round in four or five runs slow; of three rounds, two slow ones move
@@ -39,9 +43,9 @@ pub struct InterpArgs {
     pub common: CommonArgs,
     /// The programs: `default` (fib, loop, sieve, binarytrees, fields, arraysum, count,
     /// nested, bound, hash, methods), `awfy` (the Are We Fast Yet benchmarks bounce, list,
-    /// permute, queens, sieve, storage, towers, richards, deltablue) or `elsewhere` (the
+    /// permute, queens, sieve, storage, towers, richards, deltablue), `elsewhere` (the
     /// held-out programs xorsum, bubble, collatz, matmul, gcd, linked, insertion, digits,
-    /// hashtab, tree).
+    /// hashtab, tree) or `untuned` (fannkuch, spectral, collatzmax, bubblelocals).
     #[arg(long, value_enum, default_value_t = Suite::Default)]
     pub suite: Suite,
     /// Run only this program of the suite.
@@ -51,7 +55,8 @@ pub struct InterpArgs {
     #[arg(long)]
     pub quick: bool,
     /// Directory holding `programs/` and `peers/` (default: this source tree's `benches/`,
-    /// `benches/awfy/` for `--suite awfy`, `benches/elsewhere/` for `--suite elsewhere`).
+    /// `benches/awfy/` for `--suite awfy`, `benches/elsewhere/` for `--suite elsewhere`,
+    /// `benches/untuned/` for `--suite untuned`).
     #[arg(long)]
     pub dir: Option<PathBuf>,
 }
@@ -65,15 +70,27 @@ pub enum Suite {
     Awfy,
     /// The held-out programs, in `benches/elsewhere/`.
     Elsewhere,
+    /// Programs added for issue 46 before any tuning and kept as written, in
+    /// `benches/untuned/`.
+    Untuned,
 }
 
 impl Suite {
+    /// Every suite, in the order `--suite` lists them.
+    pub const ALL: [Suite; 4] = [
+        Suite::Default,
+        Suite::Awfy,
+        Suite::Elsewhere,
+        Suite::Untuned,
+    ];
+
     /// The suite's programs, in the order they run.
     pub fn programs(self) -> &'static [BenchProgram] {
         match self {
             Suite::Default => PROGRAMS,
             Suite::Awfy => AWFY_PROGRAMS,
             Suite::Elsewhere => ELSEWHERE_PROGRAMS,
+            Suite::Untuned => UNTUNED_PROGRAMS,
         }
     }
 
@@ -83,6 +100,7 @@ impl Suite {
             Suite::Default => default_dir(),
             Suite::Awfy => default_dir().join("awfy"),
             Suite::Elsewhere => default_dir().join("elsewhere"),
+            Suite::Untuned => default_dir().join("untuned"),
         }
     }
 
@@ -92,9 +110,44 @@ impl Suite {
             Suite::Default => "default",
             Suite::Awfy => "awfy",
             Suite::Elsewhere => "elsewhere",
+            Suite::Untuned => "untuned",
         }
     }
 }
+
+/// Programs of shapes the interpreter was not tuned on, added before any tuning and kept
+/// as written (issue 46), each with a Lua 5.4 peer and, where that peer uses Lua 5.4's
+/// integer operators, a LuaJIT port.
+pub const UNTUNED_PROGRAMS: &[BenchProgram] = &[
+    BenchProgram {
+        name: "fannkuch",
+        about: "fannkuch-redux(N): permutations, flips and rotations on small int arrays",
+        full: 9,
+        quick: 8,
+        tiny: 5,
+    },
+    BenchProgram {
+        name: "spectral",
+        about: "ten rounds of v = A u, u = A^T v over an N x N integer matrix, a call per entry",
+        full: 600,
+        quick: 150,
+        tiny: 8,
+    },
+    BenchProgram {
+        name: "collatzmax",
+        about: "the longest Collatz chain below N: a branch inside `while x != 1`, `and`, `shr`",
+        full: 200_000,
+        quick: 20_000,
+        tiny: 300,
+    },
+    BenchProgram {
+        name: "bubblelocals",
+        about: "bubble sort of N ints, the bound `j < N - 1 - i` in the test, both neighbours in locals",
+        full: 3_000,
+        quick: 600,
+        tiny: 40,
+    },
+];
 
 /// One benchmark program and its sizes (the value of `N` / `argv[1]`).
 #[derive(Debug, Clone, Copy)]
@@ -351,15 +404,20 @@ pub enum Implementation {
     MarvinNoBarrier,
     /// `lua5.4`.
     Lua,
+    /// LuaJIT's interpreter (`luajit -joff`: the JIT compiler off), on the program's Lua
+    /// peer or, where the peer uses Lua 5.4's integer operators, its port
+    /// `peers/NAME.jit.lua` (`bit` and `math.floor` in their place, the same result).
+    LuaJit,
     /// `python3`.
     CPython,
 }
 
 impl Implementation {
-    pub const ALL: [Implementation; 4] = [
+    pub const ALL: [Implementation; 5] = [
         Implementation::Marvin,
         Implementation::MarvinNoBarrier,
         Implementation::Lua,
+        Implementation::LuaJit,
         Implementation::CPython,
     ];
 
@@ -369,6 +427,7 @@ impl Implementation {
             Implementation::Marvin => "marvin",
             Implementation::MarvinNoBarrier => "marvin-nobarrier",
             Implementation::Lua => "lua",
+            Implementation::LuaJit => "luajit",
             Implementation::CPython => "cpython",
         }
     }
@@ -377,6 +436,7 @@ impl Implementation {
     pub fn peer_interpreter(self) -> Option<&'static str> {
         match self {
             Implementation::Lua => Some("lua5.4"),
+            Implementation::LuaJit => Some("luajit"),
             Implementation::CPython => Some("python3"),
             _ => None,
         }
@@ -388,11 +448,13 @@ impl Implementation {
         match self.peer_interpreter() {
             None => true,
             Some(exe) => Command::new(exe)
-                .arg(if self == Implementation::Lua {
-                    "-v"
-                } else {
-                    "--version"
-                })
+                .arg(
+                    if matches!(self, Implementation::Lua | Implementation::LuaJit) {
+                        "-v"
+                    } else {
+                        "--version"
+                    },
+                )
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -409,6 +471,14 @@ impl Implementation {
                 dir.join("programs").join(format!("{program}.masm"))
             }
             Implementation::Lua => dir.join("peers").join(format!("{program}.lua")),
+            Implementation::LuaJit => {
+                let port = dir.join("peers").join(format!("{program}.jit.lua"));
+                if port.is_file() {
+                    port
+                } else {
+                    Implementation::Lua.source(dir, program)
+                }
+            }
             Implementation::CPython => dir.join("peers").join(format!("{program}.py")),
         }
     }
@@ -431,6 +501,12 @@ impl Implementation {
             Implementation::Lua => {
                 cmd = Command::new("lua5.4");
                 cmd.arg(self.source(dir, program)).arg(size.to_string());
+            }
+            Implementation::LuaJit => {
+                cmd = Command::new("luajit");
+                cmd.arg("-joff")
+                    .arg(self.source(dir, program))
+                    .arg(size.to_string());
             }
             Implementation::CPython => {
                 cmd = Command::new("python3");
@@ -506,7 +582,7 @@ pub fn run(args: &InterpArgs) -> anyhow::Result<()> {
             let ok = imp.available();
             if !ok {
                 notes.push(format!(
-                    "{} skipped: `{}` is not installed",
+                    "{} skipped: `{}` is not installed (benches/install-peers.sh installs the peers)",
                     imp.name(),
                     imp.peer_interpreter().unwrap_or("?")
                 ));
@@ -633,6 +709,13 @@ pub fn geomean_samples(samples: &[Sample]) -> Vec<Sample> {
             if let Some(rounds) = rounds.filter(|r| r.iter().all(|x| *x > 0.0)) {
                 sample = sample.with(ROUND_RATIO, geomean(&rounds));
             }
+            let jit: Option<Vec<f64>> = own
+                .iter()
+                .map(|s| s.extra.get(JIT_ROUND_RATIO).and_then(|v| v.as_f64()))
+                .collect();
+            if let Some(jit) = jit.filter(|r| r.iter().all(|x| *x > 0.0)) {
+                sample = sample.with(JIT_ROUND_RATIO, geomean(&jit));
+            }
             Some(sample)
         })
         .collect()
@@ -681,10 +764,14 @@ pub fn measure_rounds(
             }
             Ok(ns)
         })?;
-    let base = implementations
-        .iter()
-        .position(|imp| imp.name() == BASELINE)
-        .map(|i| times[i].clone());
+    let times_of = |name: &str| {
+        implementations
+            .iter()
+            .position(|imp| imp.name() == name)
+            .map(|i| times[i].clone())
+    };
+    let base = times_of(BASELINE);
+    let jit = times_of(Implementation::LuaJit.name());
     let scenario = format!("{}({size})", program.name);
     Ok(implementations
         .iter()
@@ -698,6 +785,10 @@ pub fn measure_rounds(
                 sample = sample
                     .with(ROUND_RATIO, median(&mut ratios.clone()))
                     .with("round_ratios", ratios);
+            }
+            if let Some(jit) = &jit {
+                let ratios: Vec<f64> = own.iter().zip(jit).map(|(t, j)| t / j).collect();
+                sample = sample.with(JIT_ROUND_RATIO, median(&mut ratios.clone()));
             }
             sample.with("round_times_ns", own)
         })

@@ -177,6 +177,10 @@ pub const ROUND_RATIO: &str = "round_ratio";
 /// The extra figure (JSON key) naming the row of the same scenario that is this row's
 /// floor: what the machine allows for the same work, measured in the same run.
 pub const FLOOR: &str = "floor";
+/// The extra figure (JSON key) of `bench interp`'s rows when LuaJIT's interpreter ran: the
+/// median over the rounds of the row's time over `luajit -joff`'s in the same round,
+/// shown as the column `rounds x luajit`.
+pub const JIT_ROUND_RATIO: &str = "round_ratio_luajit";
 /// The extra figure (JSON key) of a row measured against a floor ([`FLOOR`]): its time
 /// per byte over the floor's (the time ratio when both move the same bytes). The table
 /// shows it in an `x floor` column when any sample has it.
@@ -225,6 +229,16 @@ pub fn finish(
             String::new()
         }
     };
+    let jits = samples
+        .iter()
+        .any(|s| s.extra.contains_key(JIT_ROUND_RATIO));
+    let jit_column = |text: String| {
+        if jits {
+            format!(" {text:>16}")
+        } else {
+            String::new()
+        }
+    };
     let floors = samples.iter().any(|s| s.extra.contains_key(FLOOR_RATIO));
     let floor_column = |text: String| {
         if floors {
@@ -234,12 +248,13 @@ pub fn finish(
         }
     };
     outln!(
-        "{:<34} {:<22} {:>14} {:>10}{}{}",
+        "{:<34} {:<22} {:>14} {:>10}{}{}{}",
         "scenario",
         "impl",
         "median",
         format!("x {baseline}"),
         round_column(format!("rounds x {baseline}")),
+        jit_column("rounds x luajit".into()),
         floor_column("x floor".into())
     )?;
     for s in &samples {
@@ -253,6 +268,12 @@ pub fn finish(
             .and_then(|v| v.as_f64())
             .map(|r| format!("{r:.3}"))
             .unwrap_or_else(|| "-".into());
+        let jit_ratio = s
+            .extra
+            .get(JIT_ROUND_RATIO)
+            .and_then(|v| v.as_f64())
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "-".into());
         let floor_ratio = s
             .extra
             .get(FLOOR_RATIO)
@@ -260,12 +281,13 @@ pub fn finish(
             .map(|r| format!("{r:.2}"))
             .unwrap_or_else(|| "-".into());
         outln!(
-            "{:<34} {:<22} {:>14} {:>10}{}{}",
+            "{:<34} {:<22} {:>14} {:>10}{}{}{}",
             s.scenario,
             s.implementation,
             human_ns(s.median_ns),
             ratio,
             round_column(round_ratio),
+            jit_column(jit_ratio),
             floor_column(floor_ratio)
         )?;
     }

@@ -81,194 +81,232 @@ fn branch(op: Option<Op>) -> Option<(bool, u32)> {
     }
 }
 
+/// The code after a position, as the candidates read it.
+#[derive(Clone, Copy)]
+struct Here<'a> {
+    code: &'a [Op],
+    i: usize,
+}
+
+impl Here<'_> {
+    /// The op `k` positions on.
+    fn at(self, k: usize) -> Option<Op> {
+        self.code.get(self.i + k).copied()
+    }
+
+    /// The operation `k` positions on, if it is a binary one.
+    fn bin(self, k: usize) -> Option<Bin> {
+        self.at(k).and_then(Bin::of)
+    }
+
+    /// A compare `k` positions on followed by `jz`/`jnz`: its condition and target.
+    fn cmp_br(self, k: usize) -> Option<(Cond, u32)> {
+        let (on, t) = branch(self.at(k + 1))?;
+        self.bin(k)?.cond(on).map(|c| (c, t))
+    }
+
+    /// The position `len` on (a fused branch's fall-through).
+    fn fall(self, len: usize) -> u32 {
+        (self.i + len) as u32
+    }
+}
+
+/// A constant right operand the generic ops take: anything but a zero divisor (which
+/// fails) and a divisor that `DivConst` turns into a multiply (a division is slower than
+/// the extra dispatch).
+fn safe(b: Bin, k: i64) -> bool {
+    !(b.may_trap() && (k == 0 || Magic::of(k).is_some()))
+}
+
 /// Every fused run that starts at `code[i]`, longest first (its own op is not listed).
 fn candidates(code: &[Op], i: usize) -> Vec<Op> {
-    let at = |k: usize| code.get(i + k).copied();
-    let bin = |k: usize| at(k).and_then(Bin::of);
-    let cmp_br = |k: usize| {
-        let (on, t) = branch(at(k + 1))?;
-        bin(k)?.cond(on).map(|c| (c, t))
-    };
-    // A constant right operand the generic ops take: anything but a zero divisor (which
-    // fails) and a divisor that `DivConst` turns into a multiply (a division is slower
-    // than the extra dispatch).
-    let safe = |b: Bin, k: i64| !(b.may_trap() && (k == 0 || Magic::of(k).is_some()));
+    let here = Here { code, i };
     let mut out = Vec::new();
     calls_and_returns(code, i, &mut out);
-    let fall = |len: usize| (i + len) as u32;
-    match at(0) {
-        Some(Op::Load(a)) => {
-            match (at(1), at(2), at(3)) {
-                (Some(Op::Push(k)), Some(Op::Xadd(s)), next) if i32::try_from(k).is_ok() => {
-                    out.push(Op::LoadXadd(a, k as i32, s, next == Some(Op::Pop)));
-                }
-                (Some(Op::GetField(s)), Some(Op::Store(b)), _) => {
-                    out.push(Op::LoadGetFieldStore(a, s, b))
-                }
-                _ => {}
-            }
-            if let Some(op) = mul_add_div_store(a, &code[i + 1..]) {
-                out.push(op);
-            }
-            if let (Some(Op::Load(b)), Some(Op::GetField(s))) = (at(1), at(2)) {
-                if let (Some(Op::Load(c)), Some(op), Some(Op::PutField(f))) = (at(3), bin(4), at(5))
-                {
-                    if b == a && f == s && !op.may_trap() {
-                        out.push(Op::FieldBinLocal(a, s, op, c));
-                    }
-                }
-                out.push(Op::LoadLoadGetField(a, b, s));
-            }
-            if let (Some(Op::GetField(g)), Some(op), Some(Op::PutField(f))) = (at(1), bin(2), at(3))
-            {
-                if !op.may_trap() {
-                    out.push(Op::LoadGetFieldBinPutField(a, g, op, f));
-                }
-            }
-            if let (Some(op), Some(Op::PutField(f))) = (bin(1), at(2)) {
-                if !op.may_trap() {
-                    out.push(Op::LoadBinPutField(a, op, f));
-                }
-            }
-            // A decrement is an increment by `-k`: `x - k` is `x + (-k)` in two's
-            // complement for every `k`, so a counting-down loop closes as one op too.
-            match (at(1), at(2), at(3)) {
-                (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) if d == a => {
-                    out.push(Op::IncLocal(a, k))
-                }
-                (Some(Op::Push(k)), Some(Op::Sub), Some(Op::Store(d))) if d == a => {
-                    out.push(Op::IncLocal(a, k.wrapping_neg()))
-                }
-                _ => {}
-            }
-            if let Some(Op::Push(k)) = at(1) {
-                if let Some((c, t)) = cmp_br(2) {
-                    out.push(Op::BrLocalConst {
-                        a,
-                        k,
-                        c,
-                        t,
-                        fall: fall(4),
-                    });
-                }
-                if let (Some(b), Some(Op::Store(d))) = (bin(2), at(3)) {
-                    if safe(b, k) {
-                        out.push(Op::LoadBinConstStore(a, b, k, d));
-                    }
-                }
-                if let (Some(Op::Mul), Some(Op::Load(b)), Some(Op::Add)) = (at(2), at(3), at(4)) {
-                    out.push(Op::LoadMulAddLocal(a, k, b));
-                }
-                if let (Some(b1), Some(Op::Load(b)), Some(b2)) = (bin(2), at(3), bin(4)) {
-                    if safe(b1, k) {
-                        out.push(Op::LoadBinConstBinLocal(a, b1, k, b2, b));
-                    }
-                }
-                if let Some(b) = bin(2).filter(|&b| safe(b, k)) {
-                    out.push(Op::LoadBinConst(a, b, k));
-                }
-            }
-            if let Some(Op::Load(b)) = at(1) {
-                if let (Some(Op::GetField(s)), Some((c, t))) = (at(2), cmp_br(3)) {
-                    out.push(Op::BrLocalField { a, o: b, s, c, t });
-                }
-                if let Some((c, t)) = cmp_br(2) {
-                    out.push(Op::BrLocalLocal {
-                        a,
-                        b,
-                        c,
-                        t,
-                        fall: fall(4),
-                    });
-                }
-                match (at(2), at(3), at(4)) {
-                    (Some(Op::ALoad(Ty::Int)), Some(Op::Jnz(t)), _) => {
-                        out.push(Op::ALoadLocalBr(a, b, true, t))
-                    }
-                    (Some(Op::ALoad(Ty::Int)), Some(Op::Jz(t)), _) => {
-                        out.push(Op::ALoadLocalBr(a, b, false, t))
-                    }
-                    (Some(Op::Push(k)), Some(Op::AStore(Ty::Int)), _) => {
-                        out.push(Op::AStoreLocalConst(a, b, k))
-                    }
-                    _ => {}
-                }
-                if let Some(Op::ALoad(ty)) = at(2) {
-                    out.push(Op::ALoadLocal(a, b, ty));
-                }
-                if let (Some(op), Some(Op::Store(d))) = (bin(2), at(3)) {
-                    out.push(if op == Bin::Add {
-                        Op::LoadAddLocalStore(a, b, d)
-                    } else {
-                        Op::LoadBinLocalStore(a, op, b, d)
-                    });
-                }
-                if let Some(op) = bin(2) {
-                    out.push(Op::LoadBinLocal(a, op, b));
-                }
-                out.push(Op::LoadLoad(a, b));
-            }
-            if let Some(Op::GetField(s)) = at(1) {
-                out.push(Op::LoadGetField(a, s));
-            }
-            if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
-                out.push(Op::BinLocalStore(b, a, d));
-            }
-            if let Some(b) = bin(1) {
-                out.push(Op::BinLocal(b, a));
-            }
-        }
-        Some(Op::Push(k)) => {
-            if let (Some(op @ (Op::Div | Op::Rem)), Some(m)) = (at(1), Magic::of(k)) {
-                let rem = op == Op::Rem;
-                if let Some(Op::Store(d)) = at(2) {
-                    out.push(Op::DivConstStore {
-                        k,
-                        magic: m.magic,
-                        shift: m.shift,
-                        rem,
-                        d,
-                    });
-                }
-                out.push(Op::DivConst {
-                    k,
-                    magic: m.magic,
-                    shift: m.shift,
-                    rem,
-                });
-            }
-            if let (Some(b1), Some(Op::Push(k2)), Some(b2), Some(Op::Store(d))) =
-                (bin(1), at(2), bin(3), at(4))
-            {
-                if safe(b1, k) && safe(b2, k2) {
-                    out.push(Op::BinConst2Store(b1, k, b2, k2, d));
-                }
-            }
-            if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
-                if safe(b, k) {
-                    out.push(Op::BinConstStore(b, k, d));
-                }
-            }
-            if let Some(b) = bin(1).filter(|&b| safe(b, k)) {
-                out.push(Op::BinConst(b, k));
-            }
-        }
+    match here.at(0) {
+        Some(Op::Load(a)) => from_load(here, a, &mut out),
+        Some(Op::Push(k)) => from_push(here, k, &mut out),
         Some(Op::Cas(s)) => {
-            if let Some((on, t)) = branch(at(1)) {
+            if let Some((on, t)) = branch(here.at(1)) {
                 out.push(Op::CasBr(s, on, t));
             }
         }
         Some(op) if Bin::of(op).is_some() => {
-            if let Some((c, t)) = cmp_br(0) {
+            if let Some((c, t)) = here.cmp_br(0) {
                 out.push(Op::BrCmp(c, t));
             }
-            if let (Some(b), Some(Op::Store(d))) = (Bin::of(op), at(1)) {
+            if let (Some(b), Some(Op::Store(d))) = (Bin::of(op), here.at(1)) {
                 out.push(Op::BinStore(b, d));
             }
         }
         _ => {}
     }
     out
+}
+
+/// The runs that start with `load a` (see [`candidates`]).
+fn from_load(here: Here, a: u32, out: &mut Vec<Op>) {
+    let (at, bin, cmp_br, fall) = (
+        |k| here.at(k),
+        |k| here.bin(k),
+        |k| here.cmp_br(k),
+        |k| here.fall(k),
+    );
+    let code = here.code;
+    let i = here.i;
+    match (at(1), at(2), at(3)) {
+        (Some(Op::Push(k)), Some(Op::Xadd(s)), next) if i32::try_from(k).is_ok() => {
+            out.push(Op::LoadXadd(a, k as i32, s, next == Some(Op::Pop)));
+        }
+        (Some(Op::GetField(s)), Some(Op::Store(b)), _) => out.push(Op::LoadGetFieldStore(a, s, b)),
+        _ => {}
+    }
+    if let Some(op) = mul_add_div_store(a, &code[i + 1..]) {
+        out.push(op);
+    }
+    if let (Some(Op::Load(b)), Some(Op::GetField(s))) = (at(1), at(2)) {
+        if let (Some(Op::Load(c)), Some(op), Some(Op::PutField(f))) = (at(3), bin(4), at(5)) {
+            if b == a && f == s && !op.may_trap() {
+                out.push(Op::FieldBinLocal(a, s, op, c));
+            }
+        }
+        out.push(Op::LoadLoadGetField(a, b, s));
+    }
+    if let (Some(Op::GetField(g)), Some(op), Some(Op::PutField(f))) = (at(1), bin(2), at(3)) {
+        if !op.may_trap() {
+            out.push(Op::LoadGetFieldBinPutField(a, g, op, f));
+        }
+    }
+    if let (Some(op), Some(Op::PutField(f))) = (bin(1), at(2)) {
+        if !op.may_trap() {
+            out.push(Op::LoadBinPutField(a, op, f));
+        }
+    }
+    // A decrement is an increment by `-k`: `x - k` is `x + (-k)` in two's
+    // complement for every `k`, so a counting-down loop closes as one op too.
+    match (at(1), at(2), at(3)) {
+        (Some(Op::Push(k)), Some(Op::Add), Some(Op::Store(d))) if d == a => {
+            out.push(Op::IncLocal(a, k))
+        }
+        (Some(Op::Push(k)), Some(Op::Sub), Some(Op::Store(d))) if d == a => {
+            out.push(Op::IncLocal(a, k.wrapping_neg()))
+        }
+        _ => {}
+    }
+    if let Some(Op::Push(k)) = at(1) {
+        if let Some((c, t)) = cmp_br(2) {
+            out.push(Op::BrLocalConst {
+                a,
+                k,
+                c,
+                t,
+                fall: fall(4),
+            });
+        }
+        if let (Some(b), Some(Op::Store(d))) = (bin(2), at(3)) {
+            if safe(b, k) {
+                out.push(Op::LoadBinConstStore(a, b, k, d));
+            }
+        }
+        if let (Some(Op::Mul), Some(Op::Load(b)), Some(Op::Add)) = (at(2), at(3), at(4)) {
+            out.push(Op::LoadMulAddLocal(a, k, b));
+        }
+        if let (Some(b1), Some(Op::Load(b)), Some(b2)) = (bin(2), at(3), bin(4)) {
+            if safe(b1, k) {
+                out.push(Op::LoadBinConstBinLocal(a, b1, k, b2, b));
+            }
+        }
+        if let Some(b) = bin(2).filter(|&b| safe(b, k)) {
+            out.push(Op::LoadBinConst(a, b, k));
+        }
+    }
+    if let Some(Op::Load(b)) = at(1) {
+        if let (Some(Op::GetField(s)), Some((c, t))) = (at(2), cmp_br(3)) {
+            out.push(Op::BrLocalField { a, o: b, s, c, t });
+        }
+        if let Some((c, t)) = cmp_br(2) {
+            out.push(Op::BrLocalLocal {
+                a,
+                b,
+                c,
+                t,
+                fall: fall(4),
+            });
+        }
+        match (at(2), at(3), at(4)) {
+            (Some(Op::ALoad(Ty::Int)), Some(Op::Jnz(t)), _) => {
+                out.push(Op::ALoadLocalBr(a, b, true, t))
+            }
+            (Some(Op::ALoad(Ty::Int)), Some(Op::Jz(t)), _) => {
+                out.push(Op::ALoadLocalBr(a, b, false, t))
+            }
+            (Some(Op::Push(k)), Some(Op::AStore(Ty::Int)), _) => {
+                out.push(Op::AStoreLocalConst(a, b, k))
+            }
+            _ => {}
+        }
+        if let Some(Op::ALoad(ty)) = at(2) {
+            out.push(Op::ALoadLocal(a, b, ty));
+        }
+        if let (Some(op), Some(Op::Store(d))) = (bin(2), at(3)) {
+            out.push(if op == Bin::Add {
+                Op::LoadAddLocalStore(a, b, d)
+            } else {
+                Op::LoadBinLocalStore(a, op, b, d)
+            });
+        }
+        if let Some(op) = bin(2) {
+            out.push(Op::LoadBinLocal(a, op, b));
+        }
+        out.push(Op::LoadLoad(a, b));
+    }
+    if let Some(Op::GetField(s)) = at(1) {
+        out.push(Op::LoadGetField(a, s));
+    }
+    if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
+        out.push(Op::BinLocalStore(b, a, d));
+    }
+    if let Some(b) = bin(1) {
+        out.push(Op::BinLocal(b, a));
+    }
+}
+
+/// The runs that start with `push k` (see [`candidates`]).
+fn from_push(here: Here, k: i64, out: &mut Vec<Op>) {
+    let (at, bin) = (|k| here.at(k), |k| here.bin(k));
+    if let (Some(op @ (Op::Div | Op::Rem)), Some(m)) = (at(1), Magic::of(k)) {
+        let rem = op == Op::Rem;
+        if let Some(Op::Store(d)) = at(2) {
+            out.push(Op::DivConstStore {
+                k,
+                magic: m.magic,
+                shift: m.shift,
+                rem,
+                d,
+            });
+        }
+        out.push(Op::DivConst {
+            k,
+            magic: m.magic,
+            shift: m.shift,
+            rem,
+        });
+    }
+    if let (Some(b1), Some(Op::Push(k2)), Some(b2), Some(Op::Store(d))) =
+        (bin(1), at(2), bin(3), at(4))
+    {
+        if safe(b1, k) && safe(b2, k2) {
+            out.push(Op::BinConst2Store(b1, k, b2, k2, d));
+        }
+    }
+    if let (Some(b), Some(Op::Store(d))) = (bin(1), at(2)) {
+        if safe(b, k) {
+            out.push(Op::BinConstStore(b, k, d));
+        }
+    }
+    if let Some(b) = bin(1).filter(|&b| safe(b, k)) {
+        out.push(Op::BinConst(b, k));
+    }
 }
 
 /// The runs that start at `code[i]` and end in a `call` (its arguments pushed from locals
@@ -568,11 +606,34 @@ fn divides(op: Op) -> bool {
 /// the method's `frame`, register runs ([`super::regs`]) are candidates too.
 pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
     let original = code.to_vec();
+    let runs = choose_runs(code, &original, frame);
+    close_loops(code);
+    // Pass 3: a sum into a local right before a loop's closing increment and test runs
+    // with it. The sum cannot fail, so the branch op's errors (none) and safepoint keep
+    // their meaning; the taken side must not land inside the fused run, whose ops after
+    // the first would then be a forward transfer from here but a backward one there.
+    let closed = code.to_vec();
+    for (i, op) in code.iter_mut().enumerate() {
+        if let Some(fused) = add_then(&closed, i) {
+            *op = fused;
+        }
+    }
+    for (i, run) in runs {
+        fall_through_to_test(code, i, &run);
+    }
+}
+
+/// Pass 1: from the end, the run at each position that leaves the fewest dispatches to
+/// the next jump, written into `code`. The ops of a register run fill the positions after
+/// its first: those are `dead`, and no choice further up may continue at one. Returns the
+/// register runs chosen, with their first positions.
+fn choose_runs(
+    code: &mut [Op],
+    original: &[Op],
+    frame: Option<&regs::Frame>,
+) -> Vec<(usize, regs::Run)> {
     let n = code.len();
-    let targets = regs::jump_targets(&original);
-    // Pass 1: from the end, the run at each position that leaves the fewest dispatches
-    // to the next jump. The ops of a register run fill the positions after its first:
-    // those are `dead`, and no choice further up may continue at one.
+    let targets = regs::jump_targets(original);
     let mut cost = vec![0u32; n + 1];
     let mut dead = vec![false; n + 1];
     let mut runs: Vec<(usize, regs::Run)> = Vec::new();
@@ -585,13 +646,13 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
         };
         let cost_of = |op: Op| match (op, next(op, i)) {
             // Pass 2 makes an increment and the test after it one op.
-            (Op::IncLocal(a, _), _) if closes_loop(&original, i + 4, a) => Some(1),
+            (Op::IncLocal(a, _), _) if closes_loop(original, i + 4, a) => Some(1),
             (_, Some(j)) if j <= n => after(j).map(|c| 1 + c),
             _ => Some(1),
         };
         let mut best = original[i];
         let mut best_cost = cost_of(best).unwrap_or(u32::MAX);
-        for c in candidates(&original, i) {
+        for c in candidates(original, i) {
             if let Some(k) = cost_of(c) {
                 if k < best_cost {
                     (best, best_cost) = (c, k);
@@ -599,7 +660,7 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
             }
         }
         let mut run = None;
-        for r in frame.map_or_else(Vec::new, |f| regs::runs(&original, f, &targets, i)) {
+        for r in frame.map_or_else(Vec::new, |f| regs::runs(original, f, &targets, i)) {
             if let Some(c) = after(i + r.len) {
                 let k = r.ops.len() as u32 + c;
                 // Of two runs as good, the longer (they come shortest first): it may end
@@ -623,9 +684,14 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
         }
         cost[i] = best_cost;
     }
-    // Pass 2: close loops, reading the choices of pass 1.
+    runs
+}
+
+/// Pass 2: close loops, reading the choices of pass 1: a `jmp` takes a copy of the test it
+/// goes to, an increment the test after it.
+fn close_loops(code: &mut [Op]) {
     let chosen = code.to_vec();
-    for i in 0..n {
+    for i in 0..code.len() {
         match chosen[i] {
             Op::Jmp(t) => {
                 let t = through_jumps(&chosen, t);
@@ -658,54 +724,45 @@ pub fn fuse(code: &mut [Op], frame: Option<&regs::Frame>) {
             _ => {}
         }
     }
-    // Pass 3: a sum into a local right before a loop's closing increment and test runs
-    // with it. The sum cannot fail, so the branch op's errors (none) and safepoint keep
-    // their meaning; the taken side must not land inside the fused run, whose ops after
-    // the first would then be a forward transfer from here but a backward one there.
-    let closed = code.to_vec();
-    for (i, op) in code.iter_mut().enumerate() {
-        if let Some(fused) = add_then(&closed, i) {
-            *op = fused;
+}
+
+/// Pass 4: the register `run` at `i` that skips to an op naming both its successors (a
+/// loop's closing test) gets a copy of that op right after its last op, in its free
+/// positions, so it falls through: no dispatch waits for the skip to be loaded.
+fn fall_through_to_test(code: &mut [Op], i: usize, run: &regs::Run) {
+    let m = run.ops.len();
+    if code[i..i + m] != run.ops[..] || m >= run.len {
+        return;
+    }
+    let Some(&next) = code.get(i + run.len) else {
+        return;
+    };
+    let (true, Some(copy)) = (movable(next), placed(next, i + m)) else {
+        return;
+    };
+    code[i + m] = copy;
+    if let Some(skip) = regs::skip_mut(&mut code[i + m - 1]) {
+        *skip = 0;
+    }
+    // A run that ends in `x = x + k; p = p + q` (two steps of a loop over two indices,
+    // `x` the one tested) ends in `x`'s step instead: each reads and writes its own slot
+    // only and neither can fail, so the two commute.
+    if let (Some(&Op::RegAddI(x)), Op::RegAddI(p)) = (
+        code.get((i + m).wrapping_sub(2)).filter(|_| m >= 2),
+        code[i + m - 1],
+    ) {
+        let steps = x.d == x.a && p.d == p.a && x.a != p.a;
+        if steps && inc_then(x.a as u32, x.k as i64, copy).is_some() {
+            code[i + m - 2] = Op::RegAddI(p);
+            code[i + m - 1] = Op::RegAddI(x);
         }
     }
-    // Pass 4: a register run that skips to an op naming both its successors (a loop's
-    // closing test) gets a copy of that op right after its last op, in its free positions,
-    // so it falls through: no dispatch waits for the skip to be loaded.
-    for (i, run) in runs {
-        let m = run.ops.len();
-        if code[i..i + m] != run.ops[..] || m >= run.len {
-            continue;
-        }
-        let Some(&next) = code.get(i + run.len) else {
-            continue;
-        };
-        if let (true, Some(copy)) = (movable(next), placed(next, i + m)) {
-            code[i + m] = copy;
-            if let Some(skip) = regs::skip_mut(&mut code[i + m - 1]) {
-                *skip = 0;
-            }
-            // A run that ends in `x = x + k; p = p + q` (two steps of a loop over two
-            // indices, `x` the one tested) ends in `x`'s step instead: each reads and
-            // writes its own slot only and neither can fail, so the two commute.
-            if let (Some(&Op::RegAddI(x)), Op::RegAddI(p)) = (
-                code.get((i + m).wrapping_sub(2)).filter(|_| m >= 2),
-                code[i + m - 1],
-            ) {
-                let steps = x.d == x.a && p.d == p.a && x.a != p.a;
-                if steps && inc_then(x.a as u32, x.k as i64, copy).is_some() {
-                    code[i + m - 2] = Op::RegAddI(p);
-                    code[i + m - 1] = Op::RegAddI(x);
-                }
-            }
-            // A run that ends in `x = x + k` before a test of `x` closes its loop in one
-            // op, as pass 2 closes a loop whose increment is alone.
-            if let Op::RegAddI(r) = code[i + m - 1] {
-                let closed =
-                    inc_then(r.a as u32, r.k as i64, copy).and_then(|op| placed(op, i + m - 1));
-                if let (true, Some(op)) = (r.d == r.a, closed) {
-                    code[i + m - 1] = op;
-                }
-            }
+    // A run that ends in `x = x + k` before a test of `x` closes its loop in one op, as
+    // pass 2 closes a loop whose increment is alone.
+    if let Op::RegAddI(r) = code[i + m - 1] {
+        let closed = inc_then(r.a as u32, r.k as i64, copy).and_then(|op| placed(op, i + m - 1));
+        if let (true, Some(op)) = (r.d == r.a, closed) {
+            code[i + m - 1] = op;
         }
     }
 }
@@ -743,503 +800,5 @@ fn add_then(code: &[Op], i: usize) -> Option<Op> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::op::Slot;
-    use super::*;
-
-    #[test]
-    fn fuses_the_counting_loop_and_keeps_the_originals_behind() {
-        // i = i + 1; if i < 10 goto 0
-        let mut code = vec![
-            Op::Load(1),
-            Op::Push(1),
-            Op::Add,
-            Op::Store(1),
-            Op::Load(1),
-            Op::Push(10),
-            Op::Lt,
-            Op::Jnz(0),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        let c = Bin::Lt.cond(true).unwrap();
-        assert_eq!(
-            code[0],
-            Op::IncBrConst {
-                a: 1,
-                inc: 1,
-                k: 10,
-                c,
-                t: 0,
-                fall: 8
-            }
-        );
-        assert_eq!(
-            code[4],
-            Op::BrLocalConst {
-                a: 1,
-                k: 10,
-                c,
-                t: 0,
-                fall: 8
-            }
-        );
-        // Branches into the middle of a run still find the original instruction.
-        assert_eq!(code[3], Op::Store(1));
-        assert_eq!(code[7], Op::Jnz(0));
-    }
-
-    #[test]
-    fn a_counting_down_loop_closes_in_one_dispatch() {
-        // top: if !(j >= k) goto done; j = j - 1; goto top; done: ret (tested at the top,
-        // as a `while` loop counting down is written)
-        let mut code = vec![
-            Op::Load(1),
-            Op::Load(2),
-            Op::Ge,
-            Op::Jz(9),
-            Op::Load(1),
-            Op::Push(1),
-            Op::Sub,
-            Op::Store(1),
-            Op::Jmp(0),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(
-            code[4],
-            Op::IncBrLocal {
-                a: 1,
-                inc: -1,
-                b: 2,
-                c: Bin::Ge.cond(true).unwrap(),
-                t: 4,
-                fall: 9
-            }
-        );
-        // The decrement of the most negative constant is still an increment by it.
-        let mut code = vec![
-            Op::Load(0),
-            Op::Push(i64::MIN),
-            Op::Sub,
-            Op::Store(0),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(code[0], Op::IncLocal(0, i64::MIN));
-    }
-
-    #[test]
-    fn a_loop_over_two_indices_closes_on_the_tested_one() {
-        // top: if !(x <= 100) goto done; s = s + a[p - 1] + a[p + 1]; x = x + 1;
-        // p = p + 1; goto top; done: return s. Locals a, x, p, s.
-        use Op::*;
-        let mut code = vec![
-            Load(1),
-            Push(100),
-            Le,
-            Jz(27),
-            Load(3),
-            Load(0),
-            Load(2),
-            Push(1),
-            Sub,
-            ALoad(Ty::Int),
-            Add,
-            Load(0),
-            Load(2),
-            Push(1),
-            Add,
-            ALoad(Ty::Int),
-            Add,
-            Store(3),
-            Load(1),
-            Push(1),
-            Add,
-            Store(1),
-            Load(2),
-            Push(1),
-            Add,
-            Store(2),
-            Jmp(0),
-            Load(3),
-            Ret,
-        ];
-        let (i, r) = (Ty::Int, Ty::Ref);
-        let stack_types: Vec<Vec<Ty>> = vec![
-            vec![],
-            vec![i],
-            vec![i, i],
-            vec![i],
-            vec![],
-            vec![i],
-            vec![i, r],
-            vec![i, r, i],
-            vec![i, r, i, i],
-            vec![i, r, i],
-            vec![i, i],
-            vec![i],
-            vec![i, r],
-            vec![i, r, i],
-            vec![i, r, i, i],
-            vec![i, r, i],
-            vec![i, i],
-            vec![i],
-            vec![],
-            vec![i],
-            vec![i, i],
-            vec![i],
-            vec![],
-            vec![i],
-            vec![i, i],
-            vec![i],
-            vec![],
-            vec![],
-            vec![i],
-        ];
-        let frame = regs::Frame {
-            locals: 4,
-            max_stack: 4,
-            stack_types: &stack_types,
-        };
-        fuse(&mut code, Some(&frame));
-        // The statement's ops, `p`'s step, then `x`'s step and test as one op.
-        let closing = code[4..12]
-            .iter()
-            .position(|op| matches!(op, IncBrConst { a: 1, inc: 1, .. }))
-            .unwrap_or_else(|| panic!("{code:?}"));
-        assert!(
-            matches!(code[4 + closing - 1], RegAddI(r) if r.a == 2 && r.d == 2 && r.k == 1),
-            "{code:?}"
-        );
-    }
-
-    /// top: if !(i < 10) goto done; s = s + i; i = i + 1; goto top; done: ret
-    fn summing_loop_tested_at_the_top() -> Vec<Op> {
-        vec![
-            Op::Load(1),
-            Op::Push(10),
-            Op::Lt,
-            Op::Jz(13),
-            Op::Load(0),
-            Op::Load(1),
-            Op::Add,
-            Op::Store(0),
-            Op::Load(1),
-            Op::Push(1),
-            Op::Add,
-            Op::Store(1),
-            Op::Jmp(0),
-            Op::Ret,
-        ]
-    }
-
-    #[test]
-    fn a_loop_tested_at_the_top_closes_in_one_dispatch() {
-        let mut code = summing_loop_tested_at_the_top();
-        fuse(&mut code, None);
-        let c = Bin::Lt.cond(false).unwrap();
-        assert_eq!(c, Bin::Ge.cond(true).unwrap());
-        assert_eq!(
-            code[0],
-            Op::BrLocalConst {
-                a: 1,
-                k: 10,
-                c,
-                t: 13,
-                fall: 4
-            }
-        );
-        // (The sum at 4 takes the increment and test along as well: see the next test.)
-        // The increment takes the test along: it goes to the body or out, as the jmp
-        // to the test would; the backward successor (the body) is the taken one.
-        let again = Bin::Lt.cond(true).unwrap();
-        assert_eq!(
-            code[8],
-            Op::IncBrConst {
-                a: 1,
-                inc: 1,
-                k: 10,
-                c: again,
-                t: 4,
-                fall: 13
-            }
-        );
-        // A jmp to the test alone becomes the test.
-        assert_eq!(
-            code[12],
-            Op::BrLocalConst {
-                a: 1,
-                k: 10,
-                c: again,
-                t: 4,
-                fall: 13
-            }
-        );
-    }
-
-    #[test]
-    fn a_summing_loop_runs_one_op_per_iteration() {
-        let mut code = summing_loop_tested_at_the_top();
-        fuse(&mut code, None);
-        let again = Bin::Lt.cond(true).unwrap();
-        // The sum takes the closing increment and test along: back to itself or out.
-        assert_eq!(
-            code[4],
-            Op::AddIncBr {
-                a: 0,
-                b: 1,
-                i: 1,
-                inc: 1,
-                k: 10,
-                c: again,
-                t: 4,
-                fall: 13
-            }
-        );
-        // The increment and test stay for whatever reaches them on their own.
-        assert!(matches!(code[8], Op::IncBrConst { a: 1, .. }));
-        assert_eq!(code[7], Op::Store(0));
-    }
-
-    #[test]
-    fn a_sum_fuses_with_the_loop_test_only_as_an_accumulation() {
-        // d = a + b with d != a, then the increment and test: no AddIncBr.
-        let mut code = vec![
-            Op::Load(0),
-            Op::Load(1),
-            Op::Add,
-            Op::Store(2),
-            Op::Load(1),
-            Op::Push(1),
-            Op::Add,
-            Op::Store(1),
-            Op::Load(1),
-            Op::Push(10),
-            Op::Lt,
-            Op::Jnz(0),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(code[0], Op::LoadAddLocalStore(0, 1, 2));
-        // A local above the op's 16-bit fields keeps the two ops apart.
-        let mut wide = vec![
-            Op::Load(70_000),
-            Op::Load(1),
-            Op::Add,
-            Op::Store(70_000),
-            Op::Load(1),
-            Op::Push(1),
-            Op::Add,
-            Op::Store(1),
-            Op::Load(1),
-            Op::Push(10),
-            Op::Lt,
-            Op::Jnz(0),
-            Op::Ret,
-        ];
-        fuse(&mut wide, None);
-        assert_eq!(wide[0], Op::LoadAddLocalStore(70_000, 1, 70_000));
-        assert!(matches!(wide[4], Op::IncBrConst { .. }));
-    }
-
-    #[test]
-    fn prefers_the_chain_with_fewer_dispatches() {
-        // s = s + a[i]: `load s` alone, then `load a; load i; aload`, then `add; store s`
-        // (3 dispatches), not `load s; load a` first (4).
-        let mut code = vec![
-            Op::Load(2),
-            Op::Load(0),
-            Op::Load(1),
-            Op::ALoad(Ty::Int),
-            Op::Add,
-            Op::Store(2),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(code[0], Op::Load(2));
-        assert_eq!(code[1], Op::ALoadLocal(0, 1, Ty::Int));
-        assert_eq!(code[4], Op::BinStore(Bin::Add, 2));
-    }
-
-    #[test]
-    fn a_three_address_add_has_its_own_op() {
-        // d = a + b needs no dispatch on the operation; d = a - b keeps the general op.
-        let mut code = vec![
-            Op::Load(0),
-            Op::Load(1),
-            Op::Add,
-            Op::Store(2),
-            Op::Load(0),
-            Op::Load(1),
-            Op::Sub,
-            Op::Store(2),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(code[0], Op::LoadAddLocalStore(0, 1, 2));
-        assert_eq!(code[4], Op::LoadBinLocalStore(0, Bin::Sub, 1, 2));
-        assert_eq!(code[0].covers(), 4);
-    }
-
-    #[test]
-    fn fuses_expression_runs_of_five() {
-        // x = ((x >> 16) ^ x) * K & M
-        let mut code = vec![
-            Op::Load(2),
-            Op::Push(16),
-            Op::Shr,
-            Op::Load(2),
-            Op::Xor,
-            Op::Push(73),
-            Op::Mul,
-            Op::Push(0xffff),
-            Op::And,
-            Op::Store(2),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(
-            code[0],
-            Op::LoadBinConstBinLocal(2, Bin::Shr, 16, Bin::Xor, 2)
-        );
-        assert_eq!(
-            code[5],
-            Op::BinConst2Store(Bin::Mul, 73, Bin::And, 0xffff, 2)
-        );
-    }
-
-    #[test]
-    fn compare_masks_agree_with_the_comparisons() {
-        for b in [Bin::Lt, Bin::Le, Bin::Gt, Bin::Ge, Bin::Eq, Bin::Ne] {
-            for on in [true, false] {
-                let c = b.cond(on).unwrap();
-                for (x, y) in [(1, 2), (2, 2), (3, 2), (i64::MIN, i64::MAX), (-1, -1)] {
-                    let v = b.apply(x, y).unwrap() != 0;
-                    assert_eq!(c.taken(x, y), v == on, "{b:?} {on} {x} {y}");
-                }
-            }
-        }
-        assert_eq!(Bin::Add.cond(true), None);
-    }
-
-    #[test]
-    fn fuses_the_atomics_idioms_in_resolved_code_only() {
-        let s = Slot { class: 0, slot: 1 };
-        // retry: t = o.f; if !cas(o.f, t, t + 1) goto retry; o.f += 1 (xadd, old dropped)
-        let mut code = vec![
-            Op::Load(0),
-            Op::GetField(s),
-            Op::Store(2),
-            Op::Load(0),
-            Op::Load(2),
-            Op::Load(2),
-            Op::Push(1),
-            Op::Add,
-            Op::Cas(s),
-            Op::Jz(0),
-            Op::Load(0),
-            Op::Push(1),
-            Op::Xadd(s),
-            Op::Pop,
-            Op::Load(0),
-            Op::Push(-1),
-            Op::Xadd(s),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(code[0], Op::LoadGetFieldStore(0, s, 2));
-        assert_eq!(code[8], Op::CasBr(s, false, 0));
-        assert_eq!(code[10], Op::LoadXadd(0, 1, s, true));
-        assert_eq!(code[14], Op::LoadXadd(0, -1, s, false));
-        assert_eq!(code[13], Op::Pop);
-        // A reference cas is not fused, nor an add too wide for the fused immediate.
-        let mut code = vec![
-            Op::CasRef(s),
-            Op::Jz(0),
-            Op::Load(0),
-            Op::Push(1 << 40),
-            Op::Xadd(s),
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        assert_eq!(code[0], Op::CasRef(s));
-        assert!(!matches!(code[2], Op::LoadXadd(..)));
-    }
-
-    #[test]
-    fn divides_by_a_constant_with_a_multiply() {
-        // s = (s * 31 + i) rem 1000000007; q = q / 10 (left on the stack)
-        let mut code = vec![
-            Op::Load(0),
-            Op::Push(31),
-            Op::Mul,
-            Op::Load(1),
-            Op::Add,
-            Op::Push(1_000_000_007),
-            Op::Rem,
-            Op::Store(0),
-            Op::Load(2),
-            Op::Push(10),
-            Op::Div,
-            Op::Print,
-            Op::Ret,
-        ];
-        fuse(&mut code, None);
-        let m = Magic::of(1_000_000_007).unwrap();
-        // The whole statement is one op; the division behind it keeps its own.
-        assert_eq!(
-            code[0],
-            Op::LoadMulAddDivStore {
-                a: 0,
-                b: 1,
-                d: 0,
-                shift_rem: m.shift | 0x80,
-                k: 31,
-                m: 1_000_000_007,
-                magic: m.magic,
-            }
-        );
-        assert_eq!(code[0].covers(), 8);
-        assert_eq!(code[1], Op::BinConst(Bin::Mul, 31));
-        assert_eq!(
-            code[5],
-            Op::DivConstStore {
-                k: 1_000_000_007,
-                magic: m.magic,
-                shift: m.shift,
-                rem: true,
-                d: 0
-            }
-        );
-        assert_eq!(code[5].covers(), 3);
-        // `load q` then the division: the multiply rather than one dispatch fewer.
-        assert_eq!(code[8], Op::Load(2));
-        let m = Magic::of(10).unwrap();
-        assert_eq!(
-            code[9],
-            Op::DivConst {
-                k: 10,
-                magic: m.magic,
-                shift: m.shift,
-                rem: false
-            }
-        );
-        // A divisor of 1, -1 or below keeps the generic op.
-        for k in [1, -1, -7] {
-            let mut code = vec![Op::Push(k), Op::Rem, Op::Store(0), Op::Ret];
-            fuse(&mut code, None);
-            assert_eq!(code[0], Op::BinConstStore(Bin::Rem, k, 0), "{k}");
-        }
-    }
-
-    #[test]
-    fn never_fuses_a_division_by_a_zero_constant() {
-        let mut code = vec![Op::Load(0), Op::Push(0), Op::Div, Op::Ret];
-        fuse(&mut code, None);
-        assert!(!matches!(code[0], Op::LoadBinConst(..)));
-        assert!(!matches!(code[1], Op::BinConst(..)));
-        assert_eq!(Bin::Rem.apply(7, 0), None);
-        assert_eq!(Bin::Div.apply(i64::MIN, -1), Some(i64::MIN));
-    }
-}
+#[path = "fuse_tests.rs"]
+mod tests;
