@@ -207,6 +207,11 @@ pub trait SwapPolicy: Send + Sync + std::fmt::Debug {
 
     /// The fraction of dead bytes in the swap file above which it is compacted.
     fn compaction_threshold(&self) -> f64;
+
+    /// Cold chunks of small objects (off unless the policy turns them on).
+    fn chunks(&self) -> crate::chunk_policy::ChunkConfig {
+        crate::chunk_policy::ChunkConfig::default()
+    }
 }
 
 /// Which objects are candidates.
@@ -320,6 +325,8 @@ pub struct PolicyConfig {
     pub restore: RestoreConfig,
     /// `[compaction]`
     pub compaction: CompactionConfig,
+    /// `[chunks]`
+    pub chunks: crate::chunk_policy::ChunkConfig,
 }
 
 impl Default for CandidateConfig {
@@ -545,7 +552,7 @@ impl PolicyConfig {
                 format!("must be in (0, 1], found {t}"),
             ));
         }
-        Ok(())
+        self.chunks.validate()
     }
 
     /// The same policy with every period and the saver's budget multiplied by `time_scale`
@@ -665,7 +672,7 @@ page_min_bytes = {page_min}
 # Compact the swap file when its dead bytes exceed this fraction of it, in (0, 1].
 # Marvin: 0.25.
 threshold = {threshold:?}
-"#,
+{chunks}"#,
             min_size = self.candidates.min_size_bytes,
             kinds = kinds.join(", "),
             window = self.coldness.window_rounds,
@@ -691,6 +698,7 @@ threshold = {threshold:?}
             prefetch = self.restore.prefetch_bytes,
             page_min = self.restore.page_min_bytes,
             threshold = self.compaction.threshold,
+            chunks = self.chunks.to_toml_section(),
         )
     }
 }
@@ -757,6 +765,10 @@ impl SwapPolicy for PolicyConfig {
 
     fn compaction_threshold(&self) -> f64 {
         self.compaction.threshold
+    }
+
+    fn chunks(&self) -> crate::chunk_policy::ChunkConfig {
+        self.chunks.clone()
     }
 }
 

@@ -1,0 +1,118 @@
+//! The `[chunks]` section of a swap policy: whether cold small objects are packed into
+//! page-aligned chunks that are saved and reclaimed as one object, and how.
+
+use serde::{Deserialize, Serialize};
+
+use marvin_runtime::heap::{LARGE_OBJECT_BYTES, PAGE};
+
+/// Largest chunk: a chunk is one byte-array object, and a launch that touches one member
+/// brings the whole chunk back.
+pub const MAX_CHUNK_BYTES: u64 = 4 << 20;
+
+/// `[chunks]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChunkConfig {
+    /// Pack cold small objects into chunks at all. Off by default.
+    pub enabled: bool,
+    /// Bytes of one chunk (a multiple of the page size, from 4096 to 4 MiB).
+    pub chunk_bytes: u64,
+    /// A small object is packed once it was neither read nor written in this many recent
+    /// working-set rounds (1 to 4).
+    pub cold_rounds: u8,
+    /// Keep out objects read in any of the four recorded rounds (the launch set: what
+    /// the app's last launch read), however short `cold_rounds` is.
+    pub exclude_launch_set: bool,
+    /// A resident chunk is rebuilt without its dead members once they pass this share of
+    /// its bytes, in (0, 1].
+    pub compact_dead_share: f64,
+}
+
+impl Default for ChunkConfig {
+    fn default() -> Self {
+        ChunkConfig {
+            enabled: false,
+            chunk_bytes: 64 << 10,
+            cold_rounds: 4,
+            exclude_launch_set: true,
+            compact_dead_share: 0.5,
+        }
+    }
+}
+
+impl ChunkConfig {
+    /// Checks every range; the error names the key.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let b = self.chunk_bytes;
+        if b < PAGE as u64 || b > MAX_CHUNK_BYTES || b % PAGE as u64 != 0 {
+            return Err((
+                "chunks.chunk_bytes",
+                format!("must be a multiple of {PAGE} from {PAGE} to {MAX_CHUNK_BYTES}, found {b}"),
+            ));
+        }
+        if !(1..=4).contains(&self.cold_rounds) {
+            return Err((
+                "chunks.cold_rounds",
+                format!(
+                    "must be from 1 to 4 (each object keeps a 4-round history), found {}",
+                    self.cold_rounds
+                ),
+            ));
+        }
+        let t = self.compact_dead_share;
+        if !(t > 0.0 && t <= 1.0) {
+            return Err((
+                "chunks.compact_dead_share",
+                format!("must be in (0, 1], found {t}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether a small object with these access histories (4 bits each, bit 0 the most
+    /// recent round) and current access bits goes into a chunk; `Some(rounds)` says for
+    /// how many recorded rounds it has been cold (its group), `None` keeps it out.
+    pub fn coldness(&self, read_history: u8, write_history: u8, accessed_now: bool) -> Option<u8> {
+        if accessed_now || (self.exclude_launch_set && read_history & 0xf != 0) {
+            return None;
+        }
+        let any = read_history | write_history;
+        let rounds = (1..=4u8)
+            .rev()
+            .find(|&k| any & ((1 << k) - 1) == 0)
+            .unwrap_or(0);
+        (rounds >= self.cold_rounds).then_some(rounds)
+    }
+
+    /// The section as `marvin policy show` prints it, every key documented.
+    pub fn to_toml_section(&self) -> String {
+        format!(
+            r#"
+[chunks]
+# Pack small objects (under {large} bytes, which are never stubbed) that stayed cold into
+# page-aligned chunks, each saved and reclaimed as one object, with the collector keeping
+# each member's references so that it never faults a chunk in. Not in Marvin: false.
+enabled = {enabled}
+# Bytes of one chunk: a multiple of {page} from {page} to {max}. Not in Marvin: 65536.
+chunk_bytes = {bytes}
+# A small object is packed once neither read nor written in this many recent working-set
+# rounds (1 to 4). Not in Marvin: 4.
+cold_rounds = {rounds}
+# Keep out objects read in any of the four recorded rounds (what the last launch read).
+# Not in Marvin: true.
+exclude_launch_set = {launch}
+# Rebuild a resident chunk without its dead members once they pass this share of its
+# bytes, in (0, 1]. Not in Marvin: 0.5.
+compact_dead_share = {share:?}
+"#,
+            large = LARGE_OBJECT_BYTES,
+            page = PAGE,
+            max = MAX_CHUNK_BYTES,
+            enabled = self.enabled,
+            bytes = self.chunk_bytes,
+            rounds = self.cold_rounds,
+            launch = self.exclude_launch_set,
+            share = self.compact_dead_share,
+        )
+    }
+}
