@@ -1,6 +1,6 @@
 //! One chunking pass, at a safepoint with the app's threads stopped: compacts resident
 //! chunks with enough dead members, then moves the small objects the policy finds cold
-//! into new chunks, coldest first, grouped by how long they have been cold, each group
+//! into new chunks, coldest first (grouped by how long they have been cold), each group
 //! in address order.
 
 use marvin_runtime::header::HeaderBits;
@@ -48,18 +48,20 @@ pub unsafe fn chunk_cold_objects(
             groups[rounds as usize].push((obj.addr(), h));
         }
     });
-    for rounds in (1..=4u8).rev() {
-        let group = &mut groups[rounds as usize];
-        if group.is_empty() {
-            continue;
-        }
-        group.sort_unstable();
-        let handles: Vec<Handle> = group.iter().map(|&(_, h)| h).collect();
-        // SAFETY: forwarded: mutators are stopped.
-        let r = unsafe { heap.pack_chunks(&handles, config.chunk_bytes as usize, rounds)? };
-        report.packed.chunks += r.chunks;
-        report.packed.objects += r.objects;
-        report.packed.bytes += r.bytes;
-    }
+    // Coldest first, each group in address order; a chunk may take the end of one
+    // group and the start of the next, so that no group is left out for being small.
+    let order: Vec<(Handle, u8)> = (1..=4u8)
+        .rev()
+        .flat_map(|rounds| {
+            let group = &mut groups[rounds as usize];
+            group.sort_unstable();
+            group
+                .iter()
+                .map(move |&(_, h)| (h, rounds))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    // SAFETY: forwarded: mutators are stopped.
+    report.packed = unsafe { heap.pack_chunks(&order, config.chunk_bytes as usize)? };
     Ok(report)
 }

@@ -98,7 +98,7 @@ impl ChunkMember {
 pub struct Chunk {
     stub: Arc<Stub>,
     members: Box<[ChunkMember]>,
-    /// How many rounds its members had been cold when they were packed (1 to 4).
+    /// How many rounds its least cold member had been cold when packed (1 to 4).
     pub coldness: u8,
     /// Bytes of members (live or dead) in the chunk.
     pub member_bytes: u64,
@@ -265,6 +265,8 @@ struct Source {
     handle: Handle,
     addr: usize,
     size: usize,
+    /// Rounds it has been cold.
+    coldness: u8,
 }
 
 /// The bytes a member takes in a chunk.
@@ -290,20 +292,20 @@ impl Heap {
     }
 
     /// Moves the small objects of `handles` (plain resident entries, smaller than
-    /// [`super::LARGE_OBJECT_BYTES`], not NO_SWAP; others are skipped) into chunks of at
-    /// most `chunk_bytes` bytes, in the order given. A remainder too small for a chunk
-    /// object of its own (under [`super::LARGE_OBJECT_BYTES`]) stays where it is.
+    /// [`super::LARGE_OBJECT_BYTES`], not NO_SWAP; others are skipped), each with the
+    /// rounds it has been cold, into chunks of at most `chunk_bytes` bytes, in the order
+    /// given. A remainder too small for a chunk object of its own (under
+    /// [`super::LARGE_OBJECT_BYTES`]) stays where it is.
     ///
     /// # Safety
     /// The app's mutators must be stopped.
     pub unsafe fn pack_chunks(
         &self,
-        handles: &[Handle],
+        handles: &[(Handle, u8)],
         chunk_bytes: usize,
-        coldness: u8,
     ) -> Result<ChunkReport, ChunkError> {
         let mut sources = Vec::new();
-        for &h in handles {
+        for &(h, coldness) in handles {
             // SAFETY: mutators are stopped.
             let Some(obj) = (unsafe { self.raw_object(h) }) else {
                 continue;
@@ -317,12 +319,13 @@ impl Heap {
                 handle: h,
                 addr: obj.addr(),
                 size: member_size(&obj),
+                coldness,
             });
         }
         let mut report = ChunkReport::default();
         for group in split(&sources, chunk_bytes) {
             // SAFETY: forwarded: mutators are stopped, sources are plain resident objects.
-            let made = unsafe { self.build_chunk(group, coldness)? };
+            let made = unsafe { self.build_chunk(group)? };
             let freed: Vec<(usize, usize)> = group.iter().map(|s| (s.addr, s.size)).collect();
             let bytes: usize = freed.iter().map(|b| b.1).sum();
             self.small.free(freed);
@@ -343,7 +346,8 @@ impl Heap {
     ///
     /// # Safety
     /// Mutators stopped; each source's bytes are a live object of its handle.
-    unsafe fn build_chunk(&self, group: &[Source], coldness: u8) -> Result<usize, ChunkError> {
+    unsafe fn build_chunk(&self, group: &[Source]) -> Result<usize, ChunkError> {
+        let coldness = group.iter().map(|s| s.coldness).min().unwrap_or(0);
         let total = HEADER_BYTES + group.iter().map(|s| s.size).sum::<usize>();
         let refs_words: usize = group
             .iter()
@@ -483,6 +487,7 @@ impl Heap {
                     handle: m.handle,
                     addr: c.stub.addr + m.offset as usize,
                     size: m.size as usize,
+                    coldness: c.coldness,
                 })
                 .collect();
             let live_bytes: usize = live.iter().map(|s| s.size).sum();
@@ -491,7 +496,7 @@ impl Heap {
                 continue;
             }
             // SAFETY: mutators are stopped; the old chunk is resident and held.
-            let made = unsafe { self.build_chunk(&live, c.coldness)? };
+            let made = unsafe { self.build_chunk(&live)? };
             drop(guard);
             self.chunks.remove(c.handle());
             // SAFETY: no member's entry points at the old chunk any more and nothing

@@ -32,6 +32,7 @@ fn every_knob_changed() -> PolicyConfig {
             page_min_bytes: 1 << 20,
         },
         compaction: CompactionConfig { threshold: 0.4 },
+        chunks: crate::chunk_policy::ChunkConfig::default(),
     }
 }
 
