@@ -44,7 +44,7 @@ impl ChunkConfig {
     /// Checks every range; the error names the key.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         let b = self.chunk_bytes;
-        if b < PAGE as u64 || b > MAX_CHUNK_BYTES || b % PAGE as u64 != 0 {
+        if b < PAGE as u64 || b > MAX_CHUNK_BYTES || !b.is_multiple_of(PAGE as u64) {
             return Err((
                 "chunks.chunk_bytes",
                 format!("must be a multiple of {PAGE} from {PAGE} to {MAX_CHUNK_BYTES}, found {b}"),

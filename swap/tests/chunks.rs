@@ -372,7 +372,7 @@ fn compaction_rebuilds_a_mostly_dead_chunk_and_frees_its_pages() {
         pass.compacted.chunks
     );
     for h in handles.iter().step_by(3) {
-        let i = (h.value() - handles[0].value()) as u64;
+        let i = h.value() - handles[0].value();
         assert_eq!(read(&f, h.value()).payload, vec![i; 6]);
     }
 }
@@ -510,7 +510,7 @@ fn a_damaged_chunk_checkpoint_is_an_error_naming_the_chunk_never_wrong_data() {
         })
         .copied()
         .expect("more than one chunk");
-    let i = (other.value() - handles[0].value()) as u64;
+    let i = other.value() - handles[0].value();
     assert_eq!(read(&f, other.value()).payload, vec![i + 1; 8]);
 }
 
