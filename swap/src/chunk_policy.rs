@@ -116,3 +116,85 @@ compact_dead_share = {share:?}
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicyConfig;
+
+    fn key_error(text: &str) -> String {
+        match PolicyConfig::from_toml_str(text) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn chunks_are_off_by_default_and_shown_with_every_key() {
+        let p = PolicyConfig::default();
+        assert!(!p.chunks.enabled);
+        let shown = p.to_toml_string();
+        for key in [
+            "[chunks]",
+            "enabled = false",
+            "chunk_bytes = 65536",
+            "cold_rounds = 4",
+            "exclude_launch_set = true",
+            "compact_dead_share = 0.5",
+        ] {
+            assert!(shown.contains(key), "{key} missing from:\n{shown}");
+        }
+        let on = PolicyConfig::from_toml_str(
+            "[chunks]\nenabled = true\nchunk_bytes = 8192\ncold_rounds = 2\n",
+        )
+        .unwrap();
+        assert!(on.chunks.enabled);
+        assert_eq!(on.chunks.chunk_bytes, 8192);
+        assert_eq!(
+            PolicyConfig::from_toml_str(&on.to_toml_string()).unwrap(),
+            on
+        );
+    }
+
+    #[test]
+    fn bad_chunk_keys_are_errors_naming_the_key() {
+        for (text, key) in [
+            ("[chunks]\nchunk_bytes = 5000", "chunks.chunk_bytes"),
+            ("[chunks]\nchunk_bytes = 0", "chunks.chunk_bytes"),
+            ("[chunks]\nchunk_bytes = 8388608", "chunks.chunk_bytes"),
+            ("[chunks]\ncold_rounds = 0", "chunks.cold_rounds"),
+            ("[chunks]\ncold_rounds = 5", "chunks.cold_rounds"),
+            (
+                "[chunks]\ncompact_dead_share = 0.0",
+                "chunks.compact_dead_share",
+            ),
+            (
+                "[chunks]\ncompact_dead_share = 1.5",
+                "chunks.compact_dead_share",
+            ),
+        ] {
+            let e = key_error(text);
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        assert!(key_error("[chunks]\nsize = 1").contains("size"));
+    }
+
+    #[test]
+    fn coldness_follows_the_window_and_the_launch_set() {
+        let c = ChunkConfig {
+            cold_rounds: 2,
+            ..ChunkConfig::default()
+        };
+        assert_eq!(c.coldness(0, 0, false), Some(4));
+        assert_eq!(c.coldness(0, 0, true), None);
+        assert_eq!(c.coldness(0, 0b0100, false), Some(2));
+        assert_eq!(c.coldness(0, 0b0010, false), None);
+        // Read three rounds ago: cold for two rounds, but in the launch set.
+        assert_eq!(c.coldness(0b0100, 0, false), None);
+        let c = ChunkConfig {
+            exclude_launch_set: false,
+            ..c
+        };
+        assert_eq!(c.coldness(0b0100, 0, false), Some(2));
+    }
+}
