@@ -30,6 +30,8 @@ pub struct ChunkStats {
     pub chunk_fault_bytes: u64,
     /// Chunks rebuilt without their dead members.
     pub chunk_compactions: u64,
+    /// Bytes of whole small-object pages the moved objects left, returned to the OS.
+    pub small_pages_released: u64,
     /// Members found dead by collections.
     pub chunk_members_freed: u64,
 }
@@ -55,6 +57,7 @@ impl ChunkStats {
             chunk_faults: l(&c.faults),
             chunk_fault_bytes: l(&c.fault_bytes),
             chunk_compactions: l(&c.compactions),
+            small_pages_released: l(&c.small_pages_released),
             chunk_members_freed: l(&c.members_freed),
         })
     }

@@ -154,6 +154,8 @@ pub struct ChunkCounters {
     pub fault_bytes: AtomicU64,
     /// Chunks rebuilt without their dead members.
     pub compactions: AtomicU64,
+    /// Bytes of whole small-object-space pages the moved objects left, returned to the OS.
+    pub small_pages_released: AtomicU64,
     /// Members found dead by collections, and their bytes.
     pub members_freed: AtomicU64,
     pub member_bytes_freed: AtomicU64,
@@ -326,8 +328,16 @@ impl Heap {
         for group in split(&sources, chunk_bytes) {
             // SAFETY: forwarded: mutators are stopped, sources are plain resident objects.
             let made = unsafe { self.build_chunk(group)? };
-            let freed: Vec<(usize, usize)> = group.iter().map(|s| (s.addr, s.size)).collect();
+            let mut freed: Vec<(usize, usize)> = group.iter().map(|s| (s.addr, s.size)).collect();
             let bytes: usize = freed.iter().map(|b| b.1).sum();
+            // The whole pages the moved objects leave go back to the OS (before the blocks
+            // are on a free list, where an allocation could take them), or the move would
+            // cost resident memory until later allocations reused them.
+            let released = self.small.release_pages(&mut freed);
+            self.chunks
+                .counters
+                .small_pages_released
+                .fetch_add(released as u64, Ordering::Relaxed);
             self.small.free(freed);
             self.counters.in_use.fetch_sub(bytes, Ordering::Relaxed);
             report.chunks += 1;
