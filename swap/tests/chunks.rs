@@ -352,6 +352,12 @@ fn compaction_rebuilds_a_mostly_dead_chunk_and_frees_its_pages() {
         .collect();
     age(&f);
     assert_eq!(pack(&f).packed.objects, 200);
+    // 200 neighbouring blocks of 64 bytes: the whole pages they covered went back.
+    let released = f.heap.chunks().counters.small_pages_released.load(Relaxed);
+    assert!(
+        released >= 2 * marvin_runtime::heap::PAGE as u64,
+        "{released}"
+    );
     let before = figures(&f);
     // Every third object stays: two thirds of each chunk die.
     let roots: Vec<u64> = handles.iter().step_by(3).map(|h| h.value()).collect();

@@ -325,30 +325,44 @@ impl Heap {
             });
         }
         let mut report = ChunkReport::default();
+        let mut freed: Vec<(usize, usize)> = Vec::new();
+        let mut failed = None;
         for group in split(&sources, chunk_bytes) {
             // SAFETY: forwarded: mutators are stopped, sources are plain resident objects.
-            let made = unsafe { self.build_chunk(group)? };
-            let mut freed: Vec<(usize, usize)> = group.iter().map(|s| (s.addr, s.size)).collect();
-            let bytes: usize = freed.iter().map(|b| b.1).sum();
-            // The whole pages the moved objects leave go back to the OS (before the blocks
-            // are on a free list, where an allocation could take them), or the move would
-            // cost resident memory until later allocations reused them.
-            let released = self.small.release_pages(&mut freed);
-            self.chunks
-                .counters
-                .small_pages_released
-                .fetch_add(released as u64, Ordering::Relaxed);
-            self.small.free(freed);
-            self.counters.in_use.fetch_sub(bytes, Ordering::Relaxed);
-            report.chunks += 1;
-            report.objects += made as u64;
-            report.bytes += bytes as u64;
+            match unsafe { self.build_chunk(group) } {
+                Ok(made) => {
+                    freed.extend(group.iter().map(|s| (s.addr, s.size)));
+                    report.chunks += 1;
+                    report.objects += made as u64;
+                    report.bytes += group.iter().map(|s| s.size as u64).sum::<u64>();
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
+        // The whole pages the moved objects leave go back to the OS, over the whole pass
+        // (neighbouring chunks' objects were neighbours), before the blocks are on a free
+        // list where an allocation could take them; else the move would cost resident
+        // memory until later allocations reused them.
+        let released = self.small.release_pages(&mut freed);
+        self.chunks
+            .counters
+            .small_pages_released
+            .fetch_add(released as u64, Ordering::Relaxed);
+        self.small.free(freed);
+        self.counters
+            .in_use
+            .fetch_sub(report.bytes as usize, Ordering::Relaxed);
         let c = &self.chunks.counters;
         c.objects_chunked
             .fetch_add(report.objects, Ordering::Relaxed);
         c.bytes_chunked.fetch_add(report.bytes, Ordering::Relaxed);
-        Ok(report)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
     }
 
     /// Builds one chunk from `group` (each source a resident object whose handle
