@@ -28,6 +28,7 @@
 
 pub mod app;
 pub mod binding;
+pub mod chunks;
 pub mod command;
 pub mod config;
 pub mod error;

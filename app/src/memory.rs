@@ -220,7 +220,12 @@ impl App {
             .traced(names::CREATE_STUBS, || {
                 let _w = self.safepoints.stop_the_world();
                 // SAFETY: the world is stopped.
-                unsafe { stubber::stub_candidates(&self.heap, &*swap.policy) }
+                let r = unsafe { stubber::stub_candidates(&self.heap, &*swap.policy) }?;
+                // SAFETY: the world is stopped (still).
+                self.pack_cold_chunks(unsafe {
+                    marvin_swap::chunk_pass::chunk_cold_objects(&self.heap, &swap.policy.chunks())
+                });
+                Ok(r)
             })
             .map_err(AppError::Stub)?;
         if let Some(space) = self.heap.stub_space() {

@@ -111,6 +111,9 @@ pub struct SwapStats {
     pub swap_dead_bytes: u64,
     pub compactions: u64,
     pub last_error: Option<String>,
+    /// Cold chunks of small objects, once any was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<crate::chunks::ChunkStats>,
     /// Each transition with the process's resident memory before and after.
     pub transitions: Vec<crate::memory::Transition>,
 }
@@ -175,6 +178,7 @@ impl RunStats {
                     swap_dead_bytes: file.dead_bytes(),
                     compactions: l(&c.compactions),
                     last_error: sw.last_error.lock().clone(),
+                    chunks: crate::chunks::ChunkStats::of(&app.heap),
                     transitions: app.transitions.lock().clone(),
                 }
             }),
@@ -254,6 +258,9 @@ impl RunStats {
                 ),
             );
             line("compactions", w.compactions.to_string());
+            for (k, v) in w.chunks.iter().flat_map(|c| c.lines()) {
+                line(k, v);
+            }
             if let Some(e) = &w.last_error {
                 line("last swap error", e.clone());
             }

@@ -12,6 +12,7 @@
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod chunk_mark;
 pub mod mark;
 pub mod sweep;
 pub mod working_set;

@@ -9,6 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use marvin_runtime::header::HeaderBits;
+use marvin_runtime::heap::chunk::is_chunk_entry;
 use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
 
 /// Marks everything reachable from `roots`; returns how many objects were marked.
@@ -28,6 +29,11 @@ pub unsafe fn mark(heap: &Heap, roots: &[u64]) -> u64 {
             continue;
         };
         let e = table.entry(h).load(Ordering::Acquire);
+        if is_chunk_entry(e) {
+            // SAFETY: a chunk entry of this heap; the world is stopped.
+            marked += unsafe { crate::chunk_mark::mark_member(heap, e, &mut stack) } as u64;
+            continue;
+        }
         if e & ENTRY_STUB != 0 {
             // SAFETY: a stub-tagged entry of this heap; stubs are freed only by the
             // sweep, after marking.

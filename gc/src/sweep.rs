@@ -4,7 +4,10 @@
 //! Survivors are aged by [`age_entry`], which never faults a reclaimed object in.
 
 use marvin_runtime::header::HeaderBits;
+use marvin_runtime::heap::chunk::is_chunk_entry;
 use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
+
+use crate::chunk_mark::take_member_mark;
 use marvin_runtime::object::Obj;
 
 use crate::working_set::{age_entry, WorkingSet};
@@ -22,9 +25,17 @@ pub struct Swept {
 pub unsafe fn sweep(heap: &Heap) -> Swept {
     let mut dead = Vec::new();
     let mut dead_stubs = Vec::new();
+    let mut dead_members = Vec::new();
     let mut freed_bytes = 0u64;
     let mut ws = WorkingSet::default();
     heap.table().for_each(|h, e| {
+        if is_chunk_entry(e) {
+            // SAFETY: a chunk entry; the world is stopped and only this sweep frees.
+            if !unsafe { take_member_mark(heap, e) } {
+                dead_members.push(h);
+            }
+            return;
+        }
         let live = if e & ENTRY_STUB != 0 {
             // SAFETY: a live stub entry; the world is stopped and only this sweep frees.
             unsafe { heap.stub_of_entry(e) }.bits.swap_marked(false)
@@ -49,10 +60,12 @@ pub unsafe fn sweep(heap: &Heap) -> Swept {
     });
     // SAFETY: unmarked objects are unreachable from every root; the world is stopped.
     unsafe { heap.free(&dead) };
+    // SAFETY: as above, for members of chunks (before the chunks' own stubs go).
+    unsafe { heap.free_chunk_members(&dead_members) };
     // SAFETY: as above, for stubs and their objects.
     freed_bytes += unsafe { heap.free_stubs(&dead_stubs) };
     Swept {
-        freed_objects: (dead.len() + dead_stubs.len()) as u64,
+        freed_objects: (dead.len() + dead_stubs.len() + dead_members.len()) as u64,
         freed_bytes,
         working_set: ws,
     }

@@ -40,6 +40,11 @@ impl WorkingSet {
 /// # Safety
 /// `e` must be a live entry of `heap` and the app's mutators stopped.
 pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
+    if marvin_runtime::heap::chunk::is_chunk_entry(e) {
+        // A member of a cold chunk: its chunk's stub is aged as one object (its header
+        // records every member's accesses); the member's own bytes are left alone.
+        return;
+    }
     if e & ENTRY_STUB != 0 {
         // SAFETY: a live stub entry; stubs are freed only with mutators stopped, by the
         // collector, which is not running concurrently with this walk.

@@ -41,6 +41,8 @@ impl BarrierMode for NoBarriers {
 pub struct Access<'h> {
     obj: Obj<'h>,
     stub: Option<crate::stub::StubAccess<'h>>,
+    /// The record of a small object in a cold chunk (its reference copies).
+    member: Option<&'h crate::heap::chunk::ChunkMember>,
 }
 
 impl<'h> Access<'h> {
@@ -68,7 +70,9 @@ impl<'h> Access<'h> {
     #[inline(always)]
     pub fn store_ref(&self, word: usize, value: u64) {
         self.obj.words()[word].store(value, Ordering::Relaxed);
-        if let Some(s) = &self.stub {
+        if let Some(m) = self.member {
+            m.update_ref_copy(word, value);
+        } else if let Some(s) = &self.stub {
             s.update_ref_copy(word, value);
         }
     }
@@ -97,7 +101,11 @@ impl Heap {
                 AccessKind::Write => obj.header().ensure(HeaderBits::WRITE | HeaderBits::DIRTY),
             }
         }
-        Ok(Access { obj, stub: None })
+        Ok(Access {
+            obj,
+            stub: None,
+            member: None,
+        })
     }
 
     #[cold]
@@ -111,10 +119,19 @@ impl Heap {
         if e == 0 {
             return Err(AccessError::Dangling(h.value()));
         }
+        if crate::heap::chunk::is_chunk_entry(e) {
+            let (stub, obj, member) = crate::heap::chunk_access::enter(self, h, e, kind, B::ON)?;
+            return Ok(Access {
+                obj,
+                stub: Some(stub),
+                member: Some(member),
+            });
+        }
         let stub = crate::stub::StubAccess::enter(self, h, e, kind, B::ON)?;
         Ok(Access {
             obj: stub.obj(),
             stub: Some(stub),
+            member: None,
         })
     }
 }

@@ -31,6 +31,8 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod app_swap;
+pub mod chunk_pass;
+pub mod chunk_policy;
 pub mod external;
 pub mod page_restore;
 pub mod pageout;

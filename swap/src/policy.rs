@@ -139,6 +139,11 @@ pub trait SwapPolicy: Send + Sync + std::fmt::Debug {
 
     /// The fraction of dead bytes in the swap file above which it is compacted.
     fn compaction_threshold(&self) -> f64;
+
+    /// Cold chunks of small objects (off unless the policy turns them on).
+    fn chunks(&self) -> crate::chunk_policy::ChunkConfig {
+        crate::chunk_policy::ChunkConfig::default()
+    }
 }
 
 #[cfg(test)]

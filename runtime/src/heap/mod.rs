@@ -8,6 +8,8 @@
 //! or atomic read-modify-writes; everything else goes through [`Heap::alloc`].
 
 pub mod alloc_buffer;
+pub mod chunk;
+pub mod chunk_access;
 pub mod handle_hash;
 pub mod handle_table;
 pub mod large_space;
@@ -152,6 +154,8 @@ pub struct Heap {
     pressure: std::sync::OnceLock<std::sync::Arc<dyn AllocPressure>>,
     /// What the runtime's holdings for this heap are charged at ([`Heap::charged_bytes`]).
     runtime: RuntimeCharge,
+    /// Cold chunks of small objects ([`chunk`]).
+    chunks: chunk::ChunkSpace,
 }
 
 /// Bytes the charge of the runtime's holdings keeps above what they hold
@@ -245,6 +249,7 @@ impl Heap {
             gc_trigger: AtomicUsize::new(config.gc_min_free),
             live_after_gc: AtomicUsize::new(0),
             runtime: RuntimeCharge::default(),
+            chunks: chunk::ChunkSpace::default(),
             config,
         };
         // The handle table's first page (no budget yet: nothing to reserve with).
@@ -290,7 +295,9 @@ impl Heap {
     /// swapping the stubs, their registry, the reclaim table and the swap layer's index
     /// ([`crate::stub::StubSpace::held_bytes`]).
     pub fn runtime_bytes(&self) -> usize {
-        self.table.resident_bytes() + self.stub_space().map_or(0, |s| s.held_bytes())
+        self.table.resident_bytes()
+            + self.stub_space().map_or(0, |s| s.held_bytes())
+            + self.chunks.held_bytes()
     }
 
     /// What this heap holds in memory in all: its resident objects

@@ -89,6 +89,46 @@ impl SmallSpace {
         inner.end - inner.bump
     }
 
+    /// Returns to the OS every whole page that `blocks` (blocks of this space, no longer
+    /// used by any object and not yet freed) cover together, and returns how many bytes
+    /// that is. Call it before [`SmallSpace::free`] takes the blocks: no one may write into
+    /// them meanwhile. The pages read zero afterwards, as fresh pages do (a block is zeroed
+    /// when handed out anyway).
+    pub fn release_pages(&self, blocks: &mut [(usize, usize)]) -> usize {
+        const PAGE: usize = super::PAGE;
+        blocks.sort_unstable();
+        let mut released = 0;
+        let mut release = |start: usize, end: usize| {
+            let (from, to) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+            if to > from {
+                // SAFETY: [from, to) lies inside blocks of our own anonymous chunks that no
+                // object uses and no free list holds yet (the caller's contract), so no
+                // one reads or writes it while its pages are dropped.
+                let r = unsafe {
+                    libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED)
+                };
+                if r == 0 {
+                    released += to - from;
+                }
+            }
+        };
+        let mut run: Option<(usize, usize)> = None;
+        for &(addr, size) in blocks.iter() {
+            run = match run {
+                Some((start, end)) if end == addr => Some((start, addr + size)),
+                Some((start, end)) => {
+                    release(start, end);
+                    Some((addr, addr + size))
+                }
+                None => Some((addr, addr + size)),
+            };
+        }
+        if let Some((start, end)) = run {
+            release(start, end);
+        }
+        released
+    }
+
     /// The free generation (see `free_gen`).
     pub fn free_gen(&self) -> u64 {
         self.free_gen.load(Ordering::Relaxed)
@@ -207,6 +247,33 @@ mod tests {
         // SAFETY: `d` is a 32-byte block this test owns.
         let bytes = unsafe { std::slice::from_raw_parts(d as *const u8, 32) };
         assert!(bytes.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn released_pages_read_zero_and_their_blocks_are_reused() {
+        let s = SmallSpace::new();
+        // Three pages and a bit of 64-byte blocks, written, then released and freed.
+        let n = (3 * super::super::PAGE + 256) / 64;
+        let mut blocks: Vec<(usize, usize)> = (0..n).map(|_| (s.alloc(64).unwrap(), 64)).collect();
+        for &(a, _) in &blocks {
+            // SAFETY: a 64-byte block this test owns.
+            unsafe { std::ptr::write_bytes(a as *mut u8, 0xab, 64) };
+        }
+        let first = blocks[0].0;
+        let released = s.release_pages(&mut blocks);
+        // Whole pages only: at least two of the three and a bit, never more than covered.
+        assert!(released >= 2 * super::super::PAGE, "{released}");
+        assert!(released <= n * 64);
+        let page = first.next_multiple_of(super::super::PAGE);
+        // SAFETY: inside the blocks above, still this test's (not freed yet).
+        let bytes = unsafe { std::slice::from_raw_parts(page as *const u8, 64) };
+        assert!(
+            bytes.iter().all(|&x| x == 0),
+            "a released page kept its bytes"
+        );
+        s.free(blocks.iter().copied());
+        let again = s.alloc(64).unwrap();
+        assert!(blocks.iter().any(|&(a, _)| a == again));
     }
 
     #[test]

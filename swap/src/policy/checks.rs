@@ -113,7 +113,7 @@ impl PolicyConfig {
                 format!("must be in (0, 1], found {t}"),
             ));
         }
-        Ok(())
+        self.chunks.validate()
     }
     /// The same policy with every period and the saver's budget multiplied by `time_scale`
     /// (0.1 runs an experiment's clocks ten times faster).

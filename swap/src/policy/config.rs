@@ -195,6 +195,8 @@ pub struct PolicyConfig {
     pub restore: RestoreConfig,
     /// `[compaction]`
     pub compaction: CompactionConfig,
+    /// `[chunks]`
+    pub chunks: crate::chunk_policy::ChunkConfig,
 }
 
 impl Default for CandidateConfig {
@@ -326,5 +328,9 @@ impl SwapPolicy for PolicyConfig {
 
     fn compaction_threshold(&self) -> f64 {
         self.compaction.threshold
+    }
+
+    fn chunks(&self) -> crate::chunk_policy::ChunkConfig {
+        self.chunks.clone()
     }
 }

@@ -160,7 +160,7 @@ page_min_bytes = {page_min}
 # Compact the swap file when its dead bytes exceed this fraction of it, in (0, 1].
 # Marvin: 0.25.
 threshold = {threshold:?}
-"#,
+{chunks}"#,
             min_size = self.candidates.min_size_bytes,
             kinds = kinds.join(", "),
             window = self.coldness.window_rounds,
@@ -186,6 +186,7 @@ threshold = {threshold:?}
             prefetch = self.restore.prefetch_bytes,
             page_min = self.restore.page_min_bytes,
             threshold = self.compaction.threshold,
+            chunks = self.chunks.to_toml_section(),
         )
     }
 }
