@@ -393,7 +393,7 @@ impl StubSpace {
             return Err(AccessError::Dangling(stub.handle.value()));
         }
         // What the app alone knows, against the table's word that the object is out.
-        self.check_restorable(stub)?;
+        self.check_restorable(stub, st.slot().is_some())?;
         let t0 = self
             .fault_observer
             .get()
@@ -742,6 +742,10 @@ impl Heap {
                 let mut st = stub.state.lock();
                 st.set_dead();
                 space.hooks.freed(&stub, &mut st);
+                if stub.bits.is_damaged() {
+                    // Its handle may name another object next.
+                    space.damage.lock().remove(&h);
+                }
                 if checked {
                     if !entry.is_resident() {
                         out_freed += crate::heap::large_space::page_round(stub.bytes()) as u64;

@@ -31,9 +31,17 @@ pub(crate) const RUNTIME_ERROR_STATUS: i32 = 70;
 impl StubSpace {
     /// Before a checkpoint is read back into `stub`'s object because the table says it
     /// is out: the object is not damaged and its checkpoint holds its latest contents.
-    pub fn check_restorable(&self, stub: &Stub) -> Result<(), AccessError> {
+    /// `saved`: the stub has a checkpoint at all (its state's slot).
+    pub fn check_restorable(&self, stub: &Stub, saved: bool) -> Result<(), AccessError> {
         if stub.bits.is_damaged() {
             return Err(self.damage_error(stub));
+        }
+        if !saved {
+            return Err(self.table_damage(
+                stub,
+                "it says the object is out, but the object was never saved (the app's own \
+                 record)",
+            ));
         }
         if !stub.bits.is_current() {
             return Err(self.table_damage(

@@ -298,14 +298,6 @@ impl ExternalApp {
         if self.table.is_foreground() {
             return ReclaimReport::default();
         }
-        // Nothing of the app but its table is known here: a table whose entries
-        // contradict one another is not acted on at all.
-        if let Some(refusal) = table_contradiction(self.table.iter_occupied()) {
-            return ReclaimReport {
-                refused: Some(refusal),
-                ..ReclaimReport::default()
-            };
-        }
         let mut taken = take(
             || self.table.iter_occupied(),
             &self.hand,
@@ -315,6 +307,18 @@ impl ExternalApp {
         );
         let mut r = taken.report;
         if !taken.runs.is_empty() {
+            // Nothing of the app but its table is known here: before any page goes, a
+            // table whose entries contradict one another (two of them over the same
+            // pages, say) is refused, and the entries taken are released unmarked. Paid
+            // only by a scan that took something.
+            if let Some(refusal) = table_contradiction(self.table.iter_occupied()) {
+                drop(taken);
+                return ReclaimReport {
+                    refused: Some(refusal),
+                    contended: r.contended,
+                    ..ReclaimReport::default()
+                };
+            }
             let (calls, failed) = self.memory.punch(&mut taken.runs);
             r.madvise_calls = calls;
             r.failed_calls = failed;

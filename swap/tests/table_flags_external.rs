@@ -32,18 +32,29 @@ fn main() {
         let state = std::env::var(STATE_ENV).unwrap();
         std::process::exit(app::main(Path::new(&dir), &state));
     }
-    let name = "every_flag_flipped_in_every_state_gives_the_latest_bytes_or_an_error_from_outside";
+    let tests: [(&str, fn()); 2] = [
+        (
+            "every_flag_flipped_in_every_state_gives_the_latest_bytes_or_an_error_from_outside",
+            every_flag_flipped_in_every_state,
+        ),
+        (
+            "two_entries_over_the_same_pages_refuse_the_table",
+            two_entries_over_the_same_pages_refuse_the_table,
+        ),
+    ];
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-        return;
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        print!("test {name} ... ");
+        std::io::stdout().flush().unwrap();
+        test();
+        println!("ok");
     }
-    print!("test {name} ... ");
-    std::io::stdout().flush().unwrap();
-    every_flag_flipped_in_every_state();
-    println!("ok");
 }
 
 /// The app process's side.
@@ -268,4 +279,75 @@ fn every_flag_flipped_in_every_state() {
     // The case that handed out an older checkpoint before: now an error.
     let got = case("dirty", EntryFlags::CLEAN.bits());
     assert!(got.contains("written after its last checkpoint"), "{got}");
+}
+
+/// Two entries over the same pages (one could say resident and the other reclaimed of
+/// them): the reclaimer from outside, which knows nothing of the app but its table,
+/// refuses the table and takes nothing, not even the entries that are fine; with the
+/// entry put right, it takes both. (This process plays the app.)
+fn two_entries_over_the_same_pages_refuse_the_table() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use marvin_runtime::header::ObjKind;
+    use marvin_runtime::heap::{Heap, HeapConfig, LargeBacking};
+    use marvin_swap::{saver, AppSwap, PolicyConfig};
+
+    let heap = Heap::new(HeapConfig {
+        handle_capacity: 1024,
+        large_backing: LargeBacking::Memfd,
+        ..HeapConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = Arc::new(PolicyConfig::default());
+    let swap = AppSwap::attach(&heap, dir.path(), NAME, policy, 64, true).unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|_| heap.alloc(ObjKind::IntArray, 0, 509, 0).unwrap())
+        .collect();
+    for &h in &handles {
+        // SAFETY: single-threaded: no mutator runs.
+        assert!(unsafe { heap.stub_object(h) }.unwrap());
+    }
+    let space = heap.stub_space().unwrap();
+    space.table.set_foreground(false);
+    assert_eq!(
+        saver::save(&heap, &swap, Duration::MAX, true).saved_objects,
+        2
+    );
+    let entries: Vec<EntryId> = handles
+        .iter()
+        .map(|&h| space.get(h).unwrap().entry)
+        .collect();
+    let addr_at = |e: EntryId| 64 + 32 * e.index() as u64 + 8;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(table_path(dir.path(), NAME))
+        .unwrap();
+    let mut own = [0u8; 8];
+    file.read_exact_at(&mut own, addr_at(entries[1])).unwrap();
+    let mut first = [0u8; 8];
+    file.read_exact_at(&mut first, addr_at(entries[0])).unwrap();
+    file.write_all_at(&first, addr_at(entries[1])).unwrap();
+    let mut ext = ExternalApp::open(std::process::id(), dir.path(), NAME).unwrap();
+    let r = ext.reclaim(u64::MAX);
+    assert_eq!((r.objects, r.bytes), (0, 0), "{r:?}");
+    let refusal = r.refused.expect("refused");
+    assert!(
+        refusal
+            .to_string()
+            .contains("overlaps the pages of another entry"),
+        "{refusal}"
+    );
+    for &e in &entries {
+        let entry = space.table.entry(e);
+        assert!(
+            entry.is_resident() && !entry.is_reclaimer_locked(),
+            "nothing marked"
+        );
+    }
+    file.write_all_at(&own, addr_at(entries[1])).unwrap();
+    let r = ext.reclaim(u64::MAX);
+    assert_eq!((r.objects, r.refused), (2, None), "{r:?}");
 }
