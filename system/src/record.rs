@@ -63,6 +63,10 @@ pub struct Record {
     /// With `--scale paper`: every setting it chose (or a flag beside it gave), with why.
     #[serde(default)]
     pub scale_settings: Vec<Choice>,
+    /// The `zram` policy: how its compressed pool was charged to the budget, as its
+    /// run announced it (with the algorithm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram_charging: Option<String>,
 }
 
 fn default_scale() -> String {

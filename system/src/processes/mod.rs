@@ -23,5 +23,6 @@ pub mod reclaimer;
 pub mod run;
 mod spawner;
 mod trace;
+mod zram;
 
 pub use config::{ProcessConfig, SettleMode};
