@@ -151,6 +151,7 @@ mod tests {
                 value: "2382364672".into(),
                 reason: "about ten apps".into(),
             }],
+            zram_charging: Some("compressed swap charged by the System: zram (lz4)".into()),
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
