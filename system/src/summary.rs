@@ -204,7 +204,8 @@ pub struct ZramFigures {
     /// The pool at the end (its peak in `pool_peak_bytes`), stored and compressed
     /// bytes, pages written and read, time compressing.
     pub pool: marvin_machine::zram_charge::PoolStats,
-    /// Stored over compressed bytes at the end (`None`: the pool was empty).
+    /// Stored over compressed bytes when the pool held the most (`None`: it never held
+    /// a page).
     pub compression_ratio: Option<f64>,
     /// The most the group's usage plus the pool passed the budget, read just before a
     /// tick lowered the limit; at most `largest_growth_bytes` plus `floor_over_bytes`.

@@ -20,6 +20,9 @@ pub(super) struct ZramRun {
     max_over_budget: u64,
     floor_over: u64,
     min_limit: u64,
+    /// The pool when it held the most pages (for the compression ratio: at the end it
+    /// may hold a page or two).
+    fullest: PoolStats,
 }
 
 impl ZramRun {
@@ -44,6 +47,7 @@ impl ZramRun {
             max_over_budget: 0,
             floor_over: 0,
             min_limit: budget,
+            fullest: PoolStats::default(),
         }
     }
 
@@ -56,6 +60,10 @@ impl ZramRun {
         self.max_over_budget = self.max_over_budget.max(over);
         self.floor_over = self.floor_over.max(tick.over_budget_bytes);
         self.min_limit = self.min_limit.min(tick.limit_bytes);
+        let pool = PoolStats::read_zram(Path::new(swapdev::ZRAM_SYS))?;
+        if pool.stored_bytes > self.fullest.stored_bytes {
+            self.fullest = pool;
+        }
         Ok(())
     }
 
@@ -65,7 +73,7 @@ impl ZramRun {
         Ok(ZramFigures {
             algorithm: self.algorithm.clone(),
             charging: self.charging.clone(),
-            compression_ratio: pool.compression_ratio(),
+            compression_ratio: self.fullest.compression_ratio(),
             pool,
             max_over_budget_bytes: self.max_over_budget,
             largest_growth_bytes: self.charge.largest_growth(),
