@@ -15,6 +15,10 @@ use tiny_pressure::TINY_CLOCK;
 
 const LIMIT: u64 = 48 << 20;
 
+/// The tests that set zram up run one at a time: each checks that the device is free
+/// after its run, which another test's run would not leave it.
+static ZRAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Why the zram policy cannot run here, if it cannot.
 fn skip_reason() -> Option<String> {
     if let Err(e) = marvin_machine::cgroup::Hierarchy::available() {
@@ -88,6 +92,7 @@ fn nothing_left_behind(pid: u32) {
 
 #[test]
 fn zram_charges_its_pool_to_the_budget() {
+    let _one = ZRAM.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason() {
         eprintln!("skipped: {why}");
         return;
@@ -141,6 +146,7 @@ fn zram_charges_its_pool_to_the_budget() {
 
 #[test]
 fn an_algorithm_the_kernel_lacks_is_refused_and_leaves_zram_free() {
+    let _one = ZRAM.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason() {
         eprintln!("skipped: {why}");
         return;
