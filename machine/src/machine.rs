@@ -26,6 +26,9 @@ pub enum SwapChoice {
     /// to the cgroup).
     Zram {
         bytes: u64,
+        /// The compression algorithm (checked against the device's list); `None`: the
+        /// kernel's default.
+        algorithm: Option<String>,
     },
 }
 
@@ -84,9 +87,10 @@ impl Machine {
                 *bytes,
                 Some(swapdev::RUN_PRIORITY),
             )?),
-            SwapChoice::Zram { bytes } => Some(SwapDevice::enable_zram(
+            SwapChoice::Zram { bytes, algorithm } => Some(SwapDevice::enable_zram_with(
                 &cfg.state_dir,
                 *bytes,
+                algorithm.as_deref(),
                 Some(swapdev::RUN_PRIORITY),
             )?),
         };

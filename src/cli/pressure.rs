@@ -8,6 +8,7 @@ use marvin_console::{out, outln};
 use marvin_machine::cgroup;
 use marvin_swap::policy::PolicyConfig;
 use marvin_system::experiment::{model_policy, process_model_policy, read_policy, ModeArg};
+use marvin_system::{PolicyHost, REGISTRY};
 
 pub use marvin_system::experiment::{given_ids, PressureArgs};
 
@@ -47,16 +48,31 @@ pub fn policy(cmd: &PolicyCmd) -> anyhow::Result<i32> {
                 ModeArg::InProcess => false,
                 ModeArg::Auto => cgroup::Hierarchy::available().is_ok(),
             };
-            let (name, policy) = if processes {
-                ("the process mode", process_model_policy())
+            let (name, policy, host) = if processes {
+                (
+                    "the process mode",
+                    process_model_policy(),
+                    PolicyHost::Processes,
+                )
             } else {
-                ("the in-process model", model_policy())
+                (
+                    "the in-process model",
+                    model_policy(),
+                    PolicyHost::InProcess,
+                )
             };
+            let pressure: Vec<&str> = REGISTRY
+                .iter()
+                .filter(|p| p.hosts.contains(&host))
+                .map(|p| p.name)
+                .collect();
             outln!(
                 "# The policy marvin pressure runs Marvin with in {name} when no --policy-file\n\
                  # is given: the published settings, except the saver's periods (see\n\
                  # docs/experiments.md). The experiment scales every period by --time-scale;\n\
-                 # give this file, edited, to --policy-file to change one knob.\n"
+                 # give this file, edited, to --policy-file to change one knob.\n\
+                 # The pressure policies {name} runs (--policy): {}.\n",
+                pressure.join(", ")
             )?;
             out!("{}", policy.to_toml_string())?
         }

@@ -36,15 +36,18 @@ pub enum Marker {
     Cross,
     Plus,
     TriangleDown,
+    Hexagon,
 }
 
 /// The pressure policies' colours and markers, the same in every figure.
-pub const POLICY_STYLES: [(&str, RGBColor, Marker); 4] = [
+pub const POLICY_STYLES: [(&str, RGBColor, Marker); 5] = [
     ("kill", okabe_ito::VERMILLION, Marker::Triangle),
     ("page-swap", okabe_ito::BLUE, Marker::Square),
     // The swap baseline of the process mode, drawn as the model's.
     ("kernel-swap", okabe_ito::BLUE, Marker::Square),
     ("marvin", okabe_ito::BLUISH_GREEN, Marker::Circle),
+    // Kernel swap as phones ship it: a lighter blue than kernel-swap's, its own marker.
+    ("zram", okabe_ito::SKY_BLUE, Marker::Hexagon),
 ];
 /// The colours and markers of every other column: none of the policies' markers, so no
 /// other column is taken for a policy.
@@ -114,6 +117,20 @@ pub fn draw_marker<DB: DrawingBackend>(
         Marker::Cross => {
             area.draw(&PathElement::new([(x - R, y - R), (x + R, y + R)], stroke))?;
             area.draw(&PathElement::new([(x - R, y + R), (x + R, y - R)], stroke))
+        }
+        Marker::Hexagon => {
+            let h = R * 7 / 8;
+            area.draw(&Polygon::new(
+                vec![
+                    (x - R, y),
+                    (x - R / 2, y - h),
+                    (x + R / 2, y - h),
+                    (x + R, y),
+                    (x + R / 2, y + h),
+                    (x - R / 2, y + h),
+                ],
+                fill,
+            ))
         }
         Marker::Plus => {
             area.draw(&PathElement::new([(x - R, y), (x + R, y)], stroke))?;
@@ -344,7 +361,7 @@ mod tests {
         assert_eq!(styles[0], (okabe_ito::VERMILLION, Marker::Triangle));
         assert_eq!(styles[3], (okabe_ito::BLUISH_GREEN, Marker::Circle));
         assert_eq!(styles[5], (okabe_ito::BLUE, Marker::Square));
-        let policy_markers = [Marker::Triangle, Marker::Square, Marker::Circle];
+        let policy_markers: Vec<Marker> = POLICY_STYLES.iter().map(|p| p.2).collect();
         for (i, (colour, marker)) in styles.iter().enumerate() {
             assert!(PALETTE.contains(colour), "{}: not Okabe-Ito", labels[i]);
             let is_policy = POLICY_STYLES.iter().any(|(n, _, _)| *n == labels[i]);

@@ -19,6 +19,8 @@ pub enum PressurePolicy {
     KernelSwap,
     /// Marvin's ahead-of-time object swap.
     Marvin,
+    /// Kernel swap on zram, its compressed pool charged to the budget (what phones ship).
+    Zram,
 }
 
 /// What a policy does when memory runs short.
@@ -59,6 +61,9 @@ pub struct PolicySpec {
     pub default_in: &'static [Host],
     /// The first digit of its apps' numbers in a trace (one process track per app).
     pub trace_index: usize,
+    /// Its kernel swap is zram whatever `--swap-device` says, and zram's pool is charged
+    /// to the budget (`marvin_machine::zram_charge`).
+    pub charged_zram: bool,
 }
 
 /// Every policy, in the order a mode's default experiment runs them.
@@ -71,6 +76,7 @@ pub const REGISTRY: &[PolicySpec] = &[
         hosts: &[Host::InProcess, Host::Processes],
         default_in: &[Host::InProcess, Host::Processes],
         trace_index: 1,
+        charged_zram: false,
     },
     PolicySpec {
         policy: PressurePolicy::PageSwap,
@@ -80,6 +86,7 @@ pub const REGISTRY: &[PolicySpec] = &[
         hosts: &[Host::InProcess],
         default_in: &[Host::InProcess],
         trace_index: 2,
+        charged_zram: false,
     },
     PolicySpec {
         policy: PressurePolicy::KernelSwap,
@@ -89,6 +96,7 @@ pub const REGISTRY: &[PolicySpec] = &[
         hosts: &[Host::Processes],
         default_in: &[Host::Processes],
         trace_index: 4,
+        charged_zram: false,
     },
     PolicySpec {
         policy: PressurePolicy::Marvin,
@@ -98,6 +106,17 @@ pub const REGISTRY: &[PolicySpec] = &[
         hosts: &[Host::InProcess, Host::Processes],
         default_in: &[Host::InProcess, Host::Processes],
         trace_index: 3,
+        charged_zram: false,
+    },
+    PolicySpec {
+        policy: PressurePolicy::Zram,
+        name: "zram",
+        aliases: &[],
+        handling: Handling::KernelSwap,
+        hosts: &[Host::Processes],
+        default_in: &[],
+        trace_index: 5,
+        charged_zram: true,
     },
 ];
 
@@ -160,6 +179,11 @@ impl PressurePolicy {
         self.handling() == Handling::KernelSwap
     }
 
+    /// Whether its swap is zram with the pool charged to the budget.
+    pub fn charged_zram(self) -> bool {
+        self.spec().charged_zram
+    }
+
     /// How an app swaps under this policy (not at all when killed; kernel swap is the
     /// kernel's business: the app runs a plain heap).
     pub fn swap_mode(self) -> Option<SwapMode> {
@@ -198,6 +222,7 @@ mod tests {
             PressurePolicy::PageSwap,
             PressurePolicy::KernelSwap,
             PressurePolicy::Marvin,
+            PressurePolicy::Zram,
         ] {
             assert_eq!(REGISTRY.iter().filter(|s| s.policy == p).count(), 1);
             assert_eq!(PressurePolicy::parse(p.name()), Ok(p));
@@ -208,8 +233,8 @@ mod tests {
             Ok(PressurePolicy::PageSwap)
         );
         assert_eq!(
-            PressurePolicy::parse("zram").unwrap_err(),
-            "unknown policy 'zram' (expected kill, page-swap, kernel-swap or marvin)"
+            PressurePolicy::parse("zswap").unwrap_err(),
+            "unknown policy 'zswap' (expected kill, page-swap, kernel-swap, marvin or zram)"
         );
     }
 
@@ -220,5 +245,7 @@ mod tests {
         assert_eq!(defaults(Host::Processes), [Kill, KernelSwap, Marvin]);
         assert!(!KernelSwap.runs_in(Host::InProcess));
         assert!(!PageSwap.runs_in(Host::Processes));
+        assert!(!Zram.runs_in(Host::InProcess) && Zram.runs_in(Host::Processes));
+        assert!(Zram.kernel_swap() && Zram.charged_zram() && !KernelSwap.charged_zram());
     }
 }

@@ -63,6 +63,10 @@ pub struct Record {
     /// With `--scale paper`: every setting it chose (or a flag beside it gave), with why.
     #[serde(default)]
     pub scale_settings: Vec<Choice>,
+    /// The `zram` policy: how its compressed pool was charged to the budget, as its
+    /// run announced it (with the algorithm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram_charging: Option<String>,
 }
 
 fn default_scale() -> String {
@@ -147,6 +151,7 @@ mod tests {
                 value: "2382364672".into(),
                 reason: "about ten apps".into(),
             }],
+            zram_charging: Some("compressed swap charged by the System: zram (lz4)".into()),
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");

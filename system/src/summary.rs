@@ -128,6 +128,9 @@ pub struct Summary {
     /// Absent in the model and with `--settle off`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settle: Option<marvin_machine::settle::Settled>,
+    /// Process mode, the `zram` policy: its compressed pool and how it was charged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram: Option<ZramFigures>,
     /// Process mode: apps the kernel's OOM killer killed (the goal is zero) and apps
     /// the low-memory killer killed.
     pub kernel_oom_kills: u64,
@@ -193,6 +196,33 @@ pub struct Summary {
     /// it brought back).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub launch_records: Vec<LaunchRecord>,
+}
+
+/// The `zram` policy's compressed pool: what it held and cost at the run's end, how it
+/// was charged to the budget, and the bound that charging kept.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ZramFigures {
+    /// The compression algorithm (`--zram-algorithm`).
+    pub algorithm: String,
+    /// How the pool was charged ([`marvin_machine::zram_charge::Mechanism::describe`]).
+    pub charging: String,
+    /// The pool at the end (its peak in `pool_peak_bytes`), stored and compressed
+    /// bytes, pages written and read, time compressing.
+    pub pool: marvin_machine::zram_charge::PoolStats,
+    /// Stored over compressed bytes when the pool held the most (`None`: it never held
+    /// a page).
+    pub compression_ratio: Option<f64>,
+    /// The most the group's usage plus the pool passed the budget, read just before a
+    /// tick lowered the limit; at most `largest_growth_bytes` plus `floor_over_bytes`.
+    pub max_over_budget_bytes: u64,
+    /// The largest growth of the pool between two ticks (the bound).
+    pub largest_growth_bytes: u64,
+    /// The most the floor limit left usage plus pool over the budget (the killer's).
+    pub floor_over_bytes: u64,
+    /// Ticks whose lowering of the limit the kernel refused (`EBUSY`).
+    pub refusals: u64,
+    /// The lowest limit a tick set.
+    pub min_limit_bytes: u64,
 }
 
 impl Summary {
@@ -428,6 +458,36 @@ fn rows(processes: bool) -> Vec<(&'static str, Cell, Unit)> {
                 "reclaimed from outside",
                 |s| s.external_reclaimed_bytes as f64,
                 MiB,
+            ),
+            (
+                "zram pool (peak)",
+                |s| {
+                    s.zram
+                        .as_ref()
+                        .and_then(|z| z.pool.pool_peak_bytes)
+                        .map_or(f64::NAN, |b| b as f64)
+                },
+                MiB,
+            ),
+            (
+                "  compression ratio",
+                |s| {
+                    s.zram
+                        .as_ref()
+                        .and_then(|z| z.compression_ratio)
+                        .unwrap_or(f64::NAN)
+                },
+                Ratio,
+            ),
+            (
+                "  compressing time",
+                |s| {
+                    s.zram
+                        .as_ref()
+                        .and_then(|z| z.pool.compress_time)
+                        .map_or(f64::NAN, |t| t.as_nanos() as f64)
+                },
+                Ms,
             ),
             (
                 "settle before (waited)",

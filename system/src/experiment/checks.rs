@@ -101,7 +101,7 @@ pub(super) fn check_room(
     for r in runs {
         let p = columns[r.column].pressure;
         let files = match p {
-            PressurePolicy::Kill => false,
+            PressurePolicy::Kill | PressurePolicy::Zram => false,
             PressurePolicy::KernelSwap => a.swap_device == SwapDeviceArg::File,
             PressurePolicy::PageSwap | PressurePolicy::Marvin => true,
         };
@@ -111,10 +111,11 @@ pub(super) fn check_room(
         }
     }
     let zram = processes
-        && a.swap_device == SwapDeviceArg::Zram
-        && runs
-            .iter()
-            .any(|r| columns[r.column].pressure == PressurePolicy::KernelSwap);
+        && runs.iter().any(|r| {
+            let p = columns[r.column].pressure;
+            p.charged_zram()
+                || (p == PressurePolicy::KernelSwap && a.swap_device == SwapDeviceArg::Zram)
+        });
     if zram {
         if let Err(e) = swapdev::zram_free() {
             return Err(paths::PathError {

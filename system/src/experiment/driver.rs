@@ -164,6 +164,7 @@ impl Setup {
                     SwapDeviceArg::Zram => swapdev::Kind::Zram,
                 },
                 swap_bytes: a.swap_size as u64,
+                zram_algorithm: a.zram_algorithm.clone(),
                 settle: match a.settle {
                     SettleArg::Off => SettleMode::Off,
                     SettleArg::Wait => SettleMode::Wait,
@@ -215,13 +216,18 @@ impl RecordBase {
             runs: Vec::new(),
             scale: a.scale.name().to_owned(),
             scale_settings: given.choices_of_scale.clone(),
+            zram_charging: None,
         })
     }
 
     /// The record with `held`, the runs a directory holds.
-    pub(super) fn with_runs(&self, held: &[plan::Run]) -> Record {
+    /// The record of the runs `held`, whose summaries are `done`.
+    pub(super) fn with_runs(&self, held: &[plan::Run], done: &[Summary]) -> Record {
         Record {
             runs: held.to_vec(),
+            zram_charging: done
+                .iter()
+                .find_map(|s| s.zram.as_ref().map(|z| z.charging.clone())),
             ..self.0.clone()
         }
     }
@@ -329,7 +335,7 @@ fn run_one(
         crate::write_data(dir, &results.summaries, &results.series)?;
         setup
             .record
-            .with_runs(&planned.runs[..=done])
+            .with_runs(&planned.runs[..=done], &results.summaries)
             .write(&dir.join("config.toml"))?;
     }
     if setup.lines {

@@ -44,6 +44,10 @@ pub struct PressureArgs {
     /// Size of that swap device.
     #[arg(long, value_parser = parse_size, default_value = "1g")]
     pub swap_size: usize,
+    /// The zram policy's compression algorithm (one of the kernel's: see
+    /// /sys/block/zram0/comp_algorithm). lz4, as Android's, by default.
+    #[arg(long, value_name = "NAME", default_value = "lz4")]
+    pub zram_algorithm: String,
     /// A new app is launched this often (it comes to the foreground). Durations are a
     /// number with a unit: ns, us, ms, s, m or h (see docs/experiments.md#durations).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1400ms")]
@@ -267,6 +271,7 @@ pub(super) fn to_args(a: &PressureArgs, resolved: Option<&Resolved>) -> Vec<Stri
     };
     flag("--swap-device", device.to_owned());
     flag("--swap-size", a.swap_size.to_string());
+    flag("--zram-algorithm", a.zram_algorithm.clone());
     let settle = match a.settle {
         SettleArg::Off => "off",
         SettleArg::Wait => "wait",

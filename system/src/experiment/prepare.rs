@@ -202,10 +202,16 @@ impl Given {
             return Err(fail(
                 EXIT_USAGE,
                 format!(
-                    "{} does not run in the {} (it runs {})",
+                    "{} does not run in the {} (it runs {}){}",
                     c.pressure.name(),
                     mode.name(),
-                    there.join(", ")
+                    there.join(", "),
+                    if c.pressure.runs_in(policies::Host::Processes) {
+                        "; it needs the kernel (a memory cgroup and swap, as root): \
+                         give --mode processes"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }

@@ -64,7 +64,7 @@ pub(super) fn finish(
         );
         let mut files = crate::write_data(dir, summaries, &results.series)?;
         let config = dir.join("config.toml");
-        record.with_runs(&planned.runs).write(&config)?;
+        record.with_runs(&planned.runs, summaries).write(&config)?;
         files.push(config);
         files.extend(crate::write_figures(
             dir,

@@ -101,15 +101,15 @@ pub fn plan(given: &PressureArgs) -> Result<SweepPlan, String> {
     } else {
         a.policy.clone()
     };
-    let refused = if processes {
-        PressurePolicy::PageSwap
+    let host = if processes {
+        crate::policies::Host::Processes
     } else {
-        PressurePolicy::KernelSwap
+        crate::policies::Host::InProcess
     };
-    if choices.iter().any(|c| c.pressure == refused) {
+    if let Some(c) = choices.iter().find(|c| !c.pressure.runs_in(host)) {
         return Err(format!(
             "{} does not run in the {mode} mode",
-            refused.name()
+            c.pressure.name()
         ));
     }
     let columns = new_columns(&a, &choices, &base)?;

@@ -27,6 +27,8 @@ pub struct ProcessConfig {
     pub swap_device: swapdev::Kind,
     /// Its size.
     pub swap_bytes: u64,
+    /// The `zram` policy's compression algorithm (`--zram-algorithm`).
+    pub zram_algorithm: String,
     /// The killer's headroom below the limit.
     pub headroom: u64,
     /// What is done before each policy starts (`--settle`).

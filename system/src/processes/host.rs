@@ -46,6 +46,9 @@ impl Host for Run<'_> {
 
     fn pressure_step(&mut self, apps: &Apps) -> anyhow::Result<()> {
         self.tell_ready_apps(apps);
+        if let Some(zram) = &mut self.zram {
+            zram.tick(self.group)?;
+        }
         self.killer_step(apps)
     }
 

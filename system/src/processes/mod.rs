@@ -25,5 +25,6 @@ pub mod reclaimer;
 pub mod run;
 mod spawner;
 mod trace;
+mod zram;
 
 pub use config::{ProcessConfig, SettleMode};

@@ -12,6 +12,9 @@
 //! - **kernel-swap**: plain heaps and real Linux swap for the run (a swap file, or
 //!   zram); the killer stays as the backstop and acts on critical memory pressure, as
 //!   lmkd does on a phone with swap.
+//! - **zram**: kernel-swap's on zram (`--zram-algorithm`, lz4 by default), its
+//!   compressed pool charged to the budget: the group's limit lowered by the pool
+//!   every tick before the killer looks (`zram`).
 //! - **marvin**: Marvin's runtime in every app; when usage comes within twice the
 //!   headroom, the System's reclaimer punches the pages of saved, clean, cold objects
 //!   out of background apps' memory files (least recently used first); the killer,
@@ -37,6 +40,7 @@ use super::launcher::AppProcess;
 use super::reclaimer;
 use super::spawner::Spawner;
 use super::trace::{self, SystemTrace};
+use super::zram::ZramRun;
 use crate::run_loop::{self, Apps, Progress};
 use crate::series::PolicySeries;
 use crate::summary::Summary;
@@ -112,6 +116,11 @@ pub fn run_policy(
         }
     };
     let group = machine.group();
+    // zram's pool charged to the budget; its floor leaves the killer room to act.
+    let zram = pressure.charged_zram().then(|| {
+        let budget = sys.budget as u64;
+        ZramRun::start(group, budget, 2 * cfg.headroom, &cfg.zram_algorithm)
+    });
     let killer = killer(cfg, pressure, &machine)?;
     let (pass_delay, lmk_off) = test_hooks(pressure);
     let policy_file = run_dir.path().join("policy.toml");
@@ -120,7 +129,7 @@ pub fn run_policy(
     let _policy_span = trace.as_ref().map(SystemTrace::policy_span);
     let mut apps = Apps::new();
     let start = apps.start;
-    let (result, ended, app_events, reclaimed) = std::thread::scope(|scope| {
+    let (result, ended, app_events, reclaimed, zram) = std::thread::scope(|scope| {
         // Marvin's reclaimer acts on its own thread, so the killer and the sampler never
         // wait behind a pass.
         let (link, reclaimer) = match pressure.swaps_objects() {
@@ -168,15 +177,17 @@ pub fn run_policy(
             lmk_off,
             oom_booked: group.oom_kills().unwrap_or(0),
             trace,
+            zram,
         };
         let result = run_loop::drive(&mut run, &mut apps, sys, pressure, progress);
         run.stop_all();
         let ended = std::mem::take(&mut run.ended);
+        let zram = run.zram.as_ref().map(ZramRun::figures);
         let app_events = apps.timeline.finish();
         // Its link goes with the run: the reclaimer ends.
         drop(run);
         let reclaimed = reclaimer.map(|h| h.join());
-        (result, ended, app_events, reclaimed)
+        (result, ended, app_events, reclaimed, zram)
     });
     let oom_kills = group.oom_kills().unwrap_or(0);
     let peak = group.peak().unwrap_or(0);
@@ -189,6 +200,7 @@ pub fn run_policy(
     // Taken down here rather than on drop, so a failure to remove is reported.
     machine.tear_down()?;
     let (mut summary, series) = result?;
+    summary.zram = zram.transpose().context("reading zram's pool")?;
     if let Some(reclaimed) = reclaimed {
         let mut outcome =
             reclaimed.map_err(|_| anyhow::anyhow!("the reclaimer thread panicked"))?;
@@ -213,12 +225,17 @@ fn set_up_machine(
     run_dir: &std::path::Path,
 ) -> anyhow::Result<Machine> {
     let swap = match (pressure.wants_swap_device(), cfg.swap_device) {
+        (true, _) if pressure.charged_zram() => SwapChoice::Zram {
+            bytes: cfg.swap_bytes,
+            algorithm: Some(cfg.zram_algorithm.clone()),
+        },
         (true, swapdev::Kind::File) => SwapChoice::File {
             dir: run_dir.to_path_buf(),
             bytes: cfg.swap_bytes,
         },
         (true, swapdev::Kind::Zram) => SwapChoice::Zram {
             bytes: cfg.swap_bytes,
+            algorithm: None,
         },
         _ => SwapChoice::None,
     };
@@ -330,4 +347,6 @@ pub(super) struct Run<'a> {
     pub(super) oom_booked: u64,
     /// The System's trace tracks, when the run is traced.
     pub(super) trace: Option<SystemTrace>,
+    /// The `zram` policy: its pool charged to the budget every tick.
+    pub(super) zram: Option<ZramRun>,
 }
