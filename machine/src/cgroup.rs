@@ -15,8 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub use super::cgroup_version::Version;
 use super::error::{HostError, Result};
-use super::memstat::{parse_keyed, MemStat};
+/// The keyed-counter parser of cgroup files (`memory.stat`, `cgroup.events`), for the
+/// group's other readers.
+pub(crate) use super::memstat::parse_keyed;
+use super::memstat::MemStat;
 use super::owner::{self, Owner};
 use super::{announce, mib, sys};
 
@@ -25,22 +29,6 @@ pub const PREFIX: &str = "marvin-run";
 
 /// How long removal waits for killed members to leave the group.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Which cgroup interface the memory controller is mounted with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Version {
-    V1,
-    V2,
-}
-
-impl Version {
-    pub fn name(self) -> &'static str {
-        match self {
-            Version::V1 => "cgroup v1",
-            Version::V2 => "cgroup v2",
-        }
-    }
-}
 
 /// Where this process's runs make their groups.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -277,7 +277,7 @@ fn is_frozen(version: Version, group: &Path) -> Result<bool> {
         }
         Version::V2 => {
             let text = cgroup::read_text(&group.join("cgroup.events"), "reading")?;
-            super::memstat::parse_keyed(&text).get("frozen") == Some(&1)
+            cgroup::parse_keyed(&text).get("frozen") == Some(&1)
         }
     })
 }

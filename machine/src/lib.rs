@@ -29,6 +29,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cgroup;
+mod cgroup_version;
 pub mod compaction;
 pub mod cpugroup;
 pub mod error;

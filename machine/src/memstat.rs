@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::cgroup::Version;
+use super::cgroup_version::Version;
 
 /// A cgroup's `memory.stat`, in bytes and event counts, the same fields on v1 and v2.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -624,7 +624,7 @@ impl Drop for StubAccess<'_> {
             // whether its bytes were the object's: it must not go on with them. (A damage
             // another thread found is reported by this access's `check`, or by the next
             // access.)
-            crate::stub_trust::die_unchecked(self.space, self.stub);
+            self.space.die_unchecked(self.stub);
         }
     }
 }

@@ -131,15 +131,15 @@ impl StubSpace {
             reason,
         }
     }
-}
 
-/// An access whose object turned out damaged while it touched it, dropped without
-/// asking ([`crate::barrier::Access::check`]): its bytes may be wrong and its holder
-/// never heard so, so the process ends with the runtime error's status rather than go
-/// on with them. (The executor always asks, and reports the error at its position.)
-pub(crate) fn die_unchecked(space: &StubSpace, stub: &Stub) -> ! {
-    use std::io::Write;
-    let e = space.damage_error(stub);
-    let _ = writeln!(std::io::stderr(), "error: {e}");
-    std::process::exit(RUNTIME_ERROR_STATUS)
+    /// An access whose object turned out damaged while it touched it, dropped without
+    /// asking ([`crate::barrier::Access::check`]): its bytes may be wrong and its holder
+    /// never heard so, so the process ends with the runtime error's status rather than go
+    /// on with them. (The executor always asks, and reports the error at its position.)
+    pub(crate) fn die_unchecked(&self, stub: &Stub) -> ! {
+        use std::io::Write;
+        let e = self.damage_error(stub);
+        let _ = writeln!(std::io::stderr(), "error: {e}");
+        std::process::exit(RUNTIME_ERROR_STATUS)
+    }
 }

@@ -196,7 +196,7 @@ pub fn write_data(
         .iter()
         .map(|s| {
             if s.app_events.is_empty() {
-                timeline::from_records(&s.apps)
+                summary::events_of(&s.apps)
             } else {
                 s.app_events.clone()
             }

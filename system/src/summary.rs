@@ -535,6 +535,30 @@ fn class_ns(class: &LaunchStats, ns: u64) -> f64 {
     launch_ns(class.count, ns)
 }
 
+/// The process mode's per-process records as events: how each life ended (`end`, its
+/// value `killed`, `crashed`, `ended` or `alive at the end`) and its counts, at the time
+/// it ended.
+pub fn events_of(records: &[AppRecord]) -> Vec<super::timeline::AppEvent> {
+    let mut out = Vec::new();
+    for r in records {
+        let mut push = |event: &str, value: String| {
+            out.push(super::timeline::AppEvent {
+                app: r.app,
+                event: event.to_owned(),
+                t_s: r.t_s,
+                t_end_s: None,
+                value,
+            })
+        };
+        push("end", r.end.clone());
+        push("major_faults", r.major_faults.to_string());
+        push("gc_major_faults", r.gc_major_faults.to_string());
+        push("object_faults", r.object_faults.to_string());
+        push("swap_bytes", r.swap_bytes.to_string());
+    }
+    out
+}
+
 /// The runs grouped into columns by label, in order of first appearance.
 pub fn columns(summaries: &[Summary]) -> Vec<(String, Vec<&Summary>)> {
     let mut cols: Vec<(String, Vec<&Summary>)> = Vec::new();

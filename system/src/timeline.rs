@@ -100,30 +100,6 @@ impl Timeline {
     }
 }
 
-/// The process mode's per-process records as events: how each life ended (`end`, its
-/// value `killed`, `crashed`, `ended` or `alive at the end`) and its counts, at the time
-/// it ended.
-pub fn from_records(records: &[super::summary::AppRecord]) -> Vec<AppEvent> {
-    let mut out = Vec::new();
-    for r in records {
-        let mut push = |event: &str, value: String| {
-            out.push(AppEvent {
-                app: r.app,
-                event: event.to_owned(),
-                t_s: r.t_s,
-                t_end_s: None,
-                value,
-            })
-        };
-        push("end", r.end.clone());
-        push("major_faults", r.major_faults.to_string());
-        push("gc_major_faults", r.gc_major_faults.to_string());
-        push("object_faults", r.object_faults.to_string());
-        push("swap_bytes", r.swap_bytes.to_string());
-    }
-    out
-}
-
 /// Columns of `apps.csv`.
 pub const CSV_HEADER: &str = "policy,rep,app,event,t_s,t_end_s,value";
 

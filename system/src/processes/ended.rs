@@ -11,7 +11,7 @@ use super::protocol::Command;
 use super::run::{Run, Slot};
 use crate::run_loop::Apps;
 use crate::summary::{AppRecord, Crash, Summary};
-use crate::timeline::{self, AppEvent};
+use crate::timeline::AppEvent;
 
 /// Totals of apps that ended (every app has ended once the run stops them all).
 #[derive(Default)]
@@ -148,7 +148,7 @@ impl Ended {
         summary.object_faults = self.object_faults;
         summary.gc_faults = self.gc_faults;
         // The per-process records (how each life ended, its counts) after the intervals.
-        app_events.extend(timeline::from_records(&self.apps));
+        app_events.extend(crate::summary::events_of(&self.apps));
         summary.app_events = app_events;
         summary.apps = self.apps;
         summary.reach = crate::reach::RunReach::of(&summary.policy, &summary.apps);
