@@ -22,7 +22,6 @@ pub mod atomics;
 pub mod cputime;
 pub mod delay_plot;
 pub mod faults;
-pub mod figure;
 pub mod interp;
 pub mod interpose;
 pub mod inversion;
@@ -159,14 +158,18 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-/// The `p`-th percentile (0..=100) of some values, nearest-rank.
+/// The `p`-th percentile (0..=100) of some values, nearest-rank (NaN when there are
+/// none); sorts `values`.
 pub fn percentile(values: &mut [f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
     values.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
+    marvin_figures::nearest_rank(values, p).unwrap_or(f64::NAN)
+}
+
+/// Checks that `dir` can take a figure's files before a benchmark spends its time
+/// (creating nothing: the directory is made when the figure is written). The error is
+/// the path error itself, so the command ends with status 2 naming `--plot`.
+pub fn prepare_plot(dir: &std::path::Path) -> anyhow::Result<()> {
+    marvin_system::paths::check_output_dir("--plot", dir).map_err(anyhow::Error::new)
 }
 
 /// The extra figure (JSON key) of a benchmark that runs its implementations in interleaved
@@ -304,4 +307,23 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Alloc(a) => alloc::run(a),
     };
     done.map(|()| 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unwritable_plot_directory_is_refused_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(prepare_plot(&file).is_err());
+        let new = dir.path().join("new");
+        assert!(prepare_plot(&new).is_ok());
+        assert!(
+            !new.exists(),
+            "nothing is created before the figure is written"
+        );
+    }
 }

@@ -873,7 +873,7 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
 pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(args.common.reps > 0, "--reps must be at least 1");
     if let Some(dir) = &args.plot {
-        marvin_system::paths::check_output_dir("--plot", dir)?;
+        super::prepare_plot(dir)?;
     }
     if let Some(only) = args.only.as_deref() {
         anyhow::ensure!(

@@ -57,8 +57,8 @@ use marvin_swap::external::ExternalApp;
 use marvin_swap::reclaimer::ReclaimReport;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, Compression, PolicyConfig};
 
-use super::figure::{Bar, Chart, Curve};
 use super::{finish, median, CommonArgs, Sample, FLOOR, FLOOR_RATIO};
+use marvin_figures::{Bar, Chart, Curve};
 
 #[derive(Debug, Args)]
 #[command(mut_arg("reps", |a| a.default_value("3")))]
@@ -866,7 +866,7 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
         (250 * MIB, 500 * MIB, Some((52e6, 108e6)))
     };
     if let Some(dir) = &args.plot {
-        super::figure::prepare(dir)?;
+        super::prepare_plot(dir)?;
     }
     let saved = SavedHeap::build(large)?;
     let reps = args.common.reps.max(1);
@@ -1013,10 +1013,10 @@ pub fn run(args: &ReclaimArgs) -> anyhow::Result<()> {
                 marvin_system::provenance::commit()
             ),
         };
-        for f in super::figure::write(dir, &chart)? {
+        for f in chart.write(dir)? {
             notes.push(format!("wrote {}", f.display()));
         }
-        for f in super::figure::write(dir, &restore_chart(&samples, large, reps, args.quick))? {
+        for f in restore_chart(&samples, large, reps, args.quick).write(dir)? {
             notes.push(format!("wrote {}", f.display()));
         }
     }
