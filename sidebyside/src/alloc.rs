@@ -32,7 +32,7 @@ use marvin_swap::{PolicyConfig, SwapPolicy};
 
 use super::reclaim::{ARRAY_BYTES, ARRAY_WORDS};
 use super::{finish, median, CommonArgs, Sample};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 use marvin_figures::{Bar, Chart};
 use marvin_system::budget::{Budget, BudgetHook, Member};
 use marvin_system::PressurePolicy;

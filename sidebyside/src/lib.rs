@@ -14,7 +14,7 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use marvin_console::output::OutputError;
+use marvin_console::OutputError;
 use marvin_console::{errln, outln};
 
 pub mod alloc;

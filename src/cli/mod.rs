@@ -11,7 +11,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use marvin_console::{errln, out};
 
-pub use marvin_console::exit::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
+pub use marvin_console::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -15,9 +15,9 @@ use marvin_runtime::trace::Tracer;
 use marvin_swap::policy::PolicyConfig;
 
 use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
-use marvin_console::output::{OutputError, EXIT_OUTPUT};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 use marvin_console::{errln, out};
+use marvin_console::{OutputError, EXIT_OUTPUT};
 use marvin_machine::signals;
 use marvin_system::experiment::read_policy;
 use marvin_system::paths;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use marvin_console::exit::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 use marvin_console::{errln, out, outln};
+use marvin_console::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
 use marvin_machine::{signals, swapdev};

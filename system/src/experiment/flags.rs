@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 use marvin_interpreter::link;
 use marvin_runtime::duration::parse as parse_duration;
 use marvin_swap::policy::RestoreMode;
