@@ -365,7 +365,7 @@ impl App {
         let ws = self.traced(names::WORKING_SET_WALK, || {
             let _w = self.safepoints.stop_the_world();
             // SAFETY: the world is stopped.
-            unsafe { marvin_gc::working_set::walk(&self.heap) }
+            unsafe { marvin_gc::walk_working_set(&self.heap) }
         });
         let mut g = self.gc.lock();
         g.last_working_set = ws;

@@ -31,7 +31,7 @@ const ACCESS_BITS: HeaderBits = HeaderBits::READ
 fn age_until_cold(f: &Fixture) {
     for _ in 0..5 {
         // SAFETY: single-threaded test: no mutator runs.
-        unsafe { marvin_gc::working_set::walk(&f.heap) };
+        unsafe { marvin_gc::walk_working_set(&f.heap) };
     }
 }
 
@@ -238,7 +238,7 @@ fn the_reclaimer_takes_only_saved_clean_cold_uncontended_entries() {
     // `warm` was written in the last round: not cold.
     f.fill(warm.handle, 20);
     // SAFETY: single-threaded test.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
     assert_eq!(f.save_all().saved_objects, 4);
     // `dirty` is written after its checkpoint.
     f.fill(dirty_h, 30);
@@ -448,7 +448,7 @@ fn the_saver_only_saves_cold_objects_unless_asked_for_all() {
     age_until_cold(&f);
     let (_, hot) = f.stubbed(2);
     // SAFETY: single-threaded test.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
     let r = saver::save(&f.heap, &f.swap, Duration::MAX, false);
     assert_eq!(r.saved_objects, 1);
     assert!(f.flags(&cold).contains(EntryFlags::RECLAIMABLE));

@@ -25,7 +25,7 @@ fn page_swap() -> Fixture {
 /// One working-set round (as a collection runs it).
 fn round(f: &Fixture) {
     // SAFETY: single-threaded test: no mutator runs.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
 }
 
 fn age_until_cold(f: &Fixture) {
