@@ -76,7 +76,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use marvin_deliqueue::legacy_queue::LegacyQueue;
+use marvin_deliqueue::LegacyQueue;
 use marvin_deliqueue::{
     Clock, DeliQueue, Message, MessageQueue, MonotonicClock, Next, VirtualClock,
 };

@@ -1,5 +1,5 @@
 //! DeliQueue: Android 17's lock-free message queue, and the trait it shares with the
-//! legacy queue ([`legacy_queue`]). The loop over it is the app's main looper
+//! legacy queue ([`LegacyQueue`]). The loop over it is the app's main looper
 //! (`app/src/messages.rs`, the one message loop of the project): it takes messages with
 //! [`MessageQueue::next`] and sleeps in [`MessageQueue::wait`], as Android's
 //! `Looper.loop()` does over `MessageQueue.next()`.
@@ -69,6 +69,15 @@
 //! any one thread at a time (calls from two threads at once panic); the loop hands over
 //! from one thread to another safely.
 //!
+//! # Surface
+//!
+//! Public modules: none. The queue [`DeliQueue`] and the trait it shares with
+//! [`LegacyQueue`] ([`MessageQueue`]); messages ([`Message`], [`MessageKey`],
+//! [`KeyFilter`], [`Next`], [`BarrierToken`], [`FRONT_OF_QUEUE`]) and their errors
+//! ([`PostError`], [`QueueClosed`]); the clocks ([`Clock`], [`MonotonicClock`],
+//! [`InstantClock`], [`VirtualClock`]); the wake-up's lateness bound [`OVERDUE_NS`] and
+//! the node census [`live_node_count`].
+//!
 //! Tests: `cargo test -p marvin-deliqueue` runs the unit tests, the differential test
 //! against the legacy queue (`tests/deliqueue_diff.rs`) and the stress test
 //! (`tests/deliqueue_stress.rs`), with the `node-census` feature on so that the stress
@@ -87,12 +96,12 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 // The queue's own parts are private: its users need the queue, its messages and the
-// clock (re-exported below), the legacy queue it is measured against, and the wake-up's
-// lateness bound (`wake::OVERDUE_NS`, which the loom model checks).
+// clock, the legacy queue it is measured against, and the wake-up's lateness bound
+// (`OVERDUE_NS`, which the loom model checks), all re-exported below.
 mod clock;
 mod freelist;
 mod heap;
-pub mod legacy_queue;
+mod legacy_queue;
 mod message;
 mod node;
 mod pool;
@@ -101,7 +110,7 @@ mod reclaim;
 mod slab;
 mod stack;
 mod timeline;
-pub mod wake;
+mod wake;
 
 use std::ptr::{self, NonNull};
 use std::time::Duration;
@@ -112,6 +121,7 @@ use marvin_sync::cell::UnsafeCell;
 use marvin_sync::Arc;
 
 pub use clock::{Clock, InstantClock, MonotonicClock, VirtualClock};
+pub use legacy_queue::LegacyQueue;
 pub use message::{
     BarrierToken, KeyFilter, Message, MessageKey, MessageQueue, Next, PostError, QueueClosed,
     FRONT_OF_QUEUE,
@@ -127,6 +137,7 @@ use reclaim::Reclaimer;
 use stack::Stack;
 use timeline::Timeline;
 use wake::Waker;
+pub use wake::OVERDUE_NS;
 
 /// How many DeliQueue nodes (in every queue, retired ones included) are allocated now;
 /// `None` unless built with the `node-census` feature (the crate's tests turn it on).
