@@ -18,7 +18,7 @@ use marvin_app::RunConfig;
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
-use marvin_sidebyside::interp::{default_dir, Suite, ELSEWHERE_PROGRAMS, PROGRAMS};
+use marvin_sidebyside::{default_dir, Suite, ELSEWHERE_PROGRAMS, PROGRAMS};
 use proptest::prelude::*;
 
 mod in_process;

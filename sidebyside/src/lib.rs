@@ -4,6 +4,21 @@
 //! Every benchmark module returns [`Sample`]s; this module owns the shared measuring
 //! loop ([`median_ns`]), the table and the JSON form, so each benchmark only says what it
 //! runs.
+//!
+//! # Surface
+//!
+//! Public modules: none. The command line runs [`BenchCmd`] with [`run`]; the tests and
+//! criterion benchmarks reach, besides the shared helpers here ([`Sample`],
+//! [`ROUND_RATIO`], [`stream_seed`], ...):
+//!
+//! - the interpreter benchmark's programs and timing: [`PROGRAMS`],
+//!   [`ELSEWHERE_PROGRAMS`], [`AWFY_PROGRAMS`], [`Suite`], [`Implementation`],
+//!   [`BASELINE`], [`GEOMEAN`], [`default_dir`], [`run_timed`], [`measure_rounds`],
+//!   [`geomean_samples`];
+//! - the queue benchmark's criterion entry points [`QueueBench`] and its seeded delays
+//!   [`delay_plan`];
+//! - priority inversion's seeded [`inversion_schedule`] and its [`InversionArgs`];
+//! - a saved heap of the reclaim benchmark, [`SavedHeap`] (the fault-walk probe).
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
 // error handled): `print!` and `eprint!` panic when the stream cannot be written.
@@ -17,18 +32,26 @@ use serde::Serialize;
 use marvin_console::OutputError;
 use marvin_console::{errln, outln};
 
-pub mod alloc;
-pub mod atomics;
-pub mod cputime;
-pub mod delay_plot;
-pub mod faults;
-pub mod interp;
-pub mod interpose;
-pub mod inversion;
-pub mod queue;
-pub mod reclaim;
-pub mod rounds;
-pub mod sched;
+mod alloc;
+mod atomics;
+mod cputime;
+mod delay_plot;
+mod faults;
+mod interp;
+mod interpose;
+mod inversion;
+mod queue;
+mod reclaim;
+mod rounds;
+mod sched;
+
+pub use interp::{
+    default_dir, geomean_samples, measure_rounds, run_timed, Implementation, Suite, AWFY_PROGRAMS,
+    BASELINE, ELSEWHERE_PROGRAMS, GEOMEAN, PROGRAMS,
+};
+pub use inversion::{schedule as inversion_schedule, InversionArgs};
+pub use queue::{delay_plan, QueueBench};
+pub use reclaim::SavedHeap;
 
 /// The benchmarks, one subcommand each.
 #[derive(Debug, Subcommand)]

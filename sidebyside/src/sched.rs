@@ -206,6 +206,7 @@ impl Grouping {
     }
 
     /// The thread ids in the group `name` (`top-app` or `background`).
+    #[cfg(test)]
     pub fn threads(&self, name: &str) -> Result<Vec<u32>, String> {
         self.groups.threads(name).map_err(|e| e.to_string())
     }
