@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use marvin::cli::{Cli, Cmd};
-use marvin_app::lifecycle::Lifecycle;
+use marvin_app::Lifecycle;
 use marvin_runtime::duration;
 use marvin_swap::policy::PolicyConfig;
 

@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use std::sync::Arc;
 
-use marvin_app::lifecycle::Lifecycle;
+use marvin_app::Lifecycle;
 use marvin_app::{RunConfig, SwapSetup, TraceTarget};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};

@@ -5,7 +5,7 @@
 //!
 //! A launch lasts from the moment the System tells the app it is in the foreground
 //! (for a killed app: starts it again) until the app's first frame there (`mark
-//! "frame"`, see [`marvin_app::foreground`]), both read on `CLOCK_BOOTTIME`, which the
+//! "frame"`, see [`marvin_app::Frames`]), both read on `CLOCK_BOOTTIME`, which the
 //! System and every app process read alike. Each launch is classified:
 //! - **cold**: the app had been killed and started again;
 //! - **warm**: it had to bring memory back first: objects restored (eager restore) or
