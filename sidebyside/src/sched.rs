@@ -13,7 +13,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use marvin_machine::cpugroup::{CpuController, CpuGroups};
+use marvin_machine::{CpuController, CpuGroups};
 
 /// How the looper thread is scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

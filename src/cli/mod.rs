@@ -100,7 +100,7 @@ pub fn main() -> i32 {
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
         Cmd::Guardian(a) => Ok(marvin_system::guardian::serve(
-            marvin_machine::owner::Owner {
+            marvin_machine::Owner {
                 pid: a.pid,
                 start_time: a.start,
             },

@@ -20,7 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use marvin_machine::owner::Owner;
+use marvin_machine::Owner;
 
 /// The kinds of temporary directory marvin makes (each name starts with one).
 pub const PREFIXES: [&str; 4] = [

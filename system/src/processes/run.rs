@@ -45,8 +45,8 @@ use crate::summary::{AppRecord, Crash, Summary};
 use crate::timeline::{self, Timeline};
 use crate::{PressurePolicy, SystemConfig};
 use marvin_machine::lmk_policy::{AppState, Trigger};
-use marvin_machine::machine::{Machine, MachineConfig, SwapChoice};
 use marvin_machine::{cgroup, lmk, procstat, signals, swapdev, uithread};
+use marvin_machine::{Machine, MachineConfig, SwapChoice};
 use marvin_runtime::cpuclock::boottime_ns;
 
 /// How often apps report their marks; the System reads them into activity states on
