@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use clap::Parser;
-use marvin::cli::{Cli, Cmd};
+use marvin::{Cli, Cmd};
 use marvin_app::Lifecycle;
 use marvin_runtime::duration;
 use marvin_swap::policy::PolicyConfig;
