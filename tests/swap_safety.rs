@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_swap::swap_file::layout::SlotHeader;
+use marvin_swap::SlotHeader;
 
 mod support;
 use support::{live_checkpoints, program, text, QUICK_COLD};

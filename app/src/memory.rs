@@ -13,9 +13,9 @@ use marvin_runtime::heap::AllocPressure;
 use marvin_runtime::procfs::resident_bytes;
 use marvin_runtime::trace::{names, Tracer};
 use marvin_swap::pageout::{self, PageOutReport};
-use marvin_swap::policy::{RestoreMode, SwapPolicy};
 use marvin_swap::reclaimer::ReclaimReport;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap};
+use marvin_swap::{RestoreMode, SwapPolicy};
 
 use crate::app::App;
 use crate::command::Command;

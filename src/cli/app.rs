@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use marvin_interpreter::exec::Loaded;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use super::program::{load_verified, LoadArgs};
 use marvin_console::parse_size;

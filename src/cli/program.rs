@@ -12,7 +12,7 @@ use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
 use marvin_runtime::heap::HeapConfig;
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 use marvin_console::parse_size;

@@ -16,9 +16,9 @@ use marvin_runtime::barrier::{AccessKind, Barriers};
 use marvin_runtime::header::ObjKind;
 use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::page_restore::{self, PAGE, RUN_PAGES};
-use marvin_swap::policy::{Compression, PolicyConfig, RestoreMode};
-use marvin_swap::swap_file::layout::SLOT_HEADER_BYTES;
+use marvin_swap::SLOT_HEADER_BYTES;
 use marvin_swap::{reclaimer, restore, saver, AppSwap};
+use marvin_swap::{Compression, PolicyConfig, RestoreMode};
 
 /// Words of the large arrays: 64 Ki words, 512 KiB (129 pages with the header).
 const WORDS: u32 = 64 << 10;

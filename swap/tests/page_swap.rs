@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use common::{expected, Fixture};
 use marvin_runtime::heap::PAGE;
 use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::app_swap::PAGE_CLUSTER_BYTES;
 use marvin_swap::pageout::page_out;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
+use marvin_swap::PAGE_CLUSTER_BYTES;
 
 /// One test array in pages: a header and 8 KiB of payload.
 const RUN_BYTES: u64 = 3 * PAGE as u64;

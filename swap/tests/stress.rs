@@ -23,7 +23,7 @@ use marvin_runtime::barrier::{AccessKind, Barriers};
 use marvin_runtime::header::HeaderBits;
 use marvin_runtime::heap::Handle;
 use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::swap_file::SlotId;
+use marvin_swap::SlotId;
 use marvin_swap::{reclaimer, restore, saver};
 use parking_lot::{Mutex, RwLock};
 

@@ -24,8 +24,8 @@ use std::time::Instant;
 
 use marvin_app::App;
 use marvin_runtime::heap::{AllocPressure, Heap};
-use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
 use marvin_swap::reclaimer;
+use marvin_swap::{AppStanding, SwapPolicy, VictimOrder};
 use parking_lot::Mutex;
 
 use super::PressurePolicy;
@@ -391,7 +391,7 @@ mod tests {
     use marvin_interpreter::{asm, verify};
     use marvin_runtime::header::ObjKind;
     use marvin_runtime::heap::HeapConfig;
-    use marvin_swap::policy::{PolicyConfig, ReclaimBatch};
+    use marvin_swap::{PolicyConfig, ReclaimBatch};
 
     /// One int array of the benchmarks' reclaim workload (`marvin bench reclaim`): 509
     /// words, 4 KiB with its header.

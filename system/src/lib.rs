@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use marvin_interpreter::exec::Loaded;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 pub use series::{PolicySeries, SeriesPoint};
 pub use summary::Summary;
@@ -160,7 +160,7 @@ pub fn run(
 /// file), locked for this run and removed when dropped.
 pub(crate) struct RunDir {
     dir: tempfile::TempDir,
-    _lock: std::sync::Arc<marvin_swap::swap_dir::SwapDirLock>,
+    _lock: std::sync::Arc<marvin_swap::SwapDirLock>,
 }
 
 impl RunDir {
@@ -182,7 +182,7 @@ pub(crate) fn policy_dir(
         std::fs::create_dir_all(d)?;
     }
     let dir = tempdirs::create(prefix, Some(pressure.name()), swap_dir)?;
-    let lock = marvin_swap::swap_dir::SwapDirLock::acquire(dir.path())?;
+    let lock = marvin_swap::SwapDirLock::acquire(dir.path())?;
     Ok(RunDir { dir, _lock: lock })
 }
 

@@ -139,10 +139,10 @@ pub fn sweep(root: &Path, only: Option<Owner>) -> Vec<PathBuf> {
             _ => {}
         }
         let dir = entry.path();
-        let Some(_locks) = marvin_swap::swap_dir::lock_unused(&dir) else {
+        let Some(_locks) = marvin_swap::lock_unused(&dir) else {
             continue;
         };
-        let has_lock = dir.join(marvin_swap::swap_dir::LOCK_FILE).exists();
+        let has_lock = dir.join(marvin_swap::LOCK_FILE).exists();
         if owner.is_none() && !has_lock && (recent(&dir) || in_use(&dir)) {
             continue;
         }
@@ -225,7 +225,7 @@ mod tests {
             dead.dir_prefix("marvin-processes-", Some("kill"))
         ));
         fs::create_dir(held.join("app0")).unwrap();
-        let _app = marvin_swap::swap_dir::SwapDirLock::acquire(&held.join("app0")).unwrap();
+        let _app = marvin_swap::SwapDirLock::acquire(&held.join("app0")).unwrap();
         // A half-finished sweep's leftover.
         let half = make(format!(
             "{REMOVING}{}DDDDDD",
@@ -291,7 +291,7 @@ mod tests {
         // With a lock file: free is unused.
         let locked = root.path().join("marvin-processes-Ab3xZ9");
         fs::create_dir(&locked).unwrap();
-        let hold = marvin_swap::swap_dir::SwapDirLock::acquire(&locked).unwrap();
+        let hold = marvin_swap::SwapDirLock::acquire(&locked).unwrap();
         assert!(sweep(root.path(), None).is_empty(), "its lock is held");
         drop(hold);
         assert_eq!(sweep(root.path(), None), vec![locked.clone()]);

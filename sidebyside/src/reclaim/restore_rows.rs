@@ -246,7 +246,7 @@ impl<'a> RestoreRounds<'a> {
 pub(super) fn compressed_rows(large: u64, reps: usize) -> anyhow::Result<Vec<Sample>> {
     let mut samples = Vec::new();
     let lz4 = PolicyConfig {
-        saver: marvin_swap::policy::SaverConfig {
+        saver: marvin_swap::SaverConfig {
             compress: Compression::Lz4,
             ..Default::default()
         },

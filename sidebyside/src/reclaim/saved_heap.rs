@@ -134,7 +134,7 @@ impl SavedHeap {
     /// start: what a restore of all of them reads.
     pub fn stored_bytes(&self) -> u64 {
         let file = self.swap.file.lock();
-        marvin_swap::swap_file::layout::FILE_HEADER_BYTES + file.used_bytes()
+        marvin_swap::FILE_HEADER_BYTES + file.used_bytes()
     }
 
     /// Reads every array once through the barrier (faulting in whatever is out),

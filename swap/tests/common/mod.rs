@@ -13,10 +13,10 @@ use marvin_runtime::header::{HeaderBits, ObjKind};
 use marvin_runtime::heap::{Handle, Heap, HeapConfig};
 use marvin_runtime::reclaim_table::{Entry, EntryFlags};
 use marvin_runtime::stub::{Stub, StubSpace};
-use marvin_swap::policy::{PolicyConfig, SwapPolicy};
 use marvin_swap::reclaimer::{self, ReclaimReport};
 use marvin_swap::saver::{self, SaveReport};
 use marvin_swap::AppSwap;
+use marvin_swap::{PolicyConfig, SwapPolicy};
 
 /// Words of the int arrays the tests use: 1,024 words, 8 KiB and a header (3 pages).
 pub const WORDS: u32 = 1024;

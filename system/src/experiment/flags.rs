@@ -9,7 +9,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use marvin_console::parse_size;
 use marvin_interpreter::link;
 use marvin_runtime::duration::parse as parse_duration;
-use marvin_swap::policy::RestoreMode;
+use marvin_swap::RestoreMode;
 
 use crate::plan::{self, Shard, Sweep};
 use crate::scale::ScaleArg;

@@ -23,7 +23,7 @@ use marvin_app::{App, Frames, RunConfig, Running, SwapIo, SwapMode, TraceTarget}
 use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::heap::{HeapConfig, LargeBacking};
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use marvin_swap::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::protocol::{self, Command, Report};

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use marvin_swap::{PolicyConfig, SwapPolicy};
 
 use super::death::{self, Death};
 use super::kill_hold::{HoldInput, KillHold};
