@@ -66,5 +66,7 @@ pub use policy::{
     SwapPolicy, VictimOrder, DEFAULT_LAUNCH_PREFETCH_BYTES,
 };
 pub use swap_dir::{lock_unused, sweep_stale, SwapDirLock, LOCK_FILE};
-pub use swap_file::layout::{SlotHeader, SlotState, FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
+pub use swap_file::layout::{
+    HeaderError, SlotHeader, SlotState, FILE_HEADER_BYTES, SLOT_HEADER_BYTES,
+};
 pub use swap_file::{CompactionReport, CorruptKind, SlotId, SwapError, SwapFile, WRITE_BACK_EVERY};
