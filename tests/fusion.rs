@@ -1394,8 +1394,8 @@ fn register_array_ops_set_the_access_bits_the_stack_ops_set() {
     use marvin_app::App;
     use marvin_interpreter::exec::op::ARRAY_CLASS;
     use marvin_interpreter::exec::Thread;
-    use marvin_runtime::barrier::{AccessKind, NoBarriers};
-    use marvin_runtime::header::{HeaderBits, ObjKind};
+    use marvin_runtime::{AccessKind, NoBarriers};
+    use marvin_runtime::{HeaderBits, ObjKind};
 
     for fuse in [true, false] {
         let p = load::load_bytes("t.masm", ARRAY_ACCESSES.as_bytes()).expect("loads");

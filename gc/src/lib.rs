@@ -23,7 +23,7 @@ mod working_set;
 
 use std::time::{Duration, Instant};
 
-use marvin_runtime::heap::Heap;
+use marvin_runtime::Heap;
 
 pub use working_set::{walk as walk_working_set, WorkingSet};
 

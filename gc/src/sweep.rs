@@ -5,9 +5,9 @@
 
 use std::sync::atomic::Ordering;
 
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
-use marvin_runtime::object::Obj;
+use marvin_runtime::HeaderBits;
+use marvin_runtime::Obj;
+use marvin_runtime::{footprint, Heap, ENTRY_STUB};
 
 use crate::working_set::{age_entry, WorkingSet};
 

@@ -4,9 +4,9 @@
 //! last four rounds (non-zero registers). A round runs on every full collection (in
 //! the sweep) and on a timer ([`walk`]).
 
-use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
-use marvin_runtime::object::Obj;
-use marvin_runtime::reclaim_table::EntryFlags;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::Obj;
+use marvin_runtime::{footprint, Heap, ENTRY_STUB};
 
 /// Working-set bytes at the end of a round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -26,8 +26,8 @@ use clap::Args;
 use marvin_app::{App, RunConfig};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{asm, verify};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, HeapConfig, PAGE, RUNTIME_HEADROOM};
+use marvin_runtime::ObjKind;
+use marvin_runtime::{Handle, HeapConfig, PAGE, RUNTIME_HEADROOM};
 use marvin_swap::{PolicyConfig, SwapPolicy};
 
 use super::reclaim::{ARRAY_BYTES, ARRAY_WORDS};

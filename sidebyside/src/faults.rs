@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use clap::Args;
-use marvin_runtime::barrier::{AccessKind, Barriers};
+use marvin_runtime::{AccessKind, Barriers};
 use marvin_swap::{reclaimer, saver};
 
 use super::reclaim::SavedHeap;

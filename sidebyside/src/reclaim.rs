@@ -48,7 +48,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Args;
-use marvin_runtime::heap::LargeBacking;
+use marvin_runtime::LargeBacking;
 use marvin_swap::reclaimer;
 use marvin_swap::reclaimer::ReclaimReport;
 

@@ -10,8 +10,8 @@ use marvin_app::Lifecycle;
 use marvin_app::{RunConfig, SwapSetup, TraceTarget};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
-use marvin_runtime::heap::HeapConfig;
 use marvin_runtime::trace::Tracer;
+use marvin_runtime::HeapConfig;
 use marvin_swap::PolicyConfig;
 
 use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
@@ -65,7 +65,7 @@ pub struct RunArgs {
     /// a reclaimer in another process can punch holes in; with swapping on, their
     /// directory is published as `app.regions` in the swap directory).
     #[arg(long, value_name = "KIND", default_value = "anonymous")]
-    pub large_backing: marvin_runtime::heap::LargeBacking,
+    pub large_backing: marvin_runtime::LargeBacking,
     /// The swap file never grows past SIZE (e.g. 256k), as if its disk were full: for
     /// testing how an app copes (saves that do not fit fail, their objects stay
     /// resident). Room the file already has (64 KiB at start) is still used. Turns

@@ -44,7 +44,7 @@ use crate::uffd;
 pub const RUNTIME_ERROR_STATUS: i32 = 70;
 
 /// The page size the fills place: the large-object space's, whose objects these are.
-pub use marvin_runtime::heap::large_space::PAGE;
+pub use marvin_runtime::PAGE;
 
 /// Pages one fill places at most: the faulting page and those after it in the object.
 pub const RUN_PAGES: usize = 8;

@@ -18,7 +18,7 @@ mod duration_text;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use marvin_runtime::header::ObjKind;
+use marvin_runtime::ObjKind;
 use serde::{Deserialize, Serialize};
 
 pub use crate::swap_file::Compression;
@@ -461,7 +461,7 @@ impl PolicyConfig {
 
     /// Checks every range; the error names the key.
     fn validate(&self) -> Result<(), (&'static str, String)> {
-        let large = marvin_runtime::heap::LARGE_OBJECT_BYTES as u64;
+        let large = marvin_runtime::LARGE_OBJECT_BYTES as u64;
         if self.candidates.min_size_bytes < large {
             return Err((
                 "candidates.min_size_bytes",

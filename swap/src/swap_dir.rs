@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use marvin_runtime::run_identity::RunIdentity;
+use marvin_runtime::RunIdentity;
 
 /// The lock file in a swap directory.
 pub const LOCK_FILE: &str = "marvin.lock";

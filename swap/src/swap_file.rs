@@ -52,7 +52,7 @@ use layout::{
     capacity_for, check_file_header, write_file_header, Codec, HeaderError, SlotHeader, SlotState,
     FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
-use marvin_runtime::run_identity::RunIdentity;
+use marvin_runtime::RunIdentity;
 pub use sequential::SequentialReader;
 
 /// The data region a new file starts with.

@@ -13,10 +13,10 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use common::{expected, pattern, Fixture, WORDS};
-use marvin_runtime::barrier::{AccessKind, Barriers, NoBarriers};
-use marvin_runtime::header::{HeaderBits, ObjKind};
-use marvin_runtime::heap::{Handle, PAGE};
-use marvin_runtime::reclaim_table::EntryFlags;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::{AccessKind, Barriers, NoBarriers};
+use marvin_runtime::{Handle, PAGE};
+use marvin_runtime::{HeaderBits, ObjKind};
 use marvin_swap::{reclaimer, restore, saver};
 use marvin_swap::{PolicyConfig, RestoreMode, SwapPolicy, VictimOrder};
 

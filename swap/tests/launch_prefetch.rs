@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use common::{expected, Fixture};
-use marvin_runtime::heap::Handle;
+use marvin_runtime::Handle;
 use marvin_swap::{PolicyConfig, RestoreMode};
 use marvin_swap::{PREFETCH_AHEAD_BYTES, PREFETCH_AHEAD_MAX_BYTES, READ_AHEAD_BYTES};
 

@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
+use marvin_runtime::ObjKind;
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::page_restore::{self, PAGE, RUN_PAGES};
 use marvin_swap::SLOT_HEADER_BYTES;
 use marvin_swap::{reclaimer, restore, saver, AppSwap};

@@ -9,8 +9,8 @@ mod common;
 use std::sync::atomic::Ordering::Relaxed;
 
 use common::{expected, Fixture};
-use marvin_runtime::heap::PAGE;
-use marvin_runtime::reclaim_table::EntryFlags;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::PAGE;
 use marvin_swap::pageout::page_out;
 use marvin_swap::PolicyConfig;
 use marvin_swap::PAGE_CLUSTER_BYTES;

@@ -10,9 +10,9 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 
 use common::{expected, Fixture};
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::heap::Handle;
-use marvin_runtime::stub::Stub;
+use marvin_runtime::Handle;
+use marvin_runtime::Stub;
+use marvin_runtime::{AccessKind, Barriers};
 use marvin_swap::restore::{self, BATCH_BYTES, PARALLEL_BYTES};
 use marvin_swap::SLOT_HEADER_BYTES;
 use std::sync::Arc;

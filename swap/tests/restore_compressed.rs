@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use common::{expected, pattern, Fixture, WORDS};
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::heap::Handle;
-use marvin_runtime::stub::Stub;
+use marvin_runtime::Handle;
+use marvin_runtime::Stub;
+use marvin_runtime::{AccessKind, Barriers};
 use marvin_swap::restore::{self, BATCH_BYTES, PARALLEL_BYTES};
 use marvin_swap::Compression;
 use marvin_swap::PolicyConfig;

@@ -23,7 +23,7 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use marvin_app::App;
-use marvin_runtime::heap::{AllocPressure, Heap};
+use marvin_runtime::{AllocPressure, Heap};
 use marvin_swap::reclaimer;
 use marvin_swap::{AppStanding, SwapPolicy, VictimOrder};
 use parking_lot::Mutex;
@@ -126,7 +126,7 @@ impl Budget {
             .sum()
     }
 
-    /// What the runtime holds for the alive apps ([`marvin_runtime::heap::Heap::runtime_bytes`])
+    /// What the runtime holds for the alive apps ([`marvin_runtime::Heap::runtime_bytes`])
     /// and what it is charged at (part of [`Budget::resident`]).
     pub fn runtime(&self) -> (u64, u64) {
         self.alive().iter().fold((0, 0), |(held, charged), (_, a)| {
@@ -389,8 +389,8 @@ mod tests {
     use marvin_app::{RunConfig, SwapMode};
     use marvin_interpreter::exec::Loaded;
     use marvin_interpreter::{asm, verify};
-    use marvin_runtime::header::ObjKind;
-    use marvin_runtime::heap::HeapConfig;
+    use marvin_runtime::HeapConfig;
+    use marvin_runtime::ObjKind;
     use marvin_swap::{PolicyConfig, ReclaimBatch};
 
     /// One int array of the benchmarks' reclaim workload (`marvin bench reclaim`): 509

@@ -99,7 +99,7 @@ pub(super) enum FloorPages {
 /// touched, which is all a fresh mapping's are. Measured alike, the floor pays what the
 /// reclaim pays for the same pages.
 ///
-/// [`LargeSpace::discard`]: marvin_runtime::heap::large_space::LargeSpace::discard
+/// [`LargeSpace::discard`]: marvin_runtime::LargeSpace::discard
 pub(super) fn madvise_restored_pages(saved: &SavedHeap, size: u64) -> anyhow::Result<(f64, u64)> {
     saved.restore_eager()?;
     let mut runs = saved.page_runs(size)?;

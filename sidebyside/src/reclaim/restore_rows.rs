@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use anyhow::ensure;
-use marvin_runtime::heap::LargeBacking;
+use marvin_runtime::LargeBacking;
 use marvin_swap::{Compression, PolicyConfig};
 
 use super::super::{median, Sample};

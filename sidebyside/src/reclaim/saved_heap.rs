@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context};
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
+use marvin_runtime::ObjKind;
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::external::ExternalApp;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap, PolicyConfig};
 
@@ -171,7 +171,7 @@ impl SavedHeap {
     /// The pages of the arrays, in address order, coalesced into contiguous runs and cut
     /// at `size` bytes: the pages a reclaim of `size` bytes drops.
     pub fn page_runs(&self, size: u64) -> anyhow::Result<Vec<(usize, usize)>> {
-        use marvin_runtime::heap::large_space::page_round;
+        use marvin_runtime::page_round;
         let space = self.heap.stub_space().context("stubs are not enabled")?;
         let registry = space.registry();
         let mut runs: Vec<(usize, usize)> = Vec::new();
