@@ -82,8 +82,8 @@ use dispatch::dispatch_delays;
 pub use scenarios::delay_plan;
 use scenarios::{
     busy_insert, busy_queue, busy_samples, concurrent_enqueue_remove, fifo_crossbeam, fifo_mpsc,
-    fifo_queue, immediate, post_with_looper, single_thread_enqueue_remove, up_to_5s, BothRun, Deli,
-    FifoRun, Legacy, BUSY, FIFO, ROUND_RATIO_CROSSBEAM,
+    fifo_queue, immediate, post_with_looper, round_samples, single_thread_enqueue_remove, up_to_5s,
+    BothRun, Deli, FifoRun, Legacy, BUSY, FIFO, ROUND_RATIO_CROSSBEAM,
 };
 
 use super::delay_plot::DelaySeries;
@@ -119,25 +119,6 @@ fn parse_looper_slice(text: &str) -> Result<LooperSlice, String> {
         .parse()
         .map_err(|e| format!("{text:?} is not a number of microseconds: {e}"))?;
     LooperSlice::from_micros(us)
-}
-
-/// One sample per implementation of `scenario` from its per-round figures
-/// (`figures[i][r]`, ns, as [`rounds::interleaved`] returns them): the median over the
-/// rounds, [`ROUND_RATIO`] (the median of the per-round ratios to the implementation
-/// at `base`) and the rounds' figures and ratios (`round_ns`, `round_ratios`).
-fn round_samples(scenario: &str, names: &[&str], figures: &[Vec<f64>], base: usize) -> Vec<Sample> {
-    names
-        .iter()
-        .zip(figures)
-        .map(|(name, own)| {
-            let ratios = rounds::ratios(own, &figures[base]);
-            Sample::new(scenario, *name, median(&mut own.clone()))
-                .with(ROUND_RATIO, median(&mut ratios.clone()))
-                .with("round_ratios", ratios)
-                .with("round_ns", own.clone())
-                .with("reps", own.len())
-        })
-        .collect()
 }
 
 const DISPATCH: &str = "dispatch delay (8 busy background posters)";

@@ -12,8 +12,31 @@ use marvin_deliqueue::{
 };
 use rand::Rng;
 
-use super::super::{median, rounds, stream_rng, Sample};
-use super::round_samples;
+use super::super::{median, rounds, stream_rng, Sample, ROUND_RATIO};
+
+/// One sample per implementation of `scenario` from its per-round figures
+/// (`figures[i][r]`, ns, as [`rounds::interleaved`] returns them): the median over the
+/// rounds, [`ROUND_RATIO`] (the median of the per-round ratios to the implementation
+/// at `base`) and the rounds' figures and ratios (`round_ns`, `round_ratios`).
+pub(super) fn round_samples(
+    scenario: &str,
+    names: &[&str],
+    figures: &[Vec<f64>],
+    base: usize,
+) -> Vec<Sample> {
+    names
+        .iter()
+        .zip(figures)
+        .map(|(name, own)| {
+            let ratios = rounds::ratios(own, &figures[base]);
+            Sample::new(scenario, *name, median(&mut own.clone()))
+                .with(ROUND_RATIO, median(&mut ratios.clone()))
+                .with("round_ratios", ratios)
+                .with("round_ns", own.clone())
+                .with("reps", own.len())
+        })
+        .collect()
+}
 
 pub(super) const SECOND: u64 = 1_000_000_000;
 
