@@ -15,6 +15,12 @@
 //! # Front door
 //! Other crates (the command line, the benches, the tests) reach the System through
 //! what this file lists, and nothing else; every other module is private.
+//!
+//! Public modules: `budget`, `experiment`, `guardian`, `paths`, `plot`, `processes`,
+//! `processes::app_process`, `processes::launcher`, `processes::protocol`,
+//! `processes::reclaimer`, `processes::run`, `provenance`, `record`, `series`, `summary`,
+//! `tempdirs` (each named in the list below, with what it is for).
+//!
 //! - The experiment, `marvin pressure` and its settings: [`experiment`] (itself a front
 //!   door: private parts and a curated list).
 //! - Running every policy of an experiment in either host: [`run`], [`Hosting`],
