@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use marvin_sidebyside::interp::{default_dir, run_timed, Implementation, PROGRAMS};
+use marvin_sidebyside::{default_dir, run_timed, Implementation, PROGRAMS};
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 

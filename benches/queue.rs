@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use marvin_sidebyside::queue::criterion_support as s;
+use marvin_sidebyside::QueueBench as s;
 
 fn per_iteration(c: &mut Criterion, name: &str, f: impl Fn() -> Duration) {
     c.bench_function(name, |b| {

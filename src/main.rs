@@ -1,5 +1,5 @@
-//! The `marvin` command line; see [`marvin::cli`].
+//! The `marvin` command line; see [`marvin::main`].
 
 fn main() {
-    std::process::exit(marvin::cli::main());
+    std::process::exit(marvin::main());
 }

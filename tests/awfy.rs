@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use marvin_sidebyside::interp::{
+use marvin_sidebyside::{
     geomean_samples, run_timed, Implementation, Suite, AWFY_PROGRAMS, BASELINE, GEOMEAN,
 };
 use marvin_sidebyside::{Sample, ROUND_RATIO};

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use marvin_sidebyside::interp::{default_dir, run_timed, Implementation, Suite, PROGRAMS};
+use marvin_sidebyside::{default_dir, run_timed, Implementation, Suite, PROGRAMS};
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 
@@ -111,7 +111,7 @@ fn masm_programs_print_what_the_peers_print() {
 /// subprocesses: each implementation has a fixed cost, scaled by the round's "host speed".
 #[test]
 fn rounds_interleave_and_round_ratios_cancel_drift() {
-    use marvin_sidebyside::interp::{measure_rounds, BASELINE};
+    use marvin_sidebyside::{measure_rounds, BASELINE};
     use marvin_sidebyside::{JIT_ROUND_RATIO, ROUND_RATIO};
 
     let program = &PROGRAMS[0];
@@ -210,7 +210,7 @@ fn rounds_interleave_and_round_ratios_cancel_drift() {
 /// bench naming the program and both implementations.
 #[test]
 fn rounds_fail_on_different_output() {
-    use marvin_sidebyside::interp::measure_rounds;
+    use marvin_sidebyside::measure_rounds;
 
     let program = &PROGRAMS[1];
     let mut n = 0;

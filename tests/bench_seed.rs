@@ -4,9 +4,9 @@
 use std::process::Command;
 
 use clap::Parser;
-use marvin_sidebyside::inversion::{schedule, InversionArgs};
-use marvin_sidebyside::queue::delay_plan;
+use marvin_sidebyside::delay_plan;
 use marvin_sidebyside::stream_seed;
+use marvin_sidebyside::{inversion_schedule as schedule, InversionArgs};
 use serde_json::Value;
 
 #[derive(Parser)]

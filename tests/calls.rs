@@ -9,7 +9,7 @@ use marvin_app::RunConfig;
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
-use marvin_runtime::heap::HeapConfig;
+use marvin_runtime::HeapConfig;
 use proptest::prelude::*;
 
 mod in_process;

@@ -308,7 +308,7 @@ fn pid_in(lock: &Path) -> Option<u32> {
 /// stayed held by others for [`MACHINE_WAIT`] (the child is then killed: it waited in
 /// the lock and had set nothing up).
 fn wait_for_the_machine(child: &mut Child) -> bool {
-    let lock = marvin_machine::machine_lock::lock_path();
+    let lock = marvin_machine::machine_lock_path();
     let start = Instant::now();
     let mut told = None;
     loop {

@@ -46,7 +46,7 @@ fn read_all(mut from: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 /// Waits until the run `child` holds the machine-wide lock (the lock file names its
 /// pid); `false` when other runs held it for [`MACHINE_WAIT`] (the child is then ended).
 fn wait_for_the_machine(child: &mut Child) -> bool {
-    let lock = marvin_machine::machine_lock::lock_path();
+    let lock = marvin_machine::machine_lock_path();
     let start = Instant::now();
     let mut told = false;
     loop {

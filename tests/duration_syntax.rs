@@ -7,10 +7,10 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use clap::Parser;
-use marvin::cli::{Cli, Cmd};
-use marvin_app::lifecycle::Lifecycle;
+use marvin::{Cli, Cmd};
+use marvin_app::Lifecycle;
 use marvin_runtime::duration;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 /// Texts every front must read alike: each unit, fractions, and (where the front allows a
 /// zero duration) a bare 0.

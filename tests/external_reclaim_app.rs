@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use marvin_runtime::heap::region_dir::RegionDirectory;
 use marvin_runtime::memfd;
+use marvin_runtime::RegionDirectory;
 use marvin_swap::external::{regions_path, ExternalApp};
 use marvin_system::processes::launcher::{AppProcess, Seen};
 use marvin_system::processes::protocol::Command;

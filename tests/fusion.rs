@@ -18,7 +18,7 @@ use marvin_app::RunConfig;
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
-use marvin_sidebyside::interp::{default_dir, Suite, ELSEWHERE_PROGRAMS, PROGRAMS};
+use marvin_sidebyside::{default_dir, Suite, ELSEWHERE_PROGRAMS, PROGRAMS};
 use proptest::prelude::*;
 
 mod in_process;
@@ -1449,8 +1449,8 @@ fn register_array_ops_set_the_access_bits_the_stack_ops_set() {
     use marvin_app::App;
     use marvin_interpreter::exec::op::ARRAY_CLASS;
     use marvin_interpreter::exec::Thread;
-    use marvin_runtime::barrier::{AccessKind, NoBarriers};
-    use marvin_runtime::header::{HeaderBits, ObjKind};
+    use marvin_runtime::{AccessKind, NoBarriers};
+    use marvin_runtime::{HeaderBits, ObjKind};
 
     for fuse in [true, false] {
         let p = load::load_bytes("t.masm", ARRAY_ACCESSES.as_bytes()).expect("loads");

@@ -7,8 +7,8 @@
 
 use std::process::{Command, Output, Stdio};
 
-use marvin_sidebyside::interp::{Implementation, Suite, ELSEWHERE_PROGRAMS, GEOMEAN};
 use marvin_sidebyside::ROUND_RATIO;
+use marvin_sidebyside::{Implementation, Suite, ELSEWHERE_PROGRAMS, GEOMEAN};
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use marvin_machine::lmk::Killer;
 use marvin_machine::lmk_policy::{AppState, Reason, Trigger};
-use marvin_machine::psi::{Level, PsiEvents};
 use marvin_machine::swapdev::{self, SwapDevice};
 use marvin_machine::{
     signals, sys, Hierarchy, Limits, Machine, MachineConfig, MachineLock, SwapChoice, Version,
 };
+use marvin_machine::{PsiEvents, PsiLevel as Level};
 
 const CHILD_ENV: &str = "MARVIN_HOST_TEST_CHILD";
 const MIB: u64 = 1 << 20;
@@ -320,7 +320,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
     let Some(h) = hierarchy() else { return };
     let _one = machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let (_, out0) = marvin_machine::memstat::machine_swap_pages().unwrap();
+    let (_, out0) = marvin_machine::machine_swap_pages().unwrap();
     // At a run's priority, the highest: the group's pages go to this file even if the
     // machine has other swap on.
     let swap = SwapDevice::enable_file(dir.path(), 128 * MIB, Some(swapdev::RUN_PRIORITY)).unwrap();
@@ -350,7 +350,7 @@ fn kernel_swap_really_swaps_and_is_removed() {
         mem.swap >> 20
     );
     let stat = group.stat().unwrap();
-    let (_, out1) = marvin_machine::memstat::machine_swap_pages().unwrap();
+    let (_, out1) = marvin_machine::machine_swap_pages().unwrap();
     match group.version() {
         Version::V1 => assert!(
             stat.swap.unwrap() > 16 * MIB,

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_swap::swap_file::layout::{SlotHeader, SLOT_HEADER_BYTES};
+use marvin_swap::{SlotHeader, SLOT_HEADER_BYTES};
 
 mod support;
 use serde_json::Value;

@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_swap::swap_file::layout::SLOT_HEADER_BYTES;
+use marvin_swap::SLOT_HEADER_BYTES;
 
 #[allow(dead_code)]
 mod support;

@@ -124,8 +124,7 @@ fn launches_of_app_processes_are_timed_and_classified() {
         for r in s["launch_records"].as_array().unwrap() {
             let bytes = u(r, "prefetch_bytes");
             assert!(
-                bytes
-                    <= marvin_swap::policy::DEFAULT_LAUNCH_PREFETCH_BYTES + u(r, "swap_read_bytes"),
+                bytes <= marvin_swap::DEFAULT_LAUNCH_PREFETCH_BYTES + u(r, "swap_read_bytes"),
                 "{bytes} bytes prefetched: {r}"
             );
             if !s["policy"].as_str().unwrap().starts_with("marvin") {

@@ -108,7 +108,7 @@ fn a_damaged_chunk_checkpoint_ends_the_app_with_an_error_naming_the_chunk() {
     let file = dir.path().join("app");
     let live = wait_for_chunks(&mut child, &file, 5);
     let (at, key) = live[0];
-    let at = at + marvin_swap::swap_file::layout::SLOT_HEADER_BYTES + 40;
+    let at = at + marvin_swap::SLOT_HEADER_BYTES + 40;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_swap::swap_file::layout::SlotHeader;
+use marvin_swap::SlotHeader;
 
 mod support;
 use support::{live_checkpoints, program, text, QUICK_COLD};
@@ -399,7 +399,7 @@ fn hostile_kinds() -> Vec<(&'static str, &'static str)> {
         ("fifo", "a FIFO"),
         ("hard link", "a file with 2 links"),
     ];
-    if marvin_runtime::swap_folder::run_user() == 0 {
+    if marvin_runtime::run_user() == 0 {
         kinds.push(("another user's file", "a file of user 65534"));
     } else {
         eprintln!("skipping another user's file under the run's names: chown needs root");
@@ -537,7 +537,7 @@ fn a_swap_directory_others_may_write_in_or_of_another_user_is_refused_before_the
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let out = wait_bounded(hold_in(dir.path()), "a sticky swap directory");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    if marvin_runtime::swap_folder::run_user() != 0 {
+    if marvin_runtime::run_user() != 0 {
         eprintln!("skipping a swap directory of another user: chown needs root");
         return;
     }

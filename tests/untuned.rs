@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use marvin_sidebyside::interp::{run_timed, Implementation, Suite, UNTUNED_PROGRAMS};
+use marvin_sidebyside::{run_timed, Implementation, Suite, UNTUNED_PROGRAMS};
 
 const MARVIN: &str = env!("CARGO_BIN_EXE_marvin");
 

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use marvin_deliqueue::{DeliQueue, InstantClock, MessageQueue};
-use marvin_runtime::cpuaccount::{process_cpu_time_ns, Activity, CpuAccount};
 use marvin_runtime::fasttrack::FastTracker;
-use marvin_runtime::heap::Heap;
-use marvin_runtime::monitor::Monitors;
-use marvin_runtime::native::NativeBuffers;
-use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::{names, Tracer};
+use marvin_runtime::Heap;
+use marvin_runtime::Monitors;
+use marvin_runtime::NativeBuffers;
+use marvin_runtime::Safepoints;
+use marvin_runtime::{process_cpu_time_ns, Activity, CpuAccount};
 use parking_lot::{Condvar, Mutex};
 
 use marvin_interpreter::exec::{Loaded, Trap};

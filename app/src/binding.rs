@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use marvin_interpreter::exec::{AppBinding, Fault, Loaded, Post};
-use marvin_runtime::heap::Heap;
-use marvin_runtime::monitor::{Holder, Monitors};
-use marvin_runtime::native::NativeBuffers;
-use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::names::CodeLocation;
+use marvin_runtime::Heap;
+use marvin_runtime::NativeBuffers;
+use marvin_runtime::Safepoints;
+use marvin_runtime::{Holder, Monitors};
 
 use crate::app::App;
 use crate::{messages, threads};

@@ -5,9 +5,9 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use marvin_runtime::heap::chunk::ChunkError;
-use marvin_runtime::heap::Heap;
-use marvin_swap::chunk_pass::ChunkPassReport;
+use marvin_runtime::ChunkError;
+use marvin_runtime::Heap;
+use marvin_swap::ChunkPassReport;
 
 use crate::app::App;
 

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use marvin_runtime::fasttrack;
-use marvin_runtime::heap::HeapConfig;
+use marvin_runtime::HeapConfig;
 
 use crate::lifecycle::Lifecycle;
 use crate::tracing::TraceTarget;

@@ -24,7 +24,7 @@ pub enum AppError {
     Swap(#[from] marvin_swap::SwapError),
     /// Objects could not be stubbed.
     #[error(transparent)]
-    Stub(#[from] marvin_runtime::stub::StubError),
+    Stub(#[from] marvin_runtime::StubError),
     /// Objects could not be read back when the app came to the foreground.
     #[error("restore failed: {0}")]
     Restore(String),

@@ -9,13 +9,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use marvin_runtime::heap::AllocPressure;
 use marvin_runtime::procfs::resident_bytes;
 use marvin_runtime::trace::{names, Tracer};
+use marvin_runtime::AllocPressure;
 use marvin_swap::pageout::{self, PageOutReport};
-use marvin_swap::policy::{RestoreMode, SwapPolicy};
 use marvin_swap::reclaimer::ReclaimReport;
 use marvin_swap::{reclaimer, restore, saver, stubber, AppSwap};
+use marvin_swap::{RestoreMode, SwapPolicy};
 
 use crate::app::App;
 use crate::command::Command;
@@ -119,7 +119,7 @@ impl App {
     /// Bytes the memory budget charges this app, as a kernel would count them: its
     /// objects in memory and what the runtime holds for it (handle table, stubs and
     /// their registry, reclaim table, swap file index), the latter charged ahead of its
-    /// growth ([`marvin_runtime::heap::Heap::charged_bytes`]).
+    /// growth ([`marvin_runtime::Heap::charged_bytes`]).
     pub fn charged_bytes(&self) -> u64 {
         self.heap.charged_bytes() as u64
     }
@@ -223,7 +223,7 @@ impl App {
                 let r = unsafe { stubber::stub_candidates(&self.heap, &*swap.policy) }?;
                 // SAFETY: the world is stopped (still).
                 self.pack_cold_chunks(unsafe {
-                    marvin_swap::chunk_pass::chunk_cold_objects(&self.heap, &swap.policy.chunks())
+                    marvin_swap::chunk_cold_objects(&self.heap, &swap.policy.chunks())
                 });
                 Ok(r)
             })
@@ -256,10 +256,9 @@ impl App {
         // To completion (a lifecycle `save`): every stubbed object, cold or not; the
         // reclaimer still takes only the cold ones.
         let r = self.traced(names::SWAP_WRITE_TASK, || {
-            self.cpu
-                .measure(marvin_runtime::cpuaccount::Activity::Saver, || {
-                    saver::save(&self.heap, swap, budget, complete)
-                })
+            self.cpu.measure(marvin_runtime::Activity::Saver, || {
+                saver::save(&self.heap, swap, budget, complete)
+            })
         });
         if r.left == 0 {
             // A whole pass: every cold object is saved, nothing more is on its way.
@@ -287,7 +286,7 @@ impl App {
     /// The heap task's saver run right after a background transition (instead of at its
     /// next period), within the policy's budget, so that the System's reclaimer finds
     /// the app's cold objects saved as soon as it can. The reclaim table says the app
-    /// is saving ([`marvin_runtime::reclaim_table::ReclaimTable::set_saving`]) until a
+    /// is saving ([`marvin_runtime::ReclaimTable::set_saving`]) until a
     /// saver run gets through a whole pass (this one or a later one).
     pub fn save_cold_now(&self) -> Result<Transition, AppError> {
         if let Some(space) = self.heap.stub_space() {
@@ -307,10 +306,9 @@ impl App {
     pub fn reclaim(&self, want: u64) -> Result<ReclaimReport, AppError> {
         let swap = self.object_swap()?;
         let r = self.traced(names::RECLAIM, || {
-            self.cpu
-                .measure(marvin_runtime::cpuaccount::Activity::Reclaimer, || {
-                    reclaimer::reclaim_from(&self.heap, want)
-                })
+            self.cpu.measure(marvin_runtime::Activity::Reclaimer, || {
+                reclaimer::reclaim_from(&self.heap, want)
+            })
         });
         swap.counters.book_reclaim(r.objects, r.bytes);
         self.reclaim_latencies
@@ -342,14 +340,12 @@ impl App {
                 space.table.set_foreground(true);
                 space.stub_on_alloc.store(false, Ordering::SeqCst);
             }
-            self.cpu
-                .measure(marvin_runtime::cpuaccount::Activity::Restore, || match swap
-                    .policy
-                    .restore_mode()
-                {
+            self.cpu.measure(marvin_runtime::Activity::Restore, || {
+                match swap.policy.restore_mode() {
                     RestoreMode::Eager => restore::restore_all(&self.heap, swap),
                     RestoreMode::OnDemand => restore::RestoreReport::default(),
-                })
+                }
+            })
         });
         if let Some(e) = r.errors.first() {
             return Err(AppError::Restore(e.clone()));
@@ -370,7 +366,7 @@ impl App {
         let ws = self.traced(names::WORKING_SET_WALK, || {
             let _w = self.safepoints.stop_the_world();
             // SAFETY: the world is stopped.
-            unsafe { marvin_gc::working_set::walk(&self.heap) }
+            unsafe { marvin_gc::walk_working_set(&self.heap) }
         });
         let mut g = self.gc.lock();
         g.last_working_set = ws;

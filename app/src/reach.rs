@@ -17,7 +17,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use marvin_runtime::native::page_size;
+use marvin_runtime::page_size;
 
 use crate::app::App;
 use crate::stats::KindBytes;

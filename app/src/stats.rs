@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use marvin_runtime::cpuaccount::Activity;
+use marvin_runtime::Activity;
 
 use serde::Serialize;
 
@@ -150,9 +150,7 @@ impl RunStats {
                 let c = &sw.counters;
                 let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
                 let space = app.heap.stub_space();
-                let sc = |f: fn(
-                    &marvin_runtime::stub::StubCounters,
-                ) -> &std::sync::atomic::AtomicU64| {
+                let sc = |f: fn(&marvin_runtime::StubCounters) -> &std::sync::atomic::AtomicU64| {
                     space.map_or(0, |s| f(&s.counters).load(Ordering::Relaxed))
                 };
                 let file = sw.file.lock();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use marvin_app::{App, RunConfig};
 use marvin_interpreter::exec::op::Op;
 use marvin_interpreter::exec::{Loaded, Thread};
-use marvin_runtime::barrier::{AccessKind, NoBarriers};
-use marvin_runtime::header::{HeaderBits, ObjKind};
+use marvin_runtime::{AccessKind, NoBarriers};
+use marvin_runtime::{HeaderBits, ObjKind};
 
 /// One method per fused atomics idiom, each taking the object as its argument.
 const IDIOMS: &str = "

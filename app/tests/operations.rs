@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use marvin_app::{App, AppError, Command, RunConfig, SwapMode};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
-use marvin_runtime::header::ObjKind;
+use marvin_runtime::ObjKind;
 use marvin_swap::PolicyConfig;
 
 /// The pressure workload, small: 8 buckets of 16 arrays of 4,076 bytes (each a swap

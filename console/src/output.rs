@@ -125,7 +125,7 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 #[macro_export]
 macro_rules! out {
     ($($t:tt)*) => {
-        $crate::output::write_stdout(format_args!($($t)*))
+        $crate::write_stdout(format_args!($($t)*))
     };
 }
 
@@ -133,10 +133,10 @@ macro_rules! out {
 #[macro_export]
 macro_rules! outln {
     () => {
-        $crate::output::write_stdout(format_args!("\n"))
+        $crate::write_stdout(format_args!("\n"))
     };
     ($($t:tt)*) => {
-        $crate::output::write_stdout(format_args!("{}\n", format_args!($($t)*)))
+        $crate::write_stdout(format_args!("{}\n", format_args!($($t)*)))
     };
 }
 
@@ -144,7 +144,7 @@ macro_rules! outln {
 #[macro_export]
 macro_rules! errln {
     ($($t:tt)*) => {
-        $crate::output::write_stderr(format_args!("{}\n", format_args!($($t)*)))
+        $crate::write_stderr(format_args!("{}\n", format_args!($($t)*)))
     };
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use marvin_runtime::heap::Heap;
+use marvin_runtime::Heap;
 
 /// Marks the member behind chunk entry `e`; pushes what it references and its chunk's
 /// handle onto `stack`. Returns whether it was newly marked.

@@ -2,26 +2,32 @@
 //! working-set estimator that rides on its heap walk.
 //!
 //! The front door is [`collect`]: the caller stops the world (see
-//! `marvin_runtime::safepoint`) and hands over the roots its threads published; the
-//! collector marks from them ([`mark`]), then walks the handle table once
-//! ([`sweep`]), freeing the dead and aging the live objects' access bits
-//! ([`working_set`]). Marking reads objects as the runtime, never through the access
+//! `marvin_runtime::Safepoints`) and hands over the roots its threads published; the
+//! collector marks from them (`mark.rs`; a cold chunk's members, `chunk_mark.rs`), then
+//! walks the handle table once
+//! (`sweep.rs`), freeing the dead and aging the live objects' access bits
+//! (`working_set.rs`). Marking reads objects as the runtime, never through the access
 //! barrier, so a collection never sets an access bit.
+//!
+//! # Surface
+//!
+//! Public modules: none. [`collect`] and its [`CycleReport`]; [`walk_working_set`], the
+//! working-set estimate alone, and its [`WorkingSet`].
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its error
 // handled): `print!` and `eprint!` panic when the stream cannot be written.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod chunk_mark;
-pub mod mark;
-pub mod sweep;
-pub mod working_set;
+mod chunk_mark;
+mod mark;
+mod sweep;
+mod working_set;
 
 use std::time::{Duration, Instant};
 
-use marvin_runtime::heap::Heap;
+use marvin_runtime::Heap;
 
-pub use working_set::WorkingSet;
+pub use working_set::{walk as walk_working_set, WorkingSet};
 
 /// What one collection did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -8,9 +8,8 @@
 
 use std::sync::atomic::Ordering;
 
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::chunk::is_chunk_entry;
-use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
+use marvin_runtime::HeaderBits;
+use marvin_runtime::{is_chunk_entry, Handle, Heap, ENTRY_STUB};
 
 /// Marks everything reachable from `roots`; returns how many objects were marked.
 ///

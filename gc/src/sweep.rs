@@ -3,12 +3,11 @@
 //!
 //! Survivors are aged by [`age_entry`], which never faults a reclaimed object in.
 
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::chunk::is_chunk_entry;
-use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
+use marvin_runtime::HeaderBits;
+use marvin_runtime::Obj;
+use marvin_runtime::{footprint, is_chunk_entry, Heap, ENTRY_STUB};
 
 use crate::chunk_mark::take_member_mark;
-use marvin_runtime::object::Obj;
 
 use crate::working_set::{age_entry, WorkingSet};
 

@@ -1,8 +1,8 @@
 //! Collector tests on a small hand-built heap.
 
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::{HeaderBits, ObjKind};
-use marvin_runtime::heap::{Handle, Heap, HeapConfig};
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Handle, Heap, HeapConfig};
+use marvin_runtime::{HeaderBits, ObjKind};
 
 use crate::collect;
 

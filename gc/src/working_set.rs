@@ -4,9 +4,9 @@
 //! last four rounds (non-zero registers). A round runs on every full collection (in
 //! the sweep) and on a timer ([`walk`]).
 
-use marvin_runtime::heap::{footprint, Heap, ENTRY_STUB};
-use marvin_runtime::object::Obj;
-use marvin_runtime::reclaim_table::EntryFlags;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::Obj;
+use marvin_runtime::{footprint, Heap, ENTRY_STUB};
 
 /// Working-set bytes at the end of a round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl WorkingSet {
 /// # Safety
 /// `e` must be a live entry of `heap` and the app's mutators stopped.
 pub unsafe fn age_entry(heap: &Heap, e: u64, ws: &mut WorkingSet) {
-    if marvin_runtime::heap::chunk::is_chunk_entry(e) {
+    if marvin_runtime::is_chunk_entry(e) {
         // A member of a cold chunk: its chunk's stub is aged as one object (its header
         // records every member's accesses); the member's own bytes are left alone.
         return;

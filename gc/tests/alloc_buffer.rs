@@ -6,9 +6,11 @@
 use std::sync::atomic::Ordering;
 
 use marvin_gc::collect;
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{alloc_buffer, footprint, AllocBuffer, Handle, Heap, HeapConfig};
+use marvin_runtime::ObjKind;
+use marvin_runtime::{
+    footprint, AllocBuffer, Handle, Heap, HeapConfig, ALLOC_BUFFER_BATCH, ALLOC_BUFFER_GRANT,
+};
+use marvin_runtime::{AccessKind, Barriers};
 
 fn heap(limit: Option<usize>) -> Heap {
     Heap::new(HeapConfig {
@@ -129,8 +131,8 @@ fn a_collection_with_a_buffer_unsettled_never_takes_in_use_below_the_live() {
     // Nothing booked yet but the grant, charged whole.
     assert_eq!(h.counters.allocations.load(Ordering::Relaxed), 0);
     assert_eq!(buf.unsettled_allocations(), 101);
-    assert_eq!(h.in_use(), alloc_buffer::GRANT);
-    assert_eq!(buf.allowance(), alloc_buffer::GRANT - 101 * size);
+    assert_eq!(h.in_use(), ALLOC_BUFFER_GRANT);
+    assert_eq!(buf.allowance(), ALLOC_BUFFER_GRANT - 101 * size);
     // SAFETY: single-threaded test.
     let r = unsafe { collect(&h, &[keep.value()]) };
     assert_eq!(r.freed_objects, 100);
@@ -152,7 +154,7 @@ fn a_retired_buffer_gives_its_handles_and_blocks_back() {
     let mut buf = AllocBuffer::new();
     let first = alloc(&h, &mut buf, ObjKind::IntArray, 0, 1, 0);
     let held = buf.cached_handles();
-    assert_eq!(held as u32, alloc_buffer::BATCH_HANDLES - 1);
+    assert_eq!(held as u32, ALLOC_BUFFER_BATCH - 1);
     h.retire(&mut buf);
     assert!(buf.is_empty());
     // The handles it held are free again: plain allocations get them, and the table

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use marvin_interpreter::exec::{AppBinding, Fault, Loaded, Post, PostAt, Thread, Trap};
-use marvin_runtime::heap::{Heap, HeapConfig};
-use marvin_runtime::monitor::{Holder, Monitors};
-use marvin_runtime::native::NativeBuffers;
-use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::names::CodeLocation;
+use marvin_runtime::NativeBuffers;
+use marvin_runtime::Safepoints;
+use marvin_runtime::{Heap, HeapConfig};
+use marvin_runtime::{Holder, Monitors};
 
 /// What the program asked of its app, in order.
 #[derive(Debug, PartialEq, Eq)]

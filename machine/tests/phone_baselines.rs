@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use marvin_machine::compaction;
 use marvin_machine::freezer::{self, Freezer, Place};
-use marvin_machine::owner::Owner;
 use marvin_machine::swapdev::{self, SwapDevice};
 use marvin_machine::zram_charge::{Mechanism, PoolStats, ZramCharge};
 use marvin_machine::zswap_charge::ZswapCharge;
+use marvin_machine::Owner;
 use marvin_machine::{Hierarchy, Limits, MachineLock};
 use marvin_runtime::procfs;
 

@@ -5,7 +5,7 @@
 //! ([`crate::cpuclock::thread_cpu_time_ns`]) and added to one [`CpuAccount`] per app:
 //!
 //! ```
-//! use marvin_runtime::cpuaccount::{Activity, CpuAccount};
+//! use marvin_runtime::{Activity, CpuAccount};
 //!
 //! let account = CpuAccount::new();
 //! let sum = account.measure(Activity::Saver, || (0..1000u64).sum::<u64>());

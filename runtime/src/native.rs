@@ -14,7 +14,7 @@
 //! slot is used again. Every misuse (a size out of range, an unknown or freed handle, an
 //! index out of bounds) is a [`NativeError`], which the executor raises as a runtime error.
 //!
-//! The fill ([`fill_byte`]) is a function of the seed and the offset alone, so `ncheck`
+//! The fill ([`fill`]) is a function of the seed and the offset alone, so `ncheck`
 //! can tell whether a buffer still holds what `nalloc` wrote. It is shaped to compress like
 //! real memory (Android's docs give 2:1 to 3:1 for zram with lz4): blocks of 16 bytes,
 //! eight to a group, each a copy of one of three fresh blocks of its group, chosen by a
@@ -240,8 +240,9 @@ fn block_bytes(seed: i64, block: u64) -> [u8; BLOCK] {
     out
 }
 
-/// The byte at `offset` of `seed`'s fill.
-pub fn fill_byte(seed: i64, offset: u64) -> u8 {
+/// The byte at `offset` of `seed`'s fill (the tests' check of [`fill`]).
+#[cfg(test)]
+fn fill_byte(seed: i64, offset: u64) -> u8 {
     block_bytes(seed, offset / BLOCK as u64)[(offset % BLOCK as u64) as usize]
 }
 

@@ -22,7 +22,7 @@
 //! A reclaimer's loop, in short:
 //!
 //! ```
-//! # use marvin_runtime::reclaim_table::ReclaimTable;
+//! # use marvin_runtime::ReclaimTable;
 //! # let table = ReclaimTable::anonymous(4).unwrap();
 //! if !table.is_foreground() {
 //!     for (_id, entry) in table.iter_occupied() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use marvin_runtime::cpuclock::current_tid;
 use marvin_runtime::fasttrack::{self, thread_nice, Event, FastTracker, Mode};
-use marvin_runtime::monitor::{thread_id, Monitors};
+use marvin_runtime::{thread_id, Monitors};
 use parking_lot::Mutex;
 
 const OBJ: u64 = 0x1234;

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use marvin_runtime::cpuclock::measure_thread_cpu;
-use marvin_sidebyside::reclaim::SavedHeap;
+use marvin_sidebyside::SavedHeap;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -26,14 +26,14 @@ use clap::Args;
 use marvin_app::{App, RunConfig};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{asm, verify};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, HeapConfig, PAGE, RUNTIME_HEADROOM};
+use marvin_runtime::ObjKind;
+use marvin_runtime::{Handle, HeapConfig, PAGE, RUNTIME_HEADROOM};
 use marvin_swap::{PolicyConfig, SwapPolicy};
 
-use super::figure::{Bar, Chart};
 use super::reclaim::{ARRAY_BYTES, ARRAY_WORDS};
 use super::{finish, median, CommonArgs, Sample};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
+use marvin_figures::{Bar, Chart};
 use marvin_system::budget::{Budget, BudgetHook, Member};
 use marvin_system::PressurePolicy;
 
@@ -198,7 +198,7 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
     };
     ensure!(bytes >= 1 << 20, "--size must be at least 1m");
     if let Some(dir) = &args.plot {
-        super::figure::prepare(dir)?;
+        super::prepare_plot(dir)?;
     }
     let arrays = bytes / ARRAY_BYTES;
     let reps = args.common.reps.max(1);
@@ -278,7 +278,7 @@ pub fn run(args: &AllocArgs) -> anyhow::Result<()> {
                 marvin_system::provenance::commit()
             ),
         };
-        for f in super::figure::write(dir, &chart)? {
+        for f in chart.write(dir)? {
             notes.push(format!("wrote {}", f.display()));
         }
     }

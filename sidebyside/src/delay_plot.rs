@@ -6,17 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
-use plotters::coord::Shift;
+use marvin_figures::{
+    chart_builder, column_styles, draw_legend, draw_stroked, log_ticks, split_for_legend,
+    styled_mesh, write_figure, Area, Distribution, Drawing, Drawn, Frame, LegendEntry, Marker,
+    Stroke,
+};
 use plotters::prelude::*;
 
 use super::sched::LooperPolicy;
-use marvin_system::figure_style::{
-    column_styles, draw_legend, log_ticks, split_for_legend, tick_label, LegendEntry, Marker,
-    Stroke,
-};
-use marvin_system::plot::{register_font, FONT};
-use marvin_system::plot_text::Png;
 
 /// The delays (ns) of one queue under one looper policy, every message of every run.
 #[derive(Debug, Clone)]
@@ -27,13 +24,16 @@ pub struct DelaySeries {
 }
 
 const SIZE: (u32, u32) = (1000, 600);
+const FRAME: Frame = Frame {
+    margin: 16,
+    x_labels: 48,
+    y_labels: 80,
+};
 /// Delays below this (ms) are drawn at it: the log axis needs a positive start.
 const FLOOR_MS: f64 = 1e-3;
 
 /// Writes the figure into `dir` (created if missing); returns the files written.
 pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>> {
-    register_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     // One colour per queue (the figures' shared style), one dash per looper policy.
     let mut queues: Vec<&str> = Vec::new();
     for s in series {
@@ -76,13 +76,7 @@ pub fn write(dir: &Path, series: &[DelaySeries]) -> anyhow::Result<Vec<PathBuf>>
         x_max,
         y_min,
     };
-    let svg = dir.join("dispatch_delay.svg");
-    let png = dir.join("dispatch_delay.png");
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), &figure)
-        .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
-    draw(Png::file(&png, SIZE)?.into_drawing_area(), &figure)
-        .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
-    Ok(vec![svg, png])
+    write_figure(dir, "dispatch_delay", SIZE, &figure, None)
 }
 
 /// One line: its legend label, colour, stroke and points.
@@ -95,90 +89,49 @@ struct Figure {
     y_min: f64,
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<(), String> {
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let legend: Vec<LegendEntry> = figure
-        .lines
-        .iter()
-        .map(|(label, colour, stroke, _)| LegendEntry {
-            stroke: *stroke,
-            width: 2,
-            ..LegendEntry::line(label.clone(), *colour, None::<Marker>)
-        })
-        .collect();
-    let (plot_area, legend_area) = split_for_legend(&root, &legend);
-    let (x_lo, x_hi) = (FLOOR_MS, figure.x_max);
-    let (y_lo, y_hi) = (figure.y_min, 1.0);
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption("Dispatch delay under 8 busy background posters", (FONT, 24))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
+impl Drawing for Figure {
+    fn title(&self) -> &str {
+        "Dispatch delay under 8 busy background posters"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Drawn<DB> {
+        let legend: Vec<LegendEntry> = self
+            .lines
+            .iter()
+            .map(|(label, colour, stroke, _)| LegendEntry {
+                stroke: *stroke,
+                width: 2,
+                ..LegendEntry::line(label.clone(), *colour, None::<Marker>)
+            })
+            .collect();
+        let (plot_area, legend_area) = split_for_legend(root, &legend);
+        let (x_lo, x_hi) = (FLOOR_MS, self.x_max);
+        let (y_lo, y_hi) = (self.y_min, 1.0);
+        let mut chart = chart_builder(&plot_area, self.title(), FRAME).build_cartesian_2d(
             (x_lo..x_hi)
                 .log_scale()
                 .with_key_points(log_ticks(x_lo, x_hi)),
             (y_lo..y_hi)
                 .log_scale()
                 .with_key_points(log_ticks(y_lo, y_hi)),
+        )?;
+        styled_mesh(
+            &mut chart,
+            "delay after the due time (ms)",
+            "share of messages dispatched later",
         )
-        .map_err(|e| e.to_string())?;
-    chart
-        .configure_mesh()
-        .x_desc("delay after the due time (ms)")
-        .y_desc("share of messages dispatched later")
-        .label_style((FONT, 15))
-        .axis_desc_style((FONT, 17))
-        .light_line_style(RGBColor(235, 235, 235))
-        .x_label_formatter(&tick_label)
-        .y_label_formatter(&tick_label)
-        .draw()
-        .map_err(|e| e.to_string())?;
-    for (_, colour, stroke, points) in &figure.lines {
-        let style = colour.stroke_width(2);
-        match *stroke {
-            Stroke::Dashed(dash, gap) => chart.draw_series(DashedLineSeries::new(
-                points.iter().copied(),
-                dash,
-                gap,
-                style,
-            )),
-            Stroke::Solid => chart.draw_series(LineSeries::new(points.iter().copied(), style)),
+        .draw()?;
+        for (_, colour, stroke, points) in &self.lines {
+            draw_stroked(&mut chart, points, *stroke, colour.stroke_width(2))?;
         }
-        .map_err(|e| e.to_string())?;
+        draw_legend(&legend_area, &legend)
     }
-    draw_legend(&legend_area, &legend).map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
 }
 
 /// The complementary CDF of `delays_ns` as (delay in ms, share of messages at least
-/// that late), from the shortest delay (share 1) to the longest (share 1/n). Points
-/// closer than 1% to the last one kept on both log axes are left out (the line looks
-/// the same; the SVG stays small), except the last.
+/// that late), thinned for the log-log axes ([`Distribution::ccdf`]).
 fn ccdf(delays_ns: &[f64]) -> Vec<(f64, f64)> {
-    let mut sorted: Vec<f64> = delays_ns
-        .iter()
-        .copied()
-        .filter(|d| d.is_finite())
-        .collect();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len() as f64;
-    let mut points: Vec<(f64, f64)> = Vec::new();
-    for (i, &d) in sorted.iter().enumerate() {
-        let point = ((d / 1e6).max(FLOOR_MS), (n - i as f64) / n);
-        let is_last = i + 1 == sorted.len();
-        let close = points
-            .last()
-            .is_some_and(|&(x, y)| (point.0 / x).ln() < 0.01 && (y / point.1).ln() < 0.01);
-        if close && !is_last {
-            continue;
-        }
-        if close && points.len() > 1 {
-            points.pop();
-        }
-        points.push(point);
-    }
-    points
+    Distribution::of(delays_ns.iter().map(|d| d / 1e6), FLOOR_MS).ccdf()
 }
 
 #[cfg(test)]

@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use clap::Args;
-use marvin_runtime::barrier::{AccessKind, Barriers};
+use marvin_runtime::{AccessKind, Barriers};
 use marvin_swap::{reclaimer, saver};
 
-use super::figure::{Chart, Curve};
 use super::reclaim::SavedHeap;
 use super::{finish, median, CommonArgs, Sample};
+use marvin_figures::{Chart, Curve};
 
 #[derive(Debug, Args)]
 pub struct FaultsArgs {
@@ -98,7 +98,7 @@ fn walk(saved: &SavedHeap) -> anyhow::Result<u64> {
 pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
     let bytes = if args.quick { 4 << 20 } else { 128 << 20 };
     if let Some(dir) = &args.plot {
-        super::figure::prepare(dir)?;
+        super::prepare_plot(dir)?;
     }
     let saved = SavedHeap::build(bytes)?;
     let n = saved.handles.len() as u64;
@@ -197,7 +197,7 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<()> {
                 marvin_system::provenance::commit()
             ),
         };
-        for f in super::figure::write(dir, &chart)? {
+        for f in chart.write(dir)? {
             notes.push(format!("wrote {}", f.display()));
         }
     }

@@ -20,8 +20,8 @@ use marvin_app::RunConfig;
 use marvin_interpreter::{asm, verify};
 use parking_lot::Mutex;
 
-use super::figure::{Chart, Curve};
 use super::{finish, median, CommonArgs, Sample};
+use marvin_figures::{Chart, Curve};
 
 #[derive(Debug, Args)]
 pub struct InterposeArgs {
@@ -88,7 +88,7 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
     let total: i64 = if args.quick { 10_000_000 } else { 200_000_000 };
     let reps = args.common.reps.max(1);
     if let Some(dir) = &args.plot {
-        super::figure::prepare(dir)?;
+        super::prepare_plot(dir)?;
     }
     let mut overheads = Vec::new();
     let mut samples = Vec::new();
@@ -185,7 +185,7 @@ pub fn run(args: &InterposeArgs) -> anyhow::Result<()> {
                 marvin_system::provenance::commit()
             ),
         };
-        for f in super::figure::write(dir, &chart)? {
+        for f in chart.write(dir)? {
             notes.push(format!("wrote {}", f.display()));
         }
     }

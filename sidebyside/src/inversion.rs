@@ -45,10 +45,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use marvin_runtime::cpuaccount::process_cpu_time_ns;
 use marvin_runtime::cpuclock::{current_tid, thread_cpu_time_ns};
 use marvin_runtime::fasttrack::{self, FastTracker, Mode};
-use marvin_runtime::monitor::{thread_id, Monitors};
+use marvin_runtime::process_cpu_time_ns;
+use marvin_runtime::{thread_id, Monitors};
 use rand::Rng;
 
 use super::{finish, percentile, stream_rng, CommonArgs, Sample};

@@ -4,6 +4,21 @@
 //! Every benchmark module returns [`Sample`]s; this module owns the shared measuring
 //! loop ([`median_ns`]), the table and the JSON form, so each benchmark only says what it
 //! runs.
+//!
+//! # Surface
+//!
+//! Public modules: none. The command line runs [`BenchCmd`] with [`run`]; the tests and
+//! criterion benchmarks reach, besides the shared helpers here ([`Sample`],
+//! [`ROUND_RATIO`], [`stream_seed`], ...):
+//!
+//! - the interpreter benchmark's programs and timing: [`PROGRAMS`],
+//!   [`ELSEWHERE_PROGRAMS`], [`AWFY_PROGRAMS`], [`UNTUNED_PROGRAMS`], [`Suite`], [`Implementation`],
+//!   [`BASELINE`], [`GEOMEAN`], [`default_dir`], [`run_timed`], [`measure_rounds`],
+//!   [`geomean_samples`];
+//! - the queue benchmark's criterion entry points [`QueueBench`] and its seeded delays
+//!   [`delay_plan`];
+//! - priority inversion's seeded [`inversion_schedule`] and its [`InversionArgs`];
+//! - a saved heap of the reclaim benchmark, [`SavedHeap`] (the fault-walk probe).
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
 // error handled): `print!` and `eprint!` panic when the stream cannot be written.
@@ -14,22 +29,29 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use marvin_console::output::OutputError;
+use marvin_console::OutputError;
 use marvin_console::{errln, outln};
 
-pub mod alloc;
-pub mod atomics;
-pub mod cputime;
-pub mod delay_plot;
-pub mod faults;
-pub mod figure;
-pub mod interp;
-pub mod interpose;
-pub mod inversion;
-pub mod queue;
-pub mod reclaim;
-pub mod rounds;
-pub mod sched;
+mod alloc;
+mod atomics;
+mod cputime;
+mod delay_plot;
+mod faults;
+mod interp;
+mod interpose;
+mod inversion;
+mod queue;
+mod reclaim;
+mod rounds;
+mod sched;
+
+pub use interp::{
+    default_dir, geomean_samples, measure_rounds, run_timed, Implementation, Suite, AWFY_PROGRAMS,
+    BASELINE, ELSEWHERE_PROGRAMS, GEOMEAN, PROGRAMS, UNTUNED_PROGRAMS,
+};
+pub use inversion::{schedule as inversion_schedule, InversionArgs};
+pub use queue::{delay_plan, QueueBench};
+pub use reclaim::SavedHeap;
 
 /// The benchmarks, one subcommand each.
 #[derive(Debug, Subcommand)]
@@ -159,14 +181,18 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-/// The `p`-th percentile (0..=100) of some values, nearest-rank.
+/// The `p`-th percentile (0..=100) of some values, nearest-rank (NaN when there are
+/// none); sorts `values`.
 pub fn percentile(values: &mut [f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
     values.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
+    marvin_figures::nearest_rank(values, p).unwrap_or(f64::NAN)
+}
+
+/// Checks that `dir` can take a figure's files before a benchmark spends its time
+/// (creating nothing: the directory is made when the figure is written). The error is
+/// the path error itself, so the command ends with status 2 naming `--plot`.
+pub fn prepare_plot(dir: &std::path::Path) -> anyhow::Result<()> {
+    marvin_system::paths::check_output_dir("--plot", dir).map_err(anyhow::Error::new)
 }
 
 /// The extra figure (JSON key) of a benchmark that runs its implementations in interleaved
@@ -326,4 +352,23 @@ pub fn run(cmd: &BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Alloc(a) => alloc::run(a),
     };
     done.map(|()| 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unwritable_plot_directory_is_refused_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(prepare_plot(&file).is_err());
+        let new = dir.path().join("new");
+        assert!(prepare_plot(&new).is_ok());
+        assert!(
+            !new.exists(),
+            "nothing is created before the figure is written"
+        );
+    }
 }

@@ -70,22 +70,26 @@
 //! than sleep, could leave both threads on one CPU for a whole slice. See
 //! `docs/benchmarks.md` for what was measured and tried.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
-use marvin_deliqueue::legacy_queue::LegacyQueue;
-use marvin_deliqueue::{
-    Clock, DeliQueue, Message, MessageQueue, MonotonicClock, Next, VirtualClock,
+
+mod dispatch;
+mod scenarios;
+
+use dispatch::dispatch_delays;
+pub use scenarios::delay_plan;
+use scenarios::{
+    busy_insert, busy_queue, busy_samples, concurrent_enqueue_remove, fifo_crossbeam, fifo_mpsc,
+    fifo_queue, immediate, post_with_looper, round_samples, single_thread_enqueue_remove, up_to_5s,
+    BothRun, Deli, FifoRun, Legacy, BUSY, FIFO, ROUND_RATIO_CROSSBEAM,
 };
-use rand::Rng;
 
 use super::delay_plot::DelaySeries;
 use super::rounds;
-use super::sched::{self, as_background_thread, Grouping, LooperPolicy, LooperSlice};
-use super::{finish, median, percentile, stream_rng, CommonArgs, Sample, ROUND_RATIO};
+use super::sched::{self, Grouping, LooperPolicy, LooperSlice};
+use super::{finish, median, percentile, CommonArgs, Sample, ROUND_RATIO};
 
 #[derive(Debug, Args)]
 pub struct QueueArgs {
@@ -117,343 +121,6 @@ fn parse_looper_slice(text: &str) -> Result<LooperSlice, String> {
     LooperSlice::from_micros(us)
 }
 
-const SECOND: u64 = 1_000_000_000;
-
-/// Makes a fresh queue of one implementation on a given clock.
-pub trait Make<C: Clock + Clone>: Copy + Send + 'static {
-    type Queue: MessageQueue<u64> + 'static;
-    const NAME: &'static str;
-    fn make(self, clock: C) -> Arc<Self::Queue>;
-}
-
-/// DeliQueue.
-#[derive(Clone, Copy)]
-pub struct Deli;
-/// The legacy queue.
-#[derive(Clone, Copy)]
-pub struct Legacy;
-
-impl<C: Clock + Clone> Make<C> for Deli {
-    type Queue = DeliQueue<u64, C>;
-    const NAME: &'static str = "deliqueue";
-    fn make(self, clock: C) -> Arc<Self::Queue> {
-        Arc::new(DeliQueue::with_clock(clock))
-    }
-}
-
-impl<C: Clock + Clone> Make<C> for Legacy {
-    type Queue = LegacyQueue<u64, C>;
-    const NAME: &'static str = "legacy";
-    fn make(self, clock: C) -> Arc<Self::Queue> {
-        Arc::new(LegacyQueue::with_clock(clock))
-    }
-}
-
-/// One sample per implementation of `scenario` from its per-round figures
-/// (`figures[i][r]`, ns, as [`rounds::interleaved`] returns them): the median over the
-/// rounds, [`ROUND_RATIO`] (the median of the per-round ratios to the implementation
-/// at `base`) and the rounds' figures and ratios (`round_ns`, `round_ratios`).
-fn round_samples(scenario: &str, names: &[&str], figures: &[Vec<f64>], base: usize) -> Vec<Sample> {
-    names
-        .iter()
-        .zip(figures)
-        .map(|(name, own)| {
-            let ratios = rounds::ratios(own, &figures[base]);
-            Sample::new(scenario, *name, median(&mut own.clone()))
-                .with(ROUND_RATIO, median(&mut ratios.clone()))
-                .with("round_ratios", ratios)
-                .with("round_ns", own.clone())
-                .with("reps", own.len())
-        })
-        .collect()
-}
-
-/// Starts a looper that polls `next` (delivering what is due), releases the `workers`
-/// waiting at `start_line`, and returns the time from their release until every worker
-/// is done and the looper, told to stop, has drained the queue.
-fn time_with_looper<Q: MessageQueue<u64> + 'static>(
-    queue: &Arc<Q>,
-    start_line: &Barrier,
-    workers: Vec<thread::JoinHandle<()>>,
-) -> Duration {
-    let stop = Arc::new(AtomicBool::new(false));
-    let looper = {
-        let (queue, stop) = (queue.clone(), stop.clone());
-        thread::spawn(move || loop {
-            let stopping = stop.load(Ordering::Acquire);
-            match queue.next() {
-                Next::Message { .. } => {}
-                _ if stopping => return,
-                _ => thread::yield_now(),
-            }
-        })
-    };
-    start_line.wait();
-    let t = Instant::now();
-    for worker in workers {
-        worker.join().expect("worker");
-    }
-    stop.store(true, Ordering::Release);
-    looper.join().expect("looper");
-    t.elapsed()
-}
-
-/// `posters` threads post `per` messages each with due times from `due`; a polling
-/// looper runs alongside. Returns the time until every post is done and taken in.
-fn post_with_looper<M: Make<VirtualClock>>(
-    make: M,
-    posters: usize,
-    per: usize,
-    due: fn(&mut rand::rngs::StdRng, u64) -> u64,
-    seed: u64,
-) -> Duration {
-    let clock = VirtualClock::new(1);
-    let queue = make.make(clock);
-    let start_line = Arc::new(Barrier::new(posters + 1));
-    let threads: Vec<_> = (0..posters)
-        .map(|p| {
-            let (queue, start_line) = (queue.clone(), start_line.clone());
-            thread::spawn(move || {
-                let mut rng = stream_rng(seed, 0, p as u64);
-                start_line.wait();
-                for i in 0..per {
-                    let when = due(&mut rng, queue.now());
-                    let _ = queue.post_at(when, Message::new(p as u64, (i % 100) as i64, 0));
-                }
-            })
-        })
-        .collect();
-    time_with_looper(&queue, &start_line, threads)
-}
-
-fn immediate(_: &mut rand::rngs::StdRng, now: u64) -> u64 {
-    now
-}
-
-fn up_to_5s(rng: &mut rand::rngs::StdRng, now: u64) -> u64 {
-    now + rng.gen_range(0..5 * SECOND)
-}
-
-/// The due-time offsets (0-5 s, in ns) that poster `poster` draws, `count` of them, in
-/// the delayed scenarios of a run with `--seed seed`: the same in every repetition, so
-/// each repetition does the same work.
-pub fn delay_plan(seed: u64, poster: u64, count: usize) -> Vec<u64> {
-    let mut rng = stream_rng(seed, 0, poster);
-    (0..count).map(|_| up_to_5s(&mut rng, 0)).collect()
-}
-
-fn concurrent_enqueue_remove<M: Make<VirtualClock>>(make: M, seed: u64) -> Duration {
-    let queue = make.make(VirtualClock::new(1));
-    let start_line = Arc::new(Barrier::new(9));
-    let mut threads = Vec::new();
-    for p in 0..4u64 {
-        let (queue, start_line) = (queue.clone(), start_line.clone());
-        threads.push(thread::spawn(move || {
-            let mut rng = stream_rng(seed, 0, p);
-            start_line.wait();
-            for i in 0..1_000 {
-                let when = up_to_5s(&mut rng, queue.now()) + 1;
-                let _ = queue.post_at(when, Message::new(p, i % 8, 0));
-            }
-        }));
-    }
-    for r in 0..4i64 {
-        let (queue, start_line) = (queue.clone(), start_line.clone());
-        threads.push(thread::spawn(move || {
-            start_line.wait();
-            for i in 0..250 {
-                queue.remove(&|k| k.what == (r + i) % 8);
-            }
-        }));
-    }
-    time_with_looper(&queue, &start_line, threads)
-}
-
-fn single_thread_enqueue_remove<M: Make<VirtualClock>>(make: M, seed: u64) -> Duration {
-    let queue = make.make(VirtualClock::new(1));
-    let mut rng = stream_rng(seed, 0, 0);
-    let t = Instant::now();
-    for i in 0..10_000 {
-        let when = up_to_5s(&mut rng, queue.now()) + 1;
-        let _ = queue.post_at(when, Message::new(0, i % 100, 0));
-    }
-    for what in 0..100 {
-        queue.remove(&|k| k.what == what);
-    }
-    // DeliQueue's looper reclaims the tombstones: part of the cost.
-    let _ = queue.next();
-    t.elapsed()
-}
-
-/// A queue holding `pending` delayed messages, already taken in by the looper.
-fn busy_queue<M: Make<VirtualClock>>(make: M, pending: u64) -> Arc<M::Queue> {
-    let queue = make.make(VirtualClock::new(1));
-    // Descending due times: each legacy insertion lands at the head (setup stays cheap).
-    for i in (0..pending).rev() {
-        let when = SECOND + i * (5 * SECOND / pending);
-        let _ = queue.post_at(when, Message::new(0, 0, i));
-    }
-    let _ = queue.next();
-    queue
-}
-
-/// What `busy_insert` measured: the posters' time and the looper's take-in after.
-struct BusyTimes {
-    posting: Duration,
-    take_in: Duration,
-}
-
-/// 8 threads post 250 messages each into a busy queue. Each poster times its own
-/// posting loop (from its first post to its last returning, after the start line), so
-/// thread start-up, wake-up and join are not counted; `posting` is the sum over the
-/// posters (the time posting threads spent inserting, waiting for the lock included).
-/// The looper's take-in of the new messages (DeliQueue's sweep into its heap; a no-op
-/// pop for the legacy queue, whose posters did the ordering) is timed separately.
-fn busy_insert<M: Make<VirtualClock>>(queue: Arc<M::Queue>, seed: u64) -> BusyTimes {
-    let start_line = Arc::new(Barrier::new(8));
-    let threads: Vec<_> = (0..8u64)
-        .map(|p| {
-            let (queue, start_line) = (queue.clone(), start_line.clone());
-            thread::spawn(move || {
-                let whens: Vec<u64> = delay_plan(seed, p, 250)
-                    .into_iter()
-                    .map(|offset| SECOND + offset)
-                    .collect();
-                start_line.wait();
-                let t = Instant::now();
-                for when in whens {
-                    let _ = queue.post_at(when, Message::new(p, 1, 0));
-                }
-                t.elapsed()
-            })
-        })
-        .collect();
-    let posting = threads
-        .into_iter()
-        .map(|th| th.join().expect("poster"))
-        .sum();
-    let t = Instant::now();
-    let _ = queue.next(); // the looper takes the new messages in
-    let take_in = t.elapsed();
-    // Dropping 10^5 messages is not part of the measurement.
-    thread::spawn(move || drop(queue));
-    BusyTimes { posting, take_in }
-}
-
-/// Busy-queue insertion into DeliQueue and the legacy queue, in interleaved rounds: the
-/// median posting time, with the median take-in as an extra field.
-fn busy_samples(reps: usize, seed: u64) -> Vec<Sample> {
-    let times = rounds::interleaved(2, reps, |i| -> Result<BusyTimes, ()> {
-        Ok(match i {
-            0 => busy_insert::<Deli>(busy_queue(Deli, BUSY_PENDING), seed),
-            _ => busy_insert::<Legacy>(busy_queue(Legacy, BUSY_PENDING), seed),
-        })
-    })
-    .unwrap_or_else(|()| unreachable!("busy-queue runs do not fail"));
-    let posting: Vec<Vec<f64>> = times
-        .iter()
-        .map(|own| own.iter().map(|t| t.posting.as_nanos() as f64).collect())
-        .collect();
-    round_samples(BUSY, &["deliqueue", "legacy"], &posting, 1)
-        .into_iter()
-        .zip(&times)
-        .map(|(sample, own)| {
-            let mut take_in: Vec<f64> = own.iter().map(|t| t.take_in.as_nanos() as f64).collect();
-            sample.with("take_in_ns", median(&mut take_in))
-        })
-        .collect()
-}
-
-/// Pending messages in the busy queue before the timed insertion.
-const BUSY_PENDING: u64 = 100_000;
-const BUSY: &str = "busy queue insert (1e5 pending)";
-
-const FIFO_COUNT: u64 = 100_000;
-const FIFO: &str = "fifo 1x100000";
-/// The FIFO sample's extra figure: the median over the rounds of DeliQueue's time over
-/// crossbeam-channel's in the same round.
-const ROUND_RATIO_CROSSBEAM: &str = "round_ratio_crossbeam";
-
-/// One timed FIFO run of one implementation.
-type FifoRun = fn() -> Duration;
-
-/// One timed run of a scenario on DeliQueue (`true`) or the legacy queue, with `--seed`.
-type BothRun = fn(bool, u64) -> Duration;
-
-fn fifo_queue<M: Make<MonotonicClock>>(make: M) -> Duration {
-    let queue = make.make(MonotonicClock::new());
-    let t = Instant::now();
-    let poster = {
-        let queue = queue.clone();
-        thread::spawn(move || {
-            for i in 0..FIFO_COUNT {
-                let _ = queue.post(Message::new(0, 0, i));
-            }
-        })
-    };
-    let mut expected = 0;
-    while expected < FIFO_COUNT {
-        match queue.next() {
-            Next::Message { message, .. } => {
-                assert_eq!(message.payload, expected, "FIFO order");
-                expected += 1;
-            }
-            Next::Idle => queue.wait(),
-            Next::Quit => unreachable!("nobody quits"),
-        }
-    }
-    let elapsed = t.elapsed();
-    poster.join().expect("poster");
-    elapsed
-}
-
-/// `FIFO_COUNT` messages from one poster thread through a channel: `send` on the poster's
-/// end, `recv` (one message) on this thread's.
-fn fifo_channel<Tx: Send + 'static>(
-    tx: Tx,
-    send: fn(&Tx, u64),
-    mut recv: impl FnMut(),
-) -> Duration {
-    let t = Instant::now();
-    let poster = thread::spawn(move || {
-        for i in 0..FIFO_COUNT {
-            send(&tx, i);
-        }
-    });
-    for _ in 0..FIFO_COUNT {
-        recv();
-    }
-    let elapsed = t.elapsed();
-    poster.join().expect("poster");
-    elapsed
-}
-
-fn fifo_crossbeam() -> Duration {
-    let (tx, rx) = crossbeam_channel::unbounded::<u64>();
-    fifo_channel(
-        tx,
-        |tx, i| {
-            let _ = tx.send(i);
-        },
-        || {
-            rx.recv().expect("message");
-        },
-    )
-}
-
-fn fifo_mpsc() -> Duration {
-    let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    fifo_channel(
-        tx,
-        |tx, i| {
-            let _ = tx.send(i);
-        },
-        || {
-            rx.recv().expect("message");
-        },
-    )
-}
-
 const DISPATCH: &str = "dispatch delay (8 busy background posters)";
 const DISPATCH_FIFO_UI: &str = "dispatch delay, FIFO UI looper (8 busy background posters)";
 const DISPATCH_GROUPED: &str =
@@ -477,114 +144,6 @@ const SCENARIOS: [&str; 9] = [
 ];
 
 /// Messages each dispatch-delay poster posts.
-const DISPATCH_PER_POSTER: usize = 2_500;
-
-/// Dispatch delays (ns) of 8 busy posters' messages: each posts
-/// [`DISPATCH_PER_POSTER`] messages due 0-2 ms ahead, pausing briefly between posts;
-/// the looper runs until it has delivered all of them, so both queues do the same work.
-/// With `grouping`, the posters run in its background group and the looper (under the
-/// grouped policy) in its top-app group.
-fn dispatch_delays<M: Make<MonotonicClock>>(
-    make: M,
-    policy: LooperPolicy,
-    grouping: Option<&Arc<Grouping>>,
-    seed: u64,
-) -> Result<Vec<f64>, String> {
-    let queue = make.make(MonotonicClock::new());
-    // The posters start together once the looper is about to loop: otherwise the first
-    // messages wait for the benchmark thread to finish starting threads, which measures
-    // thread start-up, not dispatch. They wait by yielding, not sleeping, so that the
-    // looper starts running rather than being woken among eight woken posters. And the
-    // looper starts them only once every one has placed itself (nice 10, or the
-    // background group): a new thread first runs at the priority it inherited (the
-    // benchmark's, often raised), and the slice it was picked with there runs to the
-    // next tick with the woken looper waiting behind it, one new poster after another,
-    // which measures thread start-up again (see docs/benchmarks.md).
-    let go = Arc::new(AtomicBool::new(false));
-    let placed_count = Arc::new(AtomicUsize::new(0));
-    let posters: Vec<_> = (0..8u64)
-        .map(|p| {
-            let (queue, go, grouping) = (queue.clone(), go.clone(), grouping.cloned());
-            let placed_count = placed_count.clone();
-            thread::spawn(move || -> Result<(), String> {
-                let placed = match &grouping {
-                    Some(grouping) => grouping.join_background(),
-                    None => {
-                        as_background_thread();
-                        Ok(())
-                    }
-                };
-                // Release: pairs with the looper's Acquire load (a count, nothing more).
-                placed_count.fetch_add(1, Ordering::Release);
-                // Acquire: pairs with the looper's Release store.
-                while !go.load(Ordering::Acquire) {
-                    thread::yield_now();
-                }
-                // A poster that could not be placed still posts (the looper counts on
-                // every message), and the run reports the failure.
-                let mut rng = stream_rng(seed, 0, p);
-                for _ in 0..DISPATCH_PER_POSTER {
-                    let delay = Duration::from_micros(rng.gen_range(0..2_000));
-                    let _ = queue.post_delayed(delay, Message::new(p, 0, 0));
-                    // Busy, not flooding: a short pause between posts.
-                    for _ in 0..200 {
-                        std::hint::spin_loop();
-                    }
-                }
-                placed
-            })
-        })
-        .collect();
-    let join_posters = |posters: Vec<thread::JoinHandle<Result<(), String>>>| {
-        // Every poster is joined before the first failure is reported.
-        let results: Vec<Result<(), String>> = posters
-            .into_iter()
-            .map(|p| p.join().expect("poster"))
-            .collect();
-        results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
-    };
-    let total = 8 * DISPATCH_PER_POSTER;
-    // Touched before the start, so that recording a delay never faults a page in.
-    let mut delays = vec![0.0; total];
-    delays.clear();
-    let applied = policy.apply(grouping.map(|g| &**g));
-    wait_until_placed(&placed_count, &posters);
-    // Release: the posters start.
-    go.store(true, Ordering::Release);
-    let applied = match applied {
-        Ok(applied) => applied,
-        Err(e) => {
-            // Let the posters run to the end, then report.
-            drop(queue);
-            let _ = join_posters(posters);
-            return Err(e);
-        }
-    };
-    while delays.len() < total {
-        match queue.next() {
-            Next::Message { when, .. } => {
-                delays.push(queue.now().saturating_sub(when) as f64);
-            }
-            Next::Idle => queue.wait(),
-            Next::Quit => break,
-        }
-    }
-    drop(applied);
-    join_posters(posters)?;
-    queue.quit();
-    Ok(delays)
-}
-
-/// Yields until every one of `posters` has counted itself in `placed` (or one has
-/// ended, which leaves it uncounted for good).
-fn wait_until_placed<R>(placed: &AtomicUsize, posters: &[thread::JoinHandle<R>]) {
-    // Acquire: pairs with the posters' Release increments.
-    while placed.load(Ordering::Acquire) < posters.len() && !posters.iter().any(|p| p.is_finished())
-    {
-        thread::yield_now();
-    }
-}
-
 /// The two queues, in the order of [`rounds::interleaved`]'s indices (0: DeliQueue).
 const QUEUES: [&str; 2] = ["deliqueue", "legacy"];
 /// Index of the legacy queue, the baseline of the round ratios.
@@ -873,7 +432,7 @@ fn goal_notes(samples: &[Sample]) -> Vec<String> {
 pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(args.common.reps > 0, "--reps must be at least 1");
     if let Some(dir) = &args.plot {
-        marvin_system::paths::check_output_dir("--plot", dir)?;
+        super::prepare_plot(dir)?;
     }
     if let Some(only) = args.only.as_deref() {
         anyhow::ensure!(
@@ -912,9 +471,9 @@ pub fn run(args: &QueueArgs) -> anyhow::Result<i32> {
 }
 
 /// Small entry points for the criterion benchmark (`benches/queue.rs`).
-pub mod criterion_support {
-    use super::*;
+pub struct QueueBench;
 
+impl QueueBench {
     /// One thread: 10,000 delayed posts, then removal by `what`.
     pub fn single_thread(deli: bool) -> Duration {
         if deli {
@@ -956,40 +515,6 @@ pub mod criterion_support {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The looper waits for every poster's placement, and a poster that ends without
-    /// counting itself does not keep it waiting.
-    #[test]
-    fn posters_start_once_all_are_placed_or_one_is_gone() {
-        let placed = Arc::new(AtomicUsize::new(0));
-        let release = Arc::new(AtomicBool::new(false));
-        let posters: Vec<_> = (0..4)
-            .map(|_| {
-                let (placed, release) = (placed.clone(), release.clone());
-                thread::spawn(move || {
-                    placed.fetch_add(1, Ordering::Release);
-                    while !release.load(Ordering::Acquire) {
-                        thread::yield_now();
-                    }
-                })
-            })
-            .collect();
-        wait_until_placed(&placed, &posters);
-        assert_eq!(
-            placed.load(Ordering::Acquire),
-            4,
-            "returned before every placement"
-        );
-        release.store(true, Ordering::Release);
-        posters.into_iter().for_each(|p| p.join().expect("poster"));
-
-        // One poster never counts itself and ends: the wait returns all the same.
-        let placed = AtomicUsize::new(0);
-        let gone = vec![thread::spawn(|| ())];
-        wait_until_placed(&placed, &gone);
-        assert!(gone[0].is_finished());
-        assert_eq!(placed.load(Ordering::Acquire), 0);
-    }
 
     /// Fake dispatch runs: the queues alternate who goes first after one warm-up each;
     /// the round ratio is each round's DeliQueue median over legacy's, so a host that

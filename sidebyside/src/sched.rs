@@ -13,7 +13,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use marvin_machine::cpugroup::{CpuController, CpuGroups};
+use marvin_machine::{CpuController, CpuGroups};
 
 /// How the looper thread is scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +206,7 @@ impl Grouping {
     }
 
     /// The thread ids in the group `name` (`top-app` or `background`).
+    #[cfg(test)]
     pub fn threads(&self, name: &str) -> Result<Vec<u32>, String> {
         self.groups.threads(name).map_err(|e| e.to_string())
     }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use clap::Args;
 use marvin_interpreter::exec::Loaded;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use super::program::{load_verified, LoadArgs};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 use marvin_runtime::duration::parse as parse_duration;
 use marvin_system::processes::app_process::{self, AppMode, AppProcessConfig, AppTraceConfig};
 

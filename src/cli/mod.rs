@@ -12,7 +12,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use marvin_console::{errln, out};
 
-pub use marvin_console::exit::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
+pub use marvin_console::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -110,7 +110,7 @@ pub fn main() -> i32 {
         Cmd::Policy(c) => pressure::policy(c),
         Cmd::App(a) => app::app(a),
         Cmd::Guardian(a) => Ok(marvin_system::guardian::serve(
-            marvin_machine::owner::Owner {
+            marvin_machine::Owner {
                 pid: a.pid,
                 start_time: a.start,
             },

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use marvin_console::{out, outln};
 use marvin_machine::cgroup;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 use marvin_system::experiment::{model_policy, process_model_policy, read_policy, ModeArg};
 use marvin_system::{PolicyHost, REGISTRY};
 

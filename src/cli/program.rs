@@ -6,18 +6,18 @@ use anyhow::Context;
 use clap::Args;
 use std::sync::Arc;
 
-use marvin_app::lifecycle::Lifecycle;
+use marvin_app::Lifecycle;
 use marvin_app::{RunConfig, SwapSetup, TraceTarget};
 use marvin_interpreter::isa::{Program, VerifiedProgram};
 use marvin_interpreter::{binary, disasm, link, load, verify};
-use marvin_runtime::heap::HeapConfig;
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::PolicyConfig;
+use marvin_runtime::HeapConfig;
+use marvin_swap::PolicyConfig;
 
 use super::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
-use marvin_console::output::{OutputError, EXIT_OUTPUT};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 use marvin_console::{errln, out};
+use marvin_console::{OutputError, EXIT_OUTPUT};
 use marvin_machine::signals;
 use marvin_system::experiment::read_policy;
 use marvin_system::paths;
@@ -65,7 +65,7 @@ pub struct RunArgs {
     /// a reclaimer in another process can punch holes in; with swapping on, their
     /// directory is published as `app.regions` in the swap directory).
     #[arg(long, value_name = "KIND", default_value = "anonymous")]
-    pub large_backing: marvin_runtime::heap::LargeBacking,
+    pub large_backing: marvin_runtime::LargeBacking,
     /// The swap file never grows past SIZE (e.g. 256k), as if its disk were full: for
     /// testing how an app copes (saves that do not fit fail, their objects stay
     /// resident). Room the file already has (64 KiB at start) is still used. Turns

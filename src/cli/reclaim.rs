@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use marvin_swap::external::ExternalApp;
 
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {

@@ -1,7 +1,7 @@
 //! A command's error as the command line reports it: the message on stderr and the exit
 //! status ([`report`]).
 
-use marvin_console::output::{write_stderr, OutputError};
+use marvin_console::{write_stderr, OutputError};
 
 /// The exit status and message for a command's error: an [`OutputError`] anywhere in
 /// its chain gives that error's status (and no message for a broken pipe), a
@@ -52,7 +52,7 @@ pub fn chain_text(e: &anyhow::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use marvin_console::output::EXIT_BROKEN_PIPE;
+    use marvin_console::EXIT_BROKEN_PIPE;
     use std::io;
 
     fn err(kind: io::ErrorKind) -> OutputError {

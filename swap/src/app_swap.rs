@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use marvin_runtime::header::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
-use marvin_runtime::heap::large_space::page_round;
-use marvin_runtime::heap::{Handle, Heap, LargeBacking};
-use marvin_runtime::object::Obj;
-use marvin_runtime::reclaim_table::{ReclaimTable, ReclaimTableError};
-use marvin_runtime::stub::{FaultError, Stub, StubHooks, StubSpace, StubState};
-use marvin_runtime::swap_folder::SwapFolder;
+use marvin_runtime::page_round;
+use marvin_runtime::Obj;
+use marvin_runtime::SwapFolder;
+use marvin_runtime::{FaultError, Stub, StubHooks, StubSpace, StubState};
+use marvin_runtime::{Handle, Heap, LargeBacking};
+use marvin_runtime::{HeaderBits, ObjHeader, ObjKind, HEADER_BYTES};
+use marvin_runtime::{ReclaimTable, ReclaimTableError};
 use parking_lot::Mutex;
 
 use crate::policy::SwapPolicy;
@@ -146,7 +146,7 @@ pub enum AttachError {
     #[error(transparent)]
     Table(#[from] ReclaimTableError),
     #[error(transparent)]
-    Regions(#[from] marvin_runtime::heap::region_dir::RegionDirError),
+    Regions(#[from] marvin_runtime::RegionDirError),
     #[error("stubs are already enabled")]
     StubsEnabled,
 }

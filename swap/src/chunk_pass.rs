@@ -3,10 +3,10 @@
 //! into new chunks, coldest first (grouped by how long they have been cold), each group
 //! in address order.
 
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::chunk::{ChunkError, ChunkReport};
-use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB, LARGE_OBJECT_BYTES};
-use marvin_runtime::object::Obj;
+use marvin_runtime::HeaderBits;
+use marvin_runtime::Obj;
+use marvin_runtime::{ChunkError, ChunkReport};
+use marvin_runtime::{Handle, Heap, ENTRY_STUB, LARGE_OBJECT_BYTES};
 
 use crate::chunk_policy::ChunkConfig;
 

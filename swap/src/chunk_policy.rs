@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use marvin_runtime::heap::{LARGE_OBJECT_BYTES, PAGE};
+use marvin_runtime::{LARGE_OBJECT_BYTES, PAGE};
 
 /// Largest chunk: a chunk is one byte-array object, and a launch that touches one member
 /// brings the whole chunk back.

@@ -3,7 +3,7 @@
 //!
 //! It needs two things of the app, both in the app's swap directory: its reclaim table
 //! (`NAME.table`, opened as a [`ReclaimTableView`]) and its region directory
-//! (`NAME.regions`, see [`marvin_runtime::heap::region_dir`]), which says where the app's
+//! (`NAME.regions`, see [`marvin_runtime::region_dir`]), which says where the app's
 //! large-object regions are mapped and which of its descriptors holds each region's
 //! memory file. [`AppMemory::open`] takes those descriptors over with `pidfd_getfd` (or
 //! `/proc/PID/fd/N`) and checks each is the published memory file.
@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::time::Instant;
 
-use marvin_runtime::heap::region_dir::{RegionDirError, RegionDirectory};
 use marvin_runtime::memfd;
-use marvin_runtime::reclaim_table::{ReclaimTableError, ReclaimTableView};
+use marvin_runtime::{ReclaimTableError, ReclaimTableView};
+use marvin_runtime::{RegionDirError, RegionDirectory};
 
 use crate::reclaimer::{table_contradiction, take, ReclaimReport};
 
@@ -239,8 +239,8 @@ impl ExternalApp {
         if &found != run {
             return Err(ExternalError::WrongRun {
                 path: table.path().to_owned(),
-                found: marvin_runtime::run_identity::id_hex(&found),
-                expected: marvin_runtime::run_identity::id_hex(run),
+                found: marvin_runtime::id_hex(&found),
+                expected: marvin_runtime::id_hex(run),
             });
         }
         let memory = AppMemory::open(pid, &regions_path(dir, name))?;

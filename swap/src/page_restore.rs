@@ -15,9 +15,9 @@
 //! A piece that fails its check, or a read that fails, cannot be answered from the
 //! signal handler with an error, and the touch must complete. So the fill records the
 //! damage (plain atomics of the object's record, and the stub's own DAMAGED bit,
-//! [`marvin_runtime::stub_bits::StubBits::set_damaged`]), places zeroed pages for its
+//! [`marvin_runtime::StubBits::set_damaged`]), places zeroed pages for its
 //! run so the touch can finish, and returns: the touching access then asks whether its
-//! object was damaged before it uses what it read ([`marvin_runtime::barrier::Access::check`];
+//! object was damaged before it uses what it read ([`marvin_runtime::Access::check`];
 //! the executor does after every object access, and turns the answer into the ordinary
 //! runtime error at the instruction's position, with the program's output flushed and its
 //! statistics written), and every later access, save or restore of the object fails with
@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 use parking_lot::{const_rwlock, RwLock};
 
-use marvin_runtime::stub::Stub;
+use marvin_runtime::Stub;
 use parking_lot::Mutex;
 
 use crate::app_swap::SwapCounters;
@@ -57,7 +57,7 @@ use crate::uffd;
 pub const RUNTIME_ERROR_STATUS: i32 = 70;
 
 /// The page size the fills place: the large-object space's, whose objects these are.
-pub use marvin_runtime::heap::large_space::PAGE;
+pub use marvin_runtime::PAGE;
 
 /// Pages one fill places at most: the faulting page and those after it in the object.
 pub const RUN_PAGES: usize = 8;
@@ -349,7 +349,7 @@ impl PagedObject {
             d.kind.store(kind, Ordering::Release);
         }
         self.stub.bits.set_damaged();
-        marvin_runtime::stub_bits::note_damage_on_this_thread();
+        marvin_runtime::note_damage_on_this_thread();
     }
 
     /// The error text of the damage found, if any (not from a signal handler).

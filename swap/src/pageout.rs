@@ -20,10 +20,10 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::large_space::page_round;
-use marvin_runtime::heap::{Handle, Heap};
-use marvin_runtime::reclaim_table::EntryFlags;
+use marvin_runtime::page_round;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::HeaderBits;
+use marvin_runtime::{Handle, Heap};
 
 use crate::app_swap::AppSwap;
 

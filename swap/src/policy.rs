@@ -25,7 +25,7 @@ mod toml_text;
 
 use std::time::Duration;
 
-use marvin_runtime::header::ObjKind;
+use marvin_runtime::ObjKind;
 use serde::{Deserialize, Serialize};
 
 pub use crate::swap_file::Compression;

@@ -85,11 +85,6 @@ impl ReadWindow {
         self.dropped_to = self.dropped_to.max(hi);
         (hi > lo).then_some(lo..hi)
     }
-
-    /// Everything below this was asked for.
-    pub fn asked_to(&self) -> u64 {
-        self.asked_to
-    }
 }
 
 /// Tells the faults of one app that follow each other through its swap file (each

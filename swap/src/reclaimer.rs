@@ -10,10 +10,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use marvin_runtime::heap::large_space::page_round;
-use marvin_runtime::heap::{Handle, Heap};
-use marvin_runtime::reclaim_table::{Entry, EntryId, ReclaimerGuard};
-use marvin_runtime::stub::{Registry, StubSpace};
+use marvin_runtime::page_round;
+use marvin_runtime::{Entry, EntryId, ReclaimerGuard};
+use marvin_runtime::{Handle, Heap};
+use marvin_runtime::{Registry, StubSpace};
 
 /// What one reclaim request did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -21,10 +21,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use marvin_runtime::barrier::AccessError;
-use marvin_runtime::heap::large_space::page_round;
-use marvin_runtime::heap::Heap;
-use marvin_runtime::stub::{Stub, StubHooks, StubSpace, StubState};
+use marvin_runtime::page_round;
+use marvin_runtime::AccessError;
+use marvin_runtime::Heap;
+use marvin_runtime::{Stub, StubHooks, StubSpace, StubState};
 
 use crate::app_swap::{counting_eager_read_ahead, payload_of, AppSwap};
 use crate::prefault;
@@ -147,7 +147,7 @@ fn batch_len(space: &StubSpace, stubs: &[(u64, Arc<Stub>)]) -> (usize, usize) {
 struct Held<'a> {
     stub: &'a Stub,
     slot: u64,
-    _entry: marvin_runtime::reclaim_table::SharedGuard<'a>,
+    _entry: marvin_runtime::SharedGuard<'a>,
     _state: parking_lot::MutexGuard<'a, StubState>,
 }
 

@@ -13,9 +13,9 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::Heap;
-use marvin_runtime::reclaim_table::{EntryError, EntryFlags};
+use marvin_runtime::HeaderBits;
+use marvin_runtime::Heap;
+use marvin_runtime::{EntryError, EntryFlags};
 
 use crate::app_swap::AppSwap;
 use crate::swap_file::{SlotId, SwapError, SwapFile, SyncHandle, WRITE_BACK_EVERY};

@@ -1,9 +1,9 @@
 //! Making stubs when an app goes to the background: every candidate object (by policy)
 //! gets a stub, at a safepoint with the app's threads stopped.
 
-use marvin_runtime::heap::{Handle, Heap, ENTRY_STUB};
-use marvin_runtime::object::Obj;
-use marvin_runtime::stub::StubError;
+use marvin_runtime::Obj;
+use marvin_runtime::StubError;
+use marvin_runtime::{Handle, Heap, ENTRY_STUB};
 
 use crate::policy::SwapPolicy;
 
@@ -40,7 +40,7 @@ pub unsafe fn stub_candidates(
         .map(|&(h, _)| {
             // SAFETY: live untagged entries (collected just above); mutators are stopped.
             let nrefs = unsafe { heap.raw_object(h) }.map_or(0, |o| o.ref_words().len());
-            marvin_runtime::stub::stubbing_bytes(nrefs)
+            marvin_runtime::stubbing_bytes(nrefs)
         })
         .sum();
     let registry = heap

@@ -14,8 +14,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use marvin_runtime::run_identity::RunIdentity;
-use marvin_runtime::swap_folder::{FolderError, SwapFolder};
+use marvin_runtime::RunIdentity;
+use marvin_runtime::{FolderError, SwapFolder};
 
 /// The lock file in a swap directory.
 pub const LOCK_FILE: &str = "marvin.lock";

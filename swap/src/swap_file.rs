@@ -61,8 +61,8 @@ use layout::{
     capacity_for, check_file_header, write_file_header, Codec, SlotHeader, SlotState,
     FILE_HEADER_BYTES, MAX_PAYLOAD, SLOT_ALIGN, SLOT_HEADER_BYTES,
 };
-use marvin_runtime::run_identity::RunIdentity;
-use marvin_runtime::swap_folder::SwapFolder;
+use marvin_runtime::RunIdentity;
+use marvin_runtime::SwapFolder;
 pub use read::SlotRead;
 pub use sequential::SequentialReader;
 pub use sync::{SyncHandle, WRITE_BACK_EVERY};

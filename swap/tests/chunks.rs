@@ -15,13 +15,13 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use common::Fixture;
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::chunk::ChunkFigures;
-use marvin_runtime::heap::{Handle, LARGE_OBJECT_BYTES};
-use marvin_swap::chunk_pass::chunk_cold_objects;
-use marvin_swap::chunk_policy::ChunkConfig;
-use marvin_swap::policy::PolicyConfig;
+use marvin_runtime::ChunkFigures;
+use marvin_runtime::ObjKind;
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Handle, LARGE_OBJECT_BYTES};
+use marvin_swap::chunk_cold_objects;
+use marvin_swap::ChunkConfig;
+use marvin_swap::PolicyConfig;
 
 fn chunk_config() -> ChunkConfig {
     ChunkConfig {
@@ -170,18 +170,18 @@ fn reachable(model: &BTreeMap<u64, Model>, roots: &[u64]) -> BTreeSet<u64> {
 fn age(f: &Fixture) {
     for _ in 0..5 {
         // SAFETY: single-threaded test: no mutator runs.
-        unsafe { marvin_gc::working_set::walk(&f.heap) };
+        unsafe { marvin_gc::walk_working_set(&f.heap) };
     }
 }
 
-fn pack(f: &Fixture) -> marvin_swap::chunk_pass::ChunkPassReport {
+fn pack(f: &Fixture) -> marvin_swap::ChunkPassReport {
     // SAFETY: single-threaded test: no mutator runs.
     unsafe { chunk_cold_objects(&f.heap, &chunk_config()) }.unwrap()
 }
 
 fn in_chunk(f: &Fixture, h: u64) -> bool {
     let h = Handle::from_value(h).unwrap();
-    marvin_runtime::heap::chunk::is_chunk_entry(f.heap.table().entry(h).load(Relaxed))
+    marvin_runtime::is_chunk_entry(f.heap.table().entry(h).load(Relaxed))
 }
 
 /// Dead member bytes of every chunk.
@@ -354,10 +354,7 @@ fn compaction_rebuilds_a_mostly_dead_chunk_and_frees_its_pages() {
     assert_eq!(pack(&f).packed.objects, 200);
     // 200 neighbouring blocks of 64 bytes: the whole pages they covered went back.
     let released = f.heap.chunks().counters.small_pages_released.load(Relaxed);
-    assert!(
-        released >= 2 * marvin_runtime::heap::PAGE as u64,
-        "{released}"
-    );
+    assert!(released >= 2 * marvin_runtime::PAGE as u64, "{released}");
     let before = figures(&f);
     // Every third object stays: two thirds of each chunk die.
     let roots: Vec<u64> = handles.iter().step_by(3).map(|h| h.value()).collect();
@@ -400,7 +397,7 @@ fn hot_objects_and_the_launch_set_stay_out_of_chunks() {
     );
     for _ in 0..2 {
         // SAFETY: single-threaded test: no mutator runs.
-        unsafe { marvin_gc::working_set::walk(&f.heap) };
+        unsafe { marvin_gc::walk_working_set(&f.heap) };
     }
     drop(f.heap.access::<Barriers>(hot, AccessKind::Read).unwrap());
     let config = ChunkConfig {
@@ -410,9 +407,7 @@ fn hot_objects_and_the_launch_set_stay_out_of_chunks() {
     // SAFETY: single-threaded test: no mutator runs.
     let r = unsafe { chunk_cold_objects(&f.heap, &config) }.unwrap();
     assert_eq!(r.packed.objects, 100);
-    let tagged = |h: Handle| {
-        marvin_runtime::heap::chunk::is_chunk_entry(f.heap.table().entry(h).load(Relaxed))
-    };
+    let tagged = |h: Handle| marvin_runtime::is_chunk_entry(f.heap.table().entry(h).load(Relaxed));
     assert!(cold.iter().all(|&h| tagged(h)));
     assert!(!tagged(read_once) && !tagged(hot));
     // Without launch-set exclusion, the object read rounds ago goes in too.
@@ -425,7 +420,7 @@ fn hot_objects_and_the_launch_set_stay_out_of_chunks() {
         .map(|_| f.heap.alloc(ObjKind::IntArray, 0, 8, 0).unwrap())
         .collect();
     // SAFETY: single-threaded test: no mutator runs.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
     // SAFETY: single-threaded test: no mutator runs.
     unsafe { chunk_cold_objects(&f.heap, &config) }.unwrap();
     assert!(tagged(read_once) && extra.iter().all(|&h| tagged(h)));
@@ -483,7 +478,7 @@ fn a_damaged_chunk_checkpoint_is_an_error_naming_the_chunk_never_wrong_data() {
     let stub = f.space().get(chunk).unwrap();
     let slot = stub.state.lock().slot().unwrap();
     let path = f.swap.file.lock().path().to_path_buf();
-    let at = slot + marvin_swap::swap_file::layout::SLOT_HEADER_BYTES + 40;
+    let at = slot + marvin_swap::SLOT_HEADER_BYTES + 40;
     {
         use std::os::unix::fs::FileExt;
         let file = std::fs::OpenOptions::new()
@@ -572,7 +567,7 @@ fn writers_into_a_chunk_never_lose_a_write_to_the_saver_or_the_reclaimer() {
                 .table
                 .entry(c.stub().entry)
                 .lock()
-                .insert_flags(marvin_runtime::reclaim_table::EntryFlags::COLD);
+                .insert_flags(marvin_runtime::EntryFlags::COLD);
         }
         let r = f.reclaim_all().objects;
         reclaimed += r;

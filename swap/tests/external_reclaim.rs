@@ -12,9 +12,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use marvin_runtime::heap::region_dir::RegionDirectory;
-use marvin_runtime::heap::{Heap, HeapConfig, LargeBacking};
-use marvin_runtime::reclaim_table::ReclaimTableView;
+use marvin_runtime::ReclaimTableView;
+use marvin_runtime::RegionDirectory;
+use marvin_runtime::{Heap, HeapConfig, LargeBacking};
 use marvin_swap::external::{regions_path, table_path, AppMemory, ExternalApp, ExternalError};
 use marvin_swap::{AppSwap, PolicyConfig};
 
@@ -75,9 +75,9 @@ mod app {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use marvin_runtime::barrier::{AccessKind, Barriers};
-    use marvin_runtime::header::ObjKind;
-    use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
+    use marvin_runtime::ObjKind;
+    use marvin_runtime::{AccessKind, Barriers};
+    use marvin_runtime::{Handle, Heap, HeapConfig, LargeBacking};
     use marvin_swap::{restore, saver, stubber, AppSwap, PolicyConfig};
 
     /// One-page int arrays (509 words and the 16-byte header).
@@ -353,7 +353,7 @@ fn own_app() -> (Heap, std::sync::Arc<AppSwap>, tempfile::TempDir) {
     })
     .unwrap();
     let h = heap
-        .alloc(marvin_runtime::header::ObjKind::IntArray, u32::MAX, 509, 0)
+        .alloc(marvin_runtime::ObjKind::IntArray, u32::MAX, 509, 0)
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let swap = AppSwap::attach(
@@ -377,7 +377,7 @@ fn own_app() -> (Heap, std::sync::Arc<AppSwap>, tempfile::TempDir) {
 /// taken, a table whose header names another run (left in or written into the directory,
 /// by this very pid too) is refused naming both runs, before any entry is read.
 fn a_table_of_another_run_is_refused_by_run_id() {
-    use marvin_runtime::run_identity::RunIdentity;
+    use marvin_runtime::RunIdentity;
     use marvin_swap::external::parse_run_id;
     let (_heap, _swap, dir) = own_app();
     let me = std::process::id();
@@ -509,10 +509,10 @@ fn an_entry_the_app_holds_is_skipped_not_waited_for() {
 }
 
 fn a_region_added_after_opening_is_found_by_reading_the_directory_again() {
-    use marvin_runtime::barrier::{AccessKind, Barriers};
-    use marvin_runtime::header::ObjKind;
-    use marvin_runtime::heap::large_space::REGION_BYTES;
-    use marvin_runtime::heap::PAGE;
+    use marvin_runtime::ObjKind;
+    use marvin_runtime::PAGE;
+    use marvin_runtime::REGION_BYTES;
+    use marvin_runtime::{AccessKind, Barriers};
     use std::sync::atomic::Ordering::Relaxed;
 
     let heap = Heap::new(HeapConfig {

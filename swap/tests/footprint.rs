@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::Fixture;
-use marvin_runtime::heap::{AllocPressure, Heap, RUNTIME_HEADROOM};
-use marvin_runtime::stub::stub_bytes;
+use marvin_runtime::stub_bytes;
+use marvin_runtime::{AllocPressure, Heap, RUNTIME_HEADROOM};
 use marvin_swap::stubber;
 
 /// A budget hook that records how much the heap reserved at most at once.

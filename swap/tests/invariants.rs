@@ -13,12 +13,12 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use common::{expected, pattern, Fixture, WORDS};
-use marvin_runtime::barrier::{AccessKind, Barriers, NoBarriers};
-use marvin_runtime::header::{HeaderBits, ObjKind};
-use marvin_runtime::heap::{Handle, PAGE};
-use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::policy::{PolicyConfig, RestoreMode, SwapPolicy, VictimOrder};
+use marvin_runtime::EntryFlags;
+use marvin_runtime::{AccessKind, Barriers, NoBarriers};
+use marvin_runtime::{Handle, PAGE};
+use marvin_runtime::{HeaderBits, ObjKind};
 use marvin_swap::{reclaimer, restore, saver};
+use marvin_swap::{PolicyConfig, RestoreMode, SwapPolicy, VictimOrder};
 
 /// Bytes a reclaim of one test array returns: header and 8 KiB of payload, in pages.
 const ARRAY_PAGES_BYTES: u64 = 3 * PAGE as u64;
@@ -31,7 +31,7 @@ const ACCESS_BITS: HeaderBits = HeaderBits::READ
 fn age_until_cold(f: &Fixture) {
     for _ in 0..5 {
         // SAFETY: single-threaded test: no mutator runs.
-        unsafe { marvin_gc::working_set::walk(&f.heap) };
+        unsafe { marvin_gc::walk_working_set(&f.heap) };
     }
 }
 
@@ -238,7 +238,7 @@ fn the_reclaimer_takes_only_saved_clean_cold_uncontended_entries() {
     // `warm` was written in the last round: not cold.
     f.fill(warm.handle, 20);
     // SAFETY: single-threaded test.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
     assert_eq!(f.save_all().saved_objects, 4);
     // `dirty` is written after its checkpoint.
     f.fill(dirty_h, 30);
@@ -448,7 +448,7 @@ fn the_saver_only_saves_cold_objects_unless_asked_for_all() {
     age_until_cold(&f);
     let (_, hot) = f.stubbed(2);
     // SAFETY: single-threaded test.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
     let r = saver::save(&f.heap, &f.swap, Duration::MAX, false);
     assert_eq!(r.saved_objects, 1);
     assert!(f.flags(&cold).contains(EntryFlags::RECLAIMABLE));
@@ -466,7 +466,7 @@ fn the_saver_only_saves_cold_objects_unless_asked_for_all() {
 fn a_saver_run_writes_its_checkpoints_back_every_batch_and_leaves_none_cached() {
     let f = Fixture::new();
     // Enough 8 KiB arrays for several write-back batches.
-    let n = 3 * marvin_swap::swap_file::WRITE_BACK_EVERY / (WORDS as usize * 8) + 8;
+    let n = 3 * marvin_swap::WRITE_BACK_EVERY / (WORDS as usize * 8) + 8;
     let objs: Vec<_> = (0..n as u64).map(|i| f.stubbed(i)).collect();
     let r = f.save_all();
     assert_eq!(r.saved_objects, n as u64);
@@ -474,7 +474,7 @@ fn a_saver_run_writes_its_checkpoints_back_every_batch_and_leaves_none_cached() 
     let batches = f.swap.counters.write_backs.load(Relaxed) as usize;
     // One write-back each time a batch's worth was written, before the next object.
     assert!(
-        batches >= written / marvin_swap::swap_file::WRITE_BACK_EVERY - 1 && batches >= 3,
+        batches >= written / marvin_swap::WRITE_BACK_EVERY - 1 && batches >= 3,
         "{batches} write-backs for {written} bytes"
     );
     let file = f.swap.file.lock();
@@ -824,7 +824,7 @@ fn a_corrupted_checkpoint_is_an_error_naming_the_object_never_bad_data() {
     // Flip one payload byte of `h`'s checkpoint on disk.
     let slot = s.state.lock().slot().unwrap();
     let path = f.swap.file.lock().path().to_path_buf();
-    let at = slot + marvin_swap::swap_file::layout::SLOT_HEADER_BYTES + 100;
+    let at = slot + marvin_swap::SLOT_HEADER_BYTES + 100;
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[at as usize] ^= 0x5a;
     {

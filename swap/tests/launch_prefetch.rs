@@ -13,9 +13,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use common::{expected, Fixture};
-use marvin_runtime::heap::Handle;
-use marvin_swap::app_swap::{PREFETCH_AHEAD_BYTES, PREFETCH_AHEAD_MAX_BYTES, READ_AHEAD_BYTES};
-use marvin_swap::policy::{PolicyConfig, RestoreMode};
+use marvin_runtime::Handle;
+use marvin_swap::{PolicyConfig, RestoreMode};
+use marvin_swap::{PREFETCH_AHEAD_BYTES, PREFETCH_AHEAD_MAX_BYTES, READ_AHEAD_BYTES};
 
 /// Objects of the tests: about 8 KiB each, so the file holds several read-ahead windows
 /// and then some past the budget.
@@ -53,7 +53,7 @@ fn prefetched(f: &Fixture) -> u64 {
 
 fn used_end(f: &Fixture) -> u64 {
     let file = f.swap.file.lock();
-    marvin_swap::swap_file::layout::FILE_HEADER_BYTES + file.used_bytes()
+    marvin_swap::FILE_HEADER_BYTES + file.used_bytes()
 }
 
 /// Pages of `[from, to)` of the swap file in the page cache (`mincore`: it reads

@@ -13,13 +13,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
+use marvin_runtime::ObjKind;
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::page_restore::{self, PAGE, RUN_PAGES};
-use marvin_swap::policy::{Compression, PolicyConfig, RestoreMode};
-use marvin_swap::swap_file::layout::SLOT_HEADER_BYTES;
+use marvin_swap::SLOT_HEADER_BYTES;
 use marvin_swap::{reclaimer, restore, saver, AppSwap};
+use marvin_swap::{Compression, PolicyConfig, RestoreMode};
 
 /// Words of the large arrays: 64 Ki words, 512 KiB (129 pages with the header).
 const WORDS: u32 = 64 << 10;
@@ -310,7 +310,7 @@ fn a_corrupted_piece_ends_the_process_with_an_error_naming_the_object() {
     assert!(!stderr.contains("the touch returned"), "stderr: {stderr}");
 }
 
-/// A caller that asks ([`marvin_runtime::barrier::Access::check`], as the executor does
+/// A caller that asks ([`marvin_runtime::Access::check`], as the executor does
 /// after every access) gets the damaged piece as an error naming the object, and the
 /// process goes on: every later access fails the same way, and the saver never writes
 /// the object's (zeroed) pages over its checkpoint.

@@ -9,11 +9,11 @@ mod common;
 use std::sync::atomic::Ordering::Relaxed;
 
 use common::{expected, Fixture};
-use marvin_runtime::heap::PAGE;
-use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::app_swap::PAGE_CLUSTER_BYTES;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::PAGE;
 use marvin_swap::pageout::page_out;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
+use marvin_swap::PAGE_CLUSTER_BYTES;
 
 /// One test array in pages: a header and 8 KiB of payload.
 const RUN_BYTES: u64 = 3 * PAGE as u64;
@@ -25,7 +25,7 @@ fn page_swap() -> Fixture {
 /// One working-set round (as a collection runs it).
 fn round(f: &Fixture) {
     // SAFETY: single-threaded test: no mutator runs.
-    unsafe { marvin_gc::working_set::walk(&f.heap) };
+    unsafe { marvin_gc::walk_working_set(&f.heap) };
 }
 
 fn age_until_cold(f: &Fixture) {

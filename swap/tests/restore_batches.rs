@@ -10,11 +10,11 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 
 use common::{expected, Fixture};
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::heap::Handle;
-use marvin_runtime::stub::Stub;
+use marvin_runtime::Handle;
+use marvin_runtime::Stub;
+use marvin_runtime::{AccessKind, Barriers};
 use marvin_swap::restore::{self, BATCH_BYTES, PARALLEL_BYTES};
-use marvin_swap::swap_file::layout::SLOT_HEADER_BYTES;
+use marvin_swap::SLOT_HEADER_BYTES;
 use std::sync::Arc;
 
 /// Bytes of heap one test object takes (`common::WORDS` words and a header: 3 pages).
@@ -167,7 +167,7 @@ fn faults_in_a_row_bring_every_object_back_and_leave_the_page_cache_behind_them(
     assert_eq!(f.words(*h), expected(*seed));
     if !marvin_runtime::memfd::on_tmpfs(f.dir.path()) {
         let pages = cached(&f);
-        let window = (marvin_swap::app_swap::READ_AHEAD_BYTES / 4096) as usize;
+        let window = (marvin_swap::READ_AHEAD_BYTES / 4096) as usize;
         assert!(
             pages <= 2 * window + 8,
             "{pages} pages of the swap file cached after a run of faults and one more"

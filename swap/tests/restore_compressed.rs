@@ -12,13 +12,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use common::{expected, pattern, Fixture, WORDS};
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::heap::Handle;
-use marvin_runtime::stub::Stub;
-use marvin_swap::policy::PolicyConfig;
+use marvin_runtime::Handle;
+use marvin_runtime::Stub;
+use marvin_runtime::{AccessKind, Barriers};
 use marvin_swap::restore::{self, BATCH_BYTES, PARALLEL_BYTES};
-use marvin_swap::swap_file::layout::SLOT_HEADER_BYTES;
 use marvin_swap::Compression;
+use marvin_swap::PolicyConfig;
+use marvin_swap::SLOT_HEADER_BYTES;
 
 /// Bytes of heap one test object takes (`common::WORDS` words and a header: 3 pages).
 const OBJECT_PAGES_BYTES: usize = 3 * 4096;

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, WORDS};
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::HeaderBits;
-use marvin_runtime::heap::Handle;
-use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::swap_file::SlotId;
+use marvin_runtime::EntryFlags;
+use marvin_runtime::Handle;
+use marvin_runtime::HeaderBits;
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_swap::SlotId;
 use marvin_swap::{reclaimer, restore, saver};
 use parking_lot::{Mutex, RwLock};
 

@@ -9,8 +9,8 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use common::{Fixture, WORDS};
-use marvin_runtime::header::{ObjKind, HEADER_BYTES};
-use marvin_runtime::stub::{malloc_bytes, stub_bytes, Stub};
+use marvin_runtime::{malloc_bytes, stub_bytes, Stub};
+use marvin_runtime::{ObjKind, HEADER_BYTES};
 
 /// At most what one stubbed, saved object of data adds to the native heap: its stub
 /// (80), its registry slot (16 and a control byte, at the registry's load), its swap

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::{Seek, SeekFrom, Write};
 
-use marvin_swap::swap_file::{SlotId, SwapFile};
+use marvin_swap::{SlotId, SwapFile};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

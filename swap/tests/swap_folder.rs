@@ -9,7 +9,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use marvin_swap::swap_file::{SlotId, SwapError, SwapFile};
+use marvin_swap::{SlotId, SwapError, SwapFile};
 
 /// A user other than root and the test's own (`nobody` on most systems).
 const OTHER_USER: u32 = 65534;
@@ -67,7 +67,7 @@ fn reads_back(f: &SwapFile, live: &[(u64, SlotId)]) {
 #[test]
 fn a_name_taken_under_the_compactions_copy_stops_it_and_nothing_outside_changes() {
     let mut kinds = vec!["symlink", "dangling symlink", "fifo", "hard link"];
-    if marvin_runtime::swap_folder::run_user() == 0 {
+    if marvin_runtime::run_user() == 0 {
         kinds.push("another user's file");
     } else {
         eprintln!("skipping another user's file: chown needs root");

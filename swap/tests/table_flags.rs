@@ -17,12 +17,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
-use marvin_runtime::reclaim_table::EntryFlags;
-use marvin_swap::policy::{PolicyConfig, RestoreMode};
+use marvin_runtime::EntryFlags;
+use marvin_runtime::ObjKind;
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Handle, Heap, HeapConfig, LargeBacking};
 use marvin_swap::{page_restore, reclaimer, restore, saver, AppSwap};
+use marvin_swap::{PolicyConfig, RestoreMode};
 
 /// 128 KiB arrays: large enough to come back a page run at a time.
 const WORDS: u32 = 16 << 10;

@@ -18,7 +18,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use marvin_runtime::reclaim_table::{EntryFlags, EntryId};
+use marvin_runtime::{EntryFlags, EntryId};
 use marvin_swap::external::{table_path, ExternalApp};
 
 const APP_ENV: &str = "MARVIN_FLAGS_APP";
@@ -65,9 +65,9 @@ mod app {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use marvin_runtime::barrier::{AccessKind, Barriers};
-    use marvin_runtime::header::ObjKind;
-    use marvin_runtime::heap::{Handle, Heap, HeapConfig, LargeBacking};
+    use marvin_runtime::ObjKind;
+    use marvin_runtime::{AccessKind, Barriers};
+    use marvin_runtime::{Handle, Heap, HeapConfig, LargeBacking};
     use marvin_swap::{saver, AppSwap, PolicyConfig};
 
     /// A 128 KiB int array.

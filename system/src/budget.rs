@@ -25,9 +25,9 @@ use std::time::Instant;
 
 use marvin_app::App;
 use marvin_machine::lmk_policy;
-use marvin_runtime::heap::{AllocPressure, Heap};
-use marvin_swap::policy::{AppStanding, SwapPolicy, VictimOrder};
+use marvin_runtime::{AllocPressure, Heap};
 use marvin_swap::reclaimer;
+use marvin_swap::{AppStanding, SwapPolicy, VictimOrder};
 use parking_lot::Mutex;
 
 use super::policies::Handling;
@@ -155,7 +155,7 @@ impl Budget {
             .sum()
     }
 
-    /// What the runtime holds for the alive apps ([`marvin_runtime::heap::Heap::runtime_bytes`])
+    /// What the runtime holds for the alive apps ([`marvin_runtime::Heap::runtime_bytes`])
     /// and what it is charged at (part of [`Budget::resident`]).
     pub fn runtime(&self) -> (u64, u64) {
         self.alive().iter().fold((0, 0), |(held, charged), (_, a)| {
@@ -479,9 +479,9 @@ mod tests {
     use marvin_app::{RunConfig, SwapMode};
     use marvin_interpreter::exec::Loaded;
     use marvin_interpreter::{asm, verify};
-    use marvin_runtime::header::ObjKind;
-    use marvin_runtime::heap::HeapConfig;
-    use marvin_swap::policy::{PolicyConfig, ReclaimBatch};
+    use marvin_runtime::HeapConfig;
+    use marvin_runtime::ObjKind;
+    use marvin_swap::{PolicyConfig, ReclaimBatch};
 
     /// One int array of the benchmarks' reclaim workload (`marvin bench reclaim`): 509
     /// words, 4 KiB with its header.

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use marvin_app::{App, RunConfig, Running, SwapIo, TraceTarget};
 use marvin_interpreter::exec::{Loaded, Trap};
 use marvin_runtime::cpuclock::boottime_ns;
-use marvin_runtime::heap::HeapConfig;
-use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use marvin_runtime::HeapConfig;
+use marvin_swap::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::budget::{Budget, BudgetHook, Member};

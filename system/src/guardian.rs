@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use marvin_machine::owner::Owner;
+use marvin_machine::Owner;
 use marvin_machine::{cgroup, freezer, swapdev, zswap_charge, MachineLock};
 
 /// What a run writes to its guardian when it has cleaned up itself.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use marvin_interpreter::exec::Loaded;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use crate::policies::{self, Host};
 use crate::processes::{ProcessConfig, SettleMode};

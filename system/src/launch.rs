@@ -5,7 +5,7 @@
 //!
 //! A launch lasts from the moment the System tells the app it is in the foreground
 //! (for a killed app: starts it again) until the app's first frame there (`mark
-//! "frame"`, see [`marvin_app::foreground`]), both read on `CLOCK_BOOTTIME`, which the
+//! "frame"`, see [`marvin_app::Frames`]), both read on `CLOCK_BOOTTIME`, which the
 //! System and every app process read alike. Each launch is classified:
 //! - **cold**: the app had been killed and started again;
 //! - **warm**: it had to bring memory back first: objects restored (eager restore) or
@@ -157,13 +157,7 @@ impl LaunchStats {
     pub fn of(latencies: impl IntoIterator<Item = u64>) -> LaunchStats {
         let mut v: Vec<u64> = latencies.into_iter().collect();
         v.sort_unstable();
-        let pct = |p: f64| -> u64 {
-            if v.is_empty() {
-                return 0;
-            }
-            let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-            v[rank.clamp(1, v.len()) - 1]
-        };
+        let pct = |p: f64| marvin_figures::nearest_rank(&v, p).unwrap_or(0);
         LaunchStats {
             count: v.len() as u64,
             p50_ns: pct(50.0),

@@ -4,34 +4,27 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use marvin_figures::{
+    chart_builder, column_styles, dozen, draw_legend, draw_markers, log_ticks, split_for_legend,
+    styled_mesh, write_figure, Area, Distribution, Drawing, Drawn, Frame, LegendEntry, Marker,
+};
 use plotters::prelude::*;
 
-use super::figure_style::{
-    column_styles, draw_legend, draw_marker, log_ticks, split_for_legend, tick_label, LegendEntry,
-    Marker,
-};
 use super::launch::LaunchRecord;
-use super::plot::{register_font, FONT};
-use super::plot_text::Png;
 
 const SIZE: (u32, u32) = (1000, 600);
+const FRAME: Frame = Frame {
+    margin: 16,
+    x_labels: 48,
+    y_labels: 72,
+};
 
 /// One column's curve: its name, colour, marker and CDF points.
 type Curve = (String, RGBColor, Marker, Vec<(f64, f64)>);
 
 /// Each policy's CDF points: (latency in ms, fraction of launches at most that).
 pub fn cdf_points(records: &[LaunchRecord]) -> Vec<(f64, f64)> {
-    let mut ms: Vec<f64> = records
-        .iter()
-        .map(|r| (r.latency_ns as f64 / 1e6).max(1e-3))
-        .collect();
-    ms.sort_by(f64::total_cmp);
-    let n = ms.len() as f64;
-    ms.iter()
-        .enumerate()
-        .map(|(i, &x)| (x, (i + 1) as f64 / n))
-        .collect()
+    Distribution::of(records.iter().map(|r| r.latency_ns as f64 / 1e6), 1e-3).cdf()
 }
 
 /// Writes `launch_cdf.svg` and `launch_cdf.png` into `dir`; returns the files.
@@ -39,15 +32,7 @@ pub fn write_cdf(
     dir: &Path,
     policies: &[(String, Vec<LaunchRecord>)],
 ) -> anyhow::Result<Vec<PathBuf>> {
-    register_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let svg = dir.join("launch_cdf.svg");
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), policies)
-        .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
-    let png = dir.join("launch_cdf.png");
-    draw(Png::file(&png, SIZE)?.into_drawing_area(), policies)
-        .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
-    Ok(vec![svg, png])
+    write_figure(dir, "launch_cdf", SIZE, &LaunchFigure::of(policies), None)
 }
 
 /// The column a run's name belongs to (`kill #1` is repetition 1 of `kill`).
@@ -58,91 +43,90 @@ fn column_of(name: &str) -> &str {
     }
 }
 
-fn draw<DB: DrawingBackend>(
-    root: DrawingArea<DB, plotters::coord::Shift>,
-    policies: &[(String, Vec<LaunchRecord>)],
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
-    // The launches of a column's repetitions together: one curve, one style per column.
-    let mut columns: Vec<(&str, Vec<LaunchRecord>, usize)> = Vec::new();
-    for (name, records) in policies {
-        let column = column_of(name);
-        match columns.iter_mut().find(|c| c.0 == column) {
-            Some(c) => {
-                c.1.extend(records.iter().cloned());
-                c.2 += 1;
+/// The launch figure as data: a curve per column.
+struct LaunchFigure {
+    curves: Vec<Curve>,
+}
+
+impl LaunchFigure {
+    /// The launches of a column's repetitions together: one curve, one style per column.
+    fn of(policies: &[(String, Vec<LaunchRecord>)]) -> LaunchFigure {
+        let mut columns: Vec<(&str, Vec<LaunchRecord>, usize)> = Vec::new();
+        for (name, records) in policies {
+            let column = column_of(name);
+            match columns.iter_mut().find(|c| c.0 == column) {
+                Some(c) => {
+                    c.1.extend(records.iter().cloned());
+                    c.2 += 1;
+                }
+                None => columns.push((column, records.clone(), 1)),
             }
-            None => columns.push((column, records.clone(), 1)),
         }
+        let labels: Vec<&str> = columns.iter().map(|c| c.0).collect();
+        let curves = columns
+            .iter()
+            .zip(column_styles(&labels))
+            .map(|((name, records, reps), (colour, marker))| {
+                let label = if *reps > 1 {
+                    format!("{name} ({} launches, {reps} repetitions)", records.len())
+                } else {
+                    format!("{name} ({})", records.len())
+                };
+                (label, colour, marker, cdf_points(records))
+            })
+            .collect();
+        LaunchFigure { curves }
     }
-    let labels: Vec<&str> = columns.iter().map(|c| c.0).collect();
-    let curves: Vec<Curve> = columns
-        .iter()
-        .zip(column_styles(&labels))
-        .map(|((name, records, reps), (colour, marker))| {
-            let label = if *reps > 1 {
-                format!("{name} ({} launches, {reps} repetitions)", records.len())
-            } else {
-                format!("{name} ({})", records.len())
-            };
-            (label, colour, marker, cdf_points(records))
-        })
-        .collect();
-    let xs = || curves.iter().flat_map(|c| c.3.iter().map(|p| p.0));
-    let lo = xs().fold(f64::INFINITY, f64::min);
-    let hi = xs().fold(0.0, f64::max);
-    // Half a step of the 1-2-5 ticks either side of the data, 0.1 ms to 10 s without any.
-    let (lo, hi) = if lo.is_finite() && hi > 0.0 {
-        (lo / 2.0, hi * 2.0)
-    } else {
-        (0.1, 10_000.0)
-    };
-    let legend: Vec<LegendEntry> = curves
-        .iter()
-        .map(|(label, colour, marker, _)| LegendEntry::line(label.clone(), *colour, Some(*marker)))
-        .collect();
-    let (plot_area, legend_area) = split_for_legend(&root, &legend);
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption("Launch latency (to the first frame)", (FONT, 24))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
-        .build_cartesian_2d(
+}
+
+impl Drawing for LaunchFigure {
+    fn title(&self) -> &str {
+        "Launch latency (to the first frame)"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Drawn<DB> {
+        let curves = &self.curves;
+        let xs = || curves.iter().flat_map(|c| c.3.iter().map(|p| p.0));
+        let lo = xs().fold(f64::INFINITY, f64::min);
+        let hi = xs().fold(0.0, f64::max);
+        // Half a step of the 1-2-5 ticks either side of the data, 0.1 ms to 10 s without any.
+        let (lo, hi) = if lo.is_finite() && hi > 0.0 {
+            (lo / 2.0, hi * 2.0)
+        } else {
+            (0.1, 10_000.0)
+        };
+        let legend: Vec<LegendEntry> = curves
+            .iter()
+            .map(|(label, colour, marker, _)| {
+                LegendEntry::line(label.clone(), *colour, Some(*marker))
+            })
+            .collect();
+        let (plot_area, legend_area) = split_for_legend(root, &legend);
+        let mut chart = chart_builder(&plot_area, self.title(), FRAME).build_cartesian_2d(
             (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
             0.0..1.0,
         )?;
-    chart
-        .configure_mesh()
-        .x_desc("launch latency (ms, log scale)")
-        .y_desc("fraction of launches")
-        .label_style((FONT, 15))
-        .axis_desc_style((FONT, 17))
-        .light_line_style(RGBColor(235, 235, 235))
-        .x_label_formatter(&tick_label)
-        .y_label_formatter(&tick_label)
+        styled_mesh(
+            &mut chart,
+            "launch latency (ms, log scale)",
+            "fraction of launches",
+        )
         .draw()?;
-    for (_, colour, marker, points) in &curves {
-        // A step function: up at each latency.
-        let mut steps = Vec::with_capacity(2 * points.len());
-        let mut prev = 0.0;
-        for &(x, y) in points {
-            steps.push((x, prev));
-            steps.push((x, y));
-            prev = y;
+        for (_, colour, marker, points) in curves {
+            // A step function: up at each latency.
+            let mut steps = Vec::with_capacity(2 * points.len());
+            let mut prev = 0.0;
+            for &(x, y) in points {
+                steps.push((x, prev));
+                steps.push((x, y));
+                prev = y;
+            }
+            chart.draw_series(LineSeries::new(steps, colour.stroke_width(3)))?;
+            // Markers at about a dozen of its launches.
+            draw_markers(&chart, dozen(points.len(), points.iter()), *marker, *colour)?;
         }
-        chart.draw_series(LineSeries::new(steps, colour.stroke_width(3)))?;
-        // Markers at about a dozen of its launches.
-        let step = (points.len() / 12).max(1);
-        let plotting = chart.plotting_area();
-        let base = plotting.get_base_pixel();
-        let area = plotting.strip_coord_spec();
-        for point in points.iter().skip(step / 2).step_by(step) {
-            let at = plotting.map_coordinate(point);
-            draw_marker(&area, *marker, (at.0 - base.0, at.1 - base.1), *colour)?;
-        }
+        draw_legend(&legend_area, &legend)
     }
-    draw_legend(&legend_area, &legend)?;
-    root.present()
 }
 
 #[cfg(test)]

@@ -15,6 +15,12 @@
 //! # Front door
 //! Other crates (the command line, the benches, the tests) reach the System through
 //! what this file lists, and nothing else; every other module is private.
+//!
+//! Public modules: `budget`, `experiment`, `guardian`, `paths`, `plot`, `processes`,
+//! `processes::app_process`, `processes::launcher`, `processes::protocol`,
+//! `processes::reclaimer`, `processes::run`, `provenance`, `record`, `series`, `summary`,
+//! `tempdirs` (each named in the list below, with what it is for).
+//!
 //! - The experiment, `marvin pressure` and its settings: [`experiment`] (itself a front
 //!   door: private parts and a curated list).
 //! - Running every policy of an experiment in either host: [`run`], [`Hosting`],
@@ -27,9 +33,8 @@
 //! - The process mode's app side and its protocol, for `marvin app` and its tests:
 //!   [`processes`] (`app_process`, `launcher`, `protocol`, and the test hooks
 //!   `run::NO_LMK_ENV`, `reclaimer::PASS_DELAY_ENV`).
-//! - What the benches and the command line share with the experiment (until figures are
-//!   a layer of their own): [`figure_style`], [`plot`], [`plot_text`], the in-process
-//!   budget [`budget`], [`provenance`], output paths [`paths`], temporary directories
+//! - What the benches and the command line share with the experiment (the figures
+//!   themselves are the `marvin-figures` crate's): [`plot`], the in-process budget [`budget`], [`provenance`], output paths [`paths`], temporary directories
 //!   [`tempdirs`] and [`sweep_stale_temp_dirs`], and the run's [`guardian`].
 
 // Output goes through checked writes (`marvin_console::output`, or `writeln!` with its
@@ -41,8 +46,6 @@ mod activity_manager;
 pub mod budget;
 mod engine;
 pub mod experiment;
-mod figure_font;
-pub mod figure_style;
 pub mod guardian;
 mod hosting;
 mod launch;
@@ -51,7 +54,6 @@ mod native_heap;
 pub mod paths;
 mod plan;
 pub mod plot;
-pub mod plot_text;
 mod policies;
 pub mod processes;
 pub mod provenance;
@@ -62,7 +64,6 @@ pub mod record;
 mod run_loop;
 mod scale;
 pub mod series;
-mod spread;
 pub mod summary;
 pub mod tempdirs;
 mod timeline;
@@ -107,7 +108,7 @@ pub struct SystemConfig {
 /// file), locked for this run and removed when dropped.
 pub(crate) struct RunDir {
     dir: tempfile::TempDir,
-    _lock: std::sync::Arc<marvin_swap::swap_dir::SwapDirLock>,
+    _lock: std::sync::Arc<marvin_swap::SwapDirLock>,
 }
 
 impl RunDir {
@@ -131,7 +132,7 @@ pub(crate) fn policy_dir(
             .create(d)?;
     }
     let dir = tempdirs::create(prefix, Some(pressure.name()), swap_dir)?;
-    let lock = marvin_swap::swap_dir::SwapDirLock::acquire(dir.path())?;
+    let lock = marvin_swap::SwapDirLock::acquire(dir.path())?;
     Ok(RunDir { dir, _lock: lock })
 }
 

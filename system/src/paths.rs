@@ -137,14 +137,14 @@ fn nearest_existing(path: &Path) -> &Path {
 
 /// Checks a swap directory: it must be a directory (or be creatable as one) that files
 /// can be made in, and an existing one must be safe for the run's files
-/// ([`marvin_runtime::swap_folder::SwapFolder::open`]: the run's user's or root's, not
+/// ([`marvin_runtime::SwapFolder::open`]: the run's user's or root's, not
 /// writable by other users without the sticky bit). A missing one is made the run's own.
 pub fn check_swap_dir(flag: &str, path: &Path) -> Result<(), PathError> {
     // The folder first: no probe file is made in one that is refused.
     if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        if let Err(e) = marvin_runtime::swap_folder::SwapFolder::open(path) {
+        if let Err(e) = marvin_runtime::SwapFolder::open(path) {
             let reason = match e {
-                marvin_runtime::swap_folder::FolderError::UnsafeFolder { reason, .. } => {
+                marvin_runtime::FolderError::UnsafeFolder { reason, .. } => {
                     format!("is refused: {reason}")
                 }
                 e => e.to_string(),

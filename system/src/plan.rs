@@ -7,7 +7,7 @@
 //! so the shards of a grid are disjoint, together make the whole grid, and each holds
 //! about as many runs of every column as the others.
 
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::PressurePolicy;

@@ -6,31 +6,22 @@
 //! - `resident`: resident memory over time (MiB) per policy, the System's accounted
 //!   bytes solid and the process's RSS dashed, with the memory budget as a black line.
 //!
-//! Colours are the Okabe-Ito palette (distinguishable with every common colour-vision
-//! deficiency), and every policy also has its own marker shape, so a figure reads in
-//! grey too. With several repetitions, each policy's line is the median over the
-//! repetitions at each sample and a shaded band spans their range (lowest to highest).
-//! The legend sits below the plot. Each figure has a one-line caption with the settings
-//! that produced it: in the SVG's `<desc>` and in a sidecar `NAME.txt`.
-//!
-//! Text is set in DejaVu Sans, embedded in the binary, so no system font is needed.
-//! A figure is first described as data ([`Figure`]), then drawn on either backend.
+//! This module turns the run's series into figures over time ([`TimeFigure`]); the
+//! figures' layer (`marvin_figures`) draws and writes them in the one style every figure
+//! shares: the Okabe-Ito palette and a marker shape per policy, so a figure reads in grey
+//! too. With several repetitions, each policy's line is the median over the repetitions
+//! at each sample and a shaded band spans their range (lowest to highest). Each figure
+//! has a one-line caption with the settings that produced it: in the SVG's `<desc>` and
+//! in a sidecar `NAME.txt`.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
-use plotters::coord::Shift;
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
-
-pub use super::figure_font::{register_font, FONT};
-use super::figure_style::{
-    column_styles, draw_legend, draw_marker, split_for_legend, tick_label, LegendEntry, Marker,
-    Stroke, DASHED,
+use marvin_figures::{
+    column_styles, tick_label, write_figure, Band, BandPoint, LegendEntry, Line, Spread, Stroke,
+    TimeFigure, DASHED, KEY_GREY, MARK_GREY,
 };
-#[cfg(test)]
-use super::figure_style::{okabe_ito, LEGEND_HEIGHT, POLICY_STYLES};
-use super::plot_text::Png;
+use plotters::style::{RGBColor, BLACK};
+
 use super::published::Published;
 use super::series::{PolicySeries, SeriesPoint};
 
@@ -44,11 +35,6 @@ pub struct PlotFiles {
 /// Width and height of every figure, in pixels.
 const FIGURE_SIZE: (u32, u32) = (1000, 640);
 const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
-
-/// Colour of the legend's line-style key.
-const KEY_GREY: RGBColor = RGBColor(90, 90, 90);
-/// Colour of the published reference levels.
-const MARK_GREY: RGBColor = RGBColor(110, 110, 110);
 
 /// Writes `active_apps.svg/.png` and `resident.svg/.png` into `dir` (created if
 /// missing). Series without samples give empty charts; the budget line is drawn when
@@ -92,8 +78,6 @@ pub fn write_plots_published(
     caption: &str,
     published: Option<&Published>,
 ) -> anyhow::Result<PlotFiles> {
-    register_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut active = active_apps_figure(series);
     if let Some(p) = published {
         add_published_marks(&mut active, p);
@@ -104,111 +88,9 @@ pub fn write_plots_published(
     ];
     let mut files = Vec::with_capacity(3 * figures.len());
     for (name, figure) in &figures {
-        let svg = dir.join(format!("{name}.svg"));
-        draw_to(SVGBackend::new(&svg, FIGURE_SIZE), figure, &svg)?;
-        let text = format!("{}: {caption}", figure.title);
-        add_svg_description(&svg, &text)?;
-        files.push(svg);
-        let png = dir.join(format!("{name}.png"));
-        draw_to(Png::file(&png, FIGURE_SIZE)?, figure, &png)?;
-        files.push(png);
-        if !caption.is_empty() {
-            let txt = dir.join(format!("{name}.txt"));
-            std::fs::write(&txt, format!("{text}\n"))
-                .with_context(|| format!("writing {}", txt.display()))?;
-            files.push(txt);
-        }
+        files.extend(write_figure(dir, name, FIGURE_SIZE, figure, Some(caption))?);
     }
     Ok(PlotFiles { files })
-}
-
-/// Puts `text` into the SVG file as its `<desc>` (the first element inside `<svg>`).
-pub fn add_svg_description(svg: &Path, text: &str) -> anyhow::Result<()> {
-    let body =
-        std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
-    let Some(open_end) = body
-        .find("<svg")
-        .and_then(|i| body[i..].find('>').map(|j| i + j + 1))
-    else {
-        anyhow::bail!("{} is not an SVG file", svg.display());
-    };
-    let escaped = text
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
-    let out = format!(
-        "{}\n<desc>{escaped}</desc>{}",
-        &body[..open_end],
-        &body[open_end..]
-    );
-    std::fs::write(svg, out).with_context(|| format!("writing {}", svg.display()))
-}
-
-/// One polyline of a figure, in data coordinates.
-#[derive(Clone, Debug)]
-struct Line {
-    colour: RGBColor,
-    stroke: Stroke,
-    width: u32,
-    /// Drawn at about a dozen of the line's points (none for `None`).
-    marker: Option<Marker>,
-    points: Vec<(f64, f64)>,
-}
-
-/// A band's time, lowest and highest value.
-type BandPoint = (f64, f64, f64);
-
-/// A shaded range: at each time, the lowest and highest value.
-#[derive(Clone, Debug)]
-struct Band {
-    colour: RGBColor,
-    points: Vec<BandPoint>,
-}
-
-/// Everything needed to draw one figure, independent of the backend.
-#[derive(Clone, Debug)]
-struct Figure {
-    title: &'static str,
-    y_label: &'static str,
-    bands: Vec<Band>,
-    lines: Vec<Line>,
-    /// Horizontal reference lines: value and colour.
-    levels: Vec<(f64, RGBColor)>,
-    /// Labelled reference levels (the published results), drawn dashed in grey with
-    /// their label above the line at the left.
-    marks: Vec<(f64, String)>,
-    legend: Vec<LegendEntry>,
-}
-
-impl Figure {
-    fn has_samples(&self) -> bool {
-        self.lines.iter().any(|line| !line.points.is_empty())
-    }
-
-    /// The axes' ranges: time from 0 (or the earliest sample) to the last sample, values
-    /// from 0 to 10 % above the largest (bands included); never empty.
-    fn ranges(&self) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
-        let points = || {
-            self.lines
-                .iter()
-                .flat_map(|line| line.points.iter().copied())
-                .chain(
-                    self.bands
-                        .iter()
-                        .flat_map(|b| b.points.iter().map(|p| (p.0, p.2))),
-                )
-        };
-        let x_min = points().map(|p| p.0).fold(0.0, f64::min);
-        let x_max = points().map(|p| p.0).fold(x_min, f64::max);
-        let y_max = points()
-            .map(|p| p.1)
-            .chain(self.levels.iter().map(|level| level.0))
-            .chain(self.marks.iter().map(|mark| mark.0))
-            .fold(0.0, f64::max);
-        let x_max = if x_max > x_min { x_max } else { x_min + 1.0 };
-        let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
-        (x_min..x_max, 0.0..y_max)
-    }
 }
 
 /// The series grouped by column label (repetitions together), in order of appearance.
@@ -227,7 +109,7 @@ fn by_label(series: &[PolicySeries]) -> Vec<(&str, Vec<&PolicySeries>)> {
 /// share, the median time and value (the line) and the lowest and highest value (the
 /// band; none for one repetition). Samples whose time is not finite are left out. Before
 /// a sample that came after a gap (in any repetition) the line gets a break: a point
-/// whose value is NaN, where the figure lifts its pen ([`line_runs`]).
+/// whose value is NaN, where the figure lifts its pen ([`Line::runs`]).
 fn median_line(
     reps: &[&PolicySeries],
     value: &impl Fn(&SeriesPoint) -> f64,
@@ -250,8 +132,8 @@ fn median_line(
     let mut line = Vec::with_capacity(len);
     let mut band = Vec::with_capacity(len);
     for i in 0..len {
-        let t = super::spread::Spread::of(finite.iter().map(|r| r[i].t_s));
-        let v = super::spread::Spread::of(finite.iter().map(|r| value(r[i])));
+        let t = Spread::of(finite.iter().map(|r| r[i].t_s));
+        let v = Spread::of(finite.iter().map(|r| value(r[i])));
         if let (Some(t), Some(v)) = (t, v) {
             if finite.iter().any(|r| r[i].after_gap) {
                 line.push((t.median, f64::NAN));
@@ -316,12 +198,6 @@ fn policy_lines(
     (bands, lines, legend)
 }
 
-/// The runs of a line between its breaks (points whose value is NaN: missing samples),
-/// each drawn on its own so no straight line crosses a gap.
-fn line_runs(points: &[(f64, f64)]) -> impl Iterator<Item = &[(f64, f64)]> {
-    points.split(|p| p.1.is_nan()).filter(|run| !run.is_empty())
-}
-
 /// A darker shade of `c`, for the dashed line drawn over a solid one of colour `c`
 /// (where the two coincide, the dashes still show).
 fn darker(c: RGBColor) -> RGBColor {
@@ -367,15 +243,15 @@ fn size_label(bytes: u64) -> String {
 }
 
 /// Apps active (solid) and alive (dashed) over time, per policy.
-fn active_apps_figure(series: &[PolicySeries]) -> Figure {
+fn active_apps_figure(series: &[PolicySeries]) -> TimeFigure {
     let (bands, lines, mut legend) =
         policy_lines(series, |p| f64::from(p.active), |p| f64::from(p.alive));
     legend.push(style_key("active apps", Stroke::Solid));
     legend.push(style_key("alive apps", DASHED));
     legend.extend(band_key(&bands));
-    Figure {
-        title: "Active apps under memory pressure",
-        y_label: "apps",
+    TimeFigure {
+        title: "Active apps under memory pressure".to_owned(),
+        y_label: "apps".to_owned(),
         bands,
         lines,
         levels: Vec::new(),
@@ -386,7 +262,7 @@ fn active_apps_figure(series: &[PolicySeries]) -> Figure {
 
 /// Adds the published peaks of active apps to the active-apps figure: a dashed grey
 /// level per policy with its label (`paper: kill 10`, ...), and a legend row.
-fn add_published_marks(figure: &mut Figure, published: &Published) {
+fn add_published_marks(figure: &mut TimeFigure, published: &Published) {
     figure.marks = published
         .marks()
         .into_iter()
@@ -407,7 +283,7 @@ fn add_published_marks(figure: &mut Figure, published: &Published) {
 
 /// Resident memory over time in MiB, per policy: accounted (solid) and RSS (dashed),
 /// with the budget as a black line when it is not zero.
-fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted) -> Figure {
+fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted) -> TimeFigure {
     let mib = |bytes: u64| bytes as f64 / BYTES_PER_MIB;
     let (bands, lines, mut legend) =
         policy_lines(series, |p| mib(p.accounted_bytes), |p| mib(p.rss_bytes));
@@ -430,9 +306,9 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
             hollow: false,
         });
     }
-    Figure {
-        title: "Resident memory under memory pressure",
-        y_label: "resident memory (MiB)",
+    TimeFigure {
+        title: "Resident memory under memory pressure".to_owned(),
+        y_label: "resident memory (MiB)".to_owned(),
         bands,
         lines,
         levels,
@@ -441,127 +317,11 @@ fn resident_figure(series: &[PolicySeries], budget_bytes: u64, counted: Counted)
     }
 }
 
-/// Draws `figure` on `backend` and writes the file out; `path` names it in errors.
-fn draw_to<DB: DrawingBackend>(backend: DB, figure: &Figure, path: &Path) -> anyhow::Result<()> {
-    let root = backend.into_drawing_area();
-    draw_figure(&root, figure)
-        .and_then(|()| root.present())
-        .map_err(|e| anyhow!("drawing {}: {e}", path.display()))
-}
-
-fn draw_figure<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    figure: &Figure,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
-    let (plot_area, legend_area) = split_for_legend(root, &figure.legend);
-    let (x_range, y_range) = figure.ranges();
-    let (x_start, x_end) = (x_range.start, x_range.end);
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption(figure.title, (FONT, 24))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
-        .build_cartesian_2d(x_range, y_range)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc(figure.y_label)
-        .label_style((FONT, 15))
-        .axis_desc_style((FONT, 17))
-        .light_line_style(RGBColor(235, 235, 235))
-        .x_label_formatter(&tick_label)
-        .y_label_formatter(&tick_label)
-        .draw()?;
-
-    for band in &figure.bands {
-        let upper = band.points.iter().map(|p| (p.0, p.2));
-        let lower = band.points.iter().rev().map(|p| (p.0, p.1));
-        chart.draw_series(std::iter::once(Polygon::new(
-            upper.chain(lower).collect::<Vec<_>>(),
-            band.colour.mix(0.2).filled(),
-        )))?;
-    }
-    for &(level, colour) in &figure.levels {
-        chart.draw_series(LineSeries::new(
-            [(x_start, level), (x_end, level)],
-            colour.stroke_width(1),
-        ))?;
-    }
-    {
-        let span = x_end - x_start;
-        let label_style = (FONT, 14)
-            .into_font()
-            .color(&MARK_GREY)
-            .pos(Pos::new(HPos::Left, VPos::Bottom));
-        for (level, label) in &figure.marks {
-            chart.draw_series(DashedLineSeries::new(
-                [(x_start, *level), (x_end, *level)],
-                6,
-                4,
-                MARK_GREY.stroke_width(1),
-            ))?;
-            chart.draw_series(std::iter::once(Text::new(
-                label.clone(),
-                (x_start + span * 0.01, *level),
-                label_style.clone(),
-            )))?;
-        }
-    }
-    for line in &figure.lines {
-        let style = line.colour.stroke_width(line.width);
-        for run in line_runs(&line.points) {
-            match line.stroke {
-                Stroke::Solid => {
-                    chart.draw_series(LineSeries::new(run.iter().copied(), style))?;
-                }
-                Stroke::Dashed(dash, gap) => {
-                    chart.draw_series(DashedLineSeries::new(
-                        run.iter().copied(),
-                        dash,
-                        gap,
-                        style,
-                    ))?;
-                }
-            }
-        }
-        // A lone sample makes no line: a dot shows it (besides any marker).
-        if let [point] = line.points[..] {
-            chart.draw_series(std::iter::once(Circle::new(
-                point,
-                3 + line.width,
-                line.colour.filled(),
-            )))?;
-        }
-        // Markers at about a dozen points.
-        if let Some(marker) = line.marker {
-            let step = (line.points.len() / 12).max(1);
-            let plotting = chart.plotting_area();
-            let base = plotting.get_base_pixel();
-            let area = plotting.strip_coord_spec();
-            let drawn = line.points.iter().filter(|p| p.1.is_finite());
-            for point in drawn.skip(step / 2).step_by(step) {
-                let at = plotting.map_coordinate(point);
-                draw_marker(&area, marker, (at.0 - base.0, at.1 - base.1), line.colour)?;
-            }
-        }
-    }
-    if !figure.has_samples() {
-        let (plot_width, plot_height) = plot_area.dim_in_pixel();
-        let centre = (plot_width as i32 / 2, plot_height as i32 / 2);
-        let style = (FONT, 20)
-            .into_font()
-            .color(&KEY_GREY)
-            .pos(Pos::new(HPos::Center, VPos::Center));
-        plot_area.draw(&Text::new("no samples", centre, style))?;
-    }
-    draw_legend(&legend_area, &figure.legend)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::series::SeriesPoint;
     use super::*;
+    use marvin_figures::{okabe_ito, Marker, LEGEND_HEIGHT, POLICY_STYLES};
 
     /// A synthetic run: `kill` loses apps over time, `page-swap` keeps them alive but
     /// idle, `marvin` keeps them alive and active.
@@ -786,7 +546,7 @@ mod tests {
         series[0].points[30].after_gap = true;
         let figure = active_apps_figure(&series);
         let solid = &figure.lines[0];
-        let runs: Vec<usize> = line_runs(&solid.points).map(<[_]>::len).collect();
+        let runs: Vec<usize> = solid.runs().map(<[_]>::len).collect();
         assert_eq!(runs, [30, 30], "two runs, split before the late sample");
         let (x, y) = figure.ranges();
         assert!(x.end.is_finite() && y.end.is_finite());

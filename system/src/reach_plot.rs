@@ -7,22 +7,25 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use marvin_figures::{okabe_ito, write_figure, Area, Drawing, Drawn, FONT};
 use plotters::prelude::*;
 
-use super::plot::{register_font, FONT};
-use super::plot_text::Png;
 use super::summary::Summary;
 
 const SIZE: (u32, u32) = (1000, 600);
 const KINDS: [&str; 3] = ["small", "large", "native"];
 /// Resident, reclaimed, swapped, killed: the Okabe-Ito palette's grey-safe colours.
 const STATES: [(&str, RGBColor); 4] = [
-    ("resident", RGBColor(0, 114, 178)),
-    ("reclaimed (marvin)", RGBColor(0, 158, 115)),
-    ("swapped (kernel)", RGBColor(230, 159, 0)),
-    ("freed by kills", RGBColor(213, 94, 0)),
+    ("resident", okabe_ito::BLUE),
+    ("reclaimed (marvin)", okabe_ito::BLUISH_GREEN),
+    ("swapped (kernel)", okabe_ito::ORANGE),
+    ("freed by kills", okabe_ito::VERMILLION),
 ];
+
+/// The reach figure: each column's mean MiB per kind and state ([`columns`]).
+struct ReachFigure {
+    cols: Vec<(String, [[f64; 4]; 3])>,
+}
 
 /// Each column's mean bytes (MiB) per kind and state, in the order of first appearance.
 pub fn columns(summaries: &[Summary]) -> Vec<(String, [[f64; 4]; 3])> {
@@ -64,23 +67,27 @@ pub fn write(dir: &Path, summaries: &[Summary]) -> anyhow::Result<Vec<PathBuf>> 
     if summaries.iter().all(|s| s.reach.live_bytes == 0) {
         return Ok(Vec::new());
     }
-    register_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let cols = columns(summaries);
-    let svg = dir.join("reach.svg");
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), &cols)
-        .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
-    let png = dir.join("reach.png");
-    draw(Png::file(&png, SIZE)?.into_drawing_area(), &cols)
-        .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
-    Ok(vec![svg, png])
+    let figure = ReachFigure {
+        cols: columns(summaries),
+    };
+    write_figure(dir, "reach", SIZE, &figure, None)
+}
+
+impl Drawing for ReachFigure {
+    fn title(&self) -> &str {
+        "the apps' memory by kind at the end: where each policy left it"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Drawn<DB> {
+        draw(root, self.title(), &self.cols)
+    }
 }
 
 fn draw<DB: DrawingBackend>(
-    root: DrawingArea<DB, plotters::coord::Shift>,
+    root: &Area<DB>,
+    title: &str,
     cols: &[(String, [[f64; 4]; 3])],
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
+) -> Drawn<DB> {
     let top = cols
         .iter()
         .flat_map(|c| c.1.iter().map(|k| k.iter().sum::<f64>()))
@@ -88,11 +95,8 @@ fn draw<DB: DrawingBackend>(
         * 1.1;
     // Four slots per column: three bars and a gap.
     let slots = (cols.len() * 4) as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "the apps' memory by kind at the end: where each policy left it",
-            (FONT, 22),
-        )
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 22))
         .margin(12)
         .x_label_area_size(50)
         .y_label_area_size(70)
@@ -136,7 +140,7 @@ fn draw<DB: DrawingBackend>(
         root.draw(&Rectangle::new([(x, 40), (x + 14, 54)], colour.filled()))?;
         root.draw(&Text::new(*name, (x + 20, 40), (FONT, 15).into_font()))?;
     }
-    root.present()
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Run;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::launch::{LaunchClass, LaunchRecord, LaunchStats};
 use super::published::Published;
 use super::series::SeriesPoint;
-use super::spread::Spread;
+use marvin_figures::Spread;
 
 /// An app that ended with an error of its own (not a kill, not the end of the run).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

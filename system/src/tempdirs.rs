@@ -20,7 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use marvin_machine::owner::Owner;
+use marvin_machine::Owner;
 
 /// The kinds of temporary directory marvin makes (each name starts with one).
 pub const PREFIXES: [&str; 4] = [
@@ -68,7 +68,7 @@ const UNOWNED_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 
 /// Whether `dir` belongs to this process's user (root sweeps root's alone too).
 fn mine(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let uid = marvin_runtime::swap_folder::run_user();
+    let uid = marvin_runtime::run_user();
     fs::symlink_metadata(dir).is_ok_and(|m| m.uid() == uid)
 }
 
@@ -147,10 +147,10 @@ pub fn sweep(root: &Path, only: Option<Owner>) -> Vec<PathBuf> {
             _ => {}
         }
         let dir = entry.path();
-        let Some(_locks) = marvin_swap::swap_dir::lock_unused(&dir) else {
+        let Some(_locks) = marvin_swap::lock_unused(&dir) else {
             continue;
         };
-        let has_lock = dir.join(marvin_swap::swap_dir::LOCK_FILE).exists();
+        let has_lock = dir.join(marvin_swap::LOCK_FILE).exists();
         if owner.is_none() && !has_lock && (recent(&dir) || in_use(&dir)) {
             continue;
         }
@@ -233,7 +233,7 @@ mod tests {
             dead.dir_prefix("marvin-processes-", Some("kill"))
         ));
         fs::create_dir(held.join("app0")).unwrap();
-        let _app = marvin_swap::swap_dir::SwapDirLock::acquire(&held.join("app0")).unwrap();
+        let _app = marvin_swap::SwapDirLock::acquire(&held.join("app0")).unwrap();
         // A half-finished sweep's leftover.
         let half = make(format!(
             "{REMOVING}{}DDDDDD",
@@ -299,7 +299,7 @@ mod tests {
         // With a lock file: free is unused.
         let locked = root.path().join("marvin-processes-Ab3xZ9");
         fs::create_dir(&locked).unwrap();
-        let hold = marvin_swap::swap_dir::SwapDirLock::acquire(&locked).unwrap();
+        let hold = marvin_swap::SwapDirLock::acquire(&locked).unwrap();
         assert!(sweep(root.path(), None).is_empty(), "its lock is held");
         drop(hold);
         assert_eq!(sweep(root.path(), None), vec![locked.clone()]);

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use marvin_swap::swap_file::layout::{SlotHeader, SlotState, FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
+use marvin_swap::{SlotHeader, SlotState, FILE_HEADER_BYTES, SLOT_HEADER_BYTES};
 
 /// A policy under which arrays are cold a fraction of a second after their last write
 /// (fast working-set rounds, a one-round window), so the reclaims take them.

@@ -5,7 +5,7 @@
 //! or statistics. It asks its app for them through this trait, the way mmtk-core reaches
 //! its VM through `VMBinding`. [`Thread`](super::interp::Thread) is generic over the
 //! binding, so every call is resolved at compile time and inlined into the loop, as the
-//! barrier mode ([`BarrierMode`](marvin_runtime::barrier::BarrierMode)) is.
+//! barrier mode ([`BarrierMode`](marvin_runtime::BarrierMode)) is.
 //!
 //! The message, thread and looper instructions (`send sendfront remove has quit spawn
 //! sleep`) are decoded by the executor (it pops their operands and knows, from the
@@ -14,11 +14,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use marvin_runtime::heap::Heap;
-use marvin_runtime::monitor::{Holder, Monitors};
-use marvin_runtime::native::NativeBuffers;
-use marvin_runtime::safepoint::Safepoints;
 use marvin_runtime::trace::names::CodeLocation;
+use marvin_runtime::Heap;
+use marvin_runtime::NativeBuffers;
+use marvin_runtime::Safepoints;
+use marvin_runtime::{Holder, Monitors};
 
 use super::loaded::Loaded;
 use super::trap::Fault;

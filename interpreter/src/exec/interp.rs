@@ -13,13 +13,13 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use marvin_runtime::barrier::{BarrierMode, Barriers, NoBarriers};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::{footprint, AllocBuffer, GcNeed};
-use marvin_runtime::monitor::Holder;
-use marvin_runtime::safepoint::Mutator;
 use marvin_runtime::trace::names::CodeLocation;
 use marvin_runtime::trace::Tracer;
+use marvin_runtime::Holder;
+use marvin_runtime::Mutator;
+use marvin_runtime::ObjKind;
+use marvin_runtime::{footprint, AllocBuffer, GcNeed};
+use marvin_runtime::{BarrierMode, Barriers, NoBarriers};
 
 use super::binding::AppBinding;
 use super::op::Op;
@@ -40,7 +40,7 @@ pub struct Thread<A: AppBinding> {
     pub frames: Vec<Frame>,
     pub id: u64,
     pub tid: i32,
-    /// This thread's allocation buffer (see `marvin_runtime::heap::alloc_buffer`).
+    /// This thread's allocation buffer (see `marvin_runtime::alloc_buffer`).
     pub alloc_buffer: AllocBuffer,
 }
 
@@ -66,7 +66,7 @@ impl<A: AppBinding> Thread<A> {
             mutator: app.safepoints().register(),
             stack,
             frames: Vec::new(),
-            id: marvin_runtime::monitor::thread_id(),
+            id: marvin_runtime::thread_id(),
             tid: current_tid(),
             alloc_buffer: AllocBuffer::new(),
         })

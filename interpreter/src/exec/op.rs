@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
-use marvin_runtime::header::ObjKind;
+use marvin_runtime::ObjKind;
 
 use super::operator::{Bin, Cond};
 use crate::isa::{self, ElemKind, Instr, Program, Ty};

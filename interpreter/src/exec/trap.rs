@@ -66,7 +66,7 @@ pub enum Fault {
     #[error("out of memory")]
     OutOfMemory,
     #[error(transparent)]
-    Alloc(#[from] marvin_runtime::heap::AllocError),
+    Alloc(#[from] marvin_runtime::AllocError),
     /// `send` after the main looper quit.
     #[error("post after quit")]
     PostAfterQuit,

@@ -1,5 +1,5 @@
 //! DeliQueue: Android 17's lock-free message queue, and the trait it shares with the
-//! legacy queue ([`legacy_queue`]). The loop over it is the app's main looper
+//! legacy queue ([`LegacyQueue`]). The loop over it is the app's main looper
 //! (`app/src/messages.rs`, the one message loop of the project): it takes messages with
 //! [`MessageQueue::next`] and sleeps in [`MessageQueue::wait`], as Android's
 //! `Looper.loop()` does over `MessageQueue.next()`.
@@ -15,8 +15,9 @@
 //!   (the looper's timer fired and it has not run since, waiting for a CPU) yields the
 //!   CPU once; posters never block on the queue, so otherwise the looper waits for a
 //!   running poster's slice to end.
-//! - **Sweep**: only the looper walks the stack from the head down to the last node it
-//!   already swept, building back-links (`link`) and inserting each new node into a
+//! - **Sweep** ([`sweep`]; delivery in [`deliver`]): only the looper walks the stack
+//!   from the head down to the last node it already swept, building back-links (`link`)
+//!   and inserting each new node into a
 //!   min-heap it owns ([`heap`]), ordered by (due time, insert sequence) with the
 //!   branchless comparator. Sequence numbers follow push order; front-of-queue posts
 //!   (due time 0) get negative ones, so they run first and last-in first-out. Nodes
@@ -69,6 +70,15 @@
 //! any one thread at a time (calls from two threads at once panic); the loop hands over
 //! from one thread to another safely.
 //!
+//! # Surface
+//!
+//! Public modules: none. The queue [`DeliQueue`] and the trait it shares with
+//! [`LegacyQueue`] ([`MessageQueue`]); messages ([`Message`], [`MessageKey`],
+//! [`KeyFilter`], [`Next`], [`BarrierToken`], [`FRONT_OF_QUEUE`]) and their errors
+//! ([`PostError`], [`QueueClosed`]); the clocks ([`Clock`], [`MonotonicClock`],
+//! [`InstantClock`], [`VirtualClock`]); the wake-up's lateness bound [`OVERDUE_NS`] and
+//! the node census [`live_node_count`].
+//!
 //! Tests: `cargo test -p marvin-deliqueue` runs the unit tests, the differential test
 //! against the legacy queue (`tests/deliqueue_diff.rs`) and the stress test
 //! (`tests/deliqueue_stress.rs`), with the `node-census` feature on so that the stress
@@ -87,12 +97,13 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 // The queue's own parts are private: its users need the queue, its messages and the
-// clock (re-exported below), the legacy queue it is measured against, and the wake-up's
-// lateness bound (`wake::OVERDUE_NS`, which the loom model checks).
+// clock, the legacy queue it is measured against, and the wake-up's lateness bound
+// (`OVERDUE_NS`, which the loom model checks), all re-exported below.
 mod clock;
+mod deliver;
 mod freelist;
 mod heap;
-pub mod legacy_queue;
+mod legacy_queue;
 mod message;
 mod node;
 mod pool;
@@ -100,10 +111,11 @@ mod quit;
 mod reclaim;
 mod slab;
 mod stack;
+mod sweep;
 mod timeline;
-pub mod wake;
+mod wake;
 
-use std::ptr::{self, NonNull};
+use std::ptr;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -112,21 +124,22 @@ use marvin_sync::cell::UnsafeCell;
 use marvin_sync::Arc;
 
 pub use clock::{Clock, InstantClock, MonotonicClock, VirtualClock};
+pub use legacy_queue::LegacyQueue;
 pub use message::{
     BarrierToken, KeyFilter, Message, MessageKey, MessageQueue, Next, PostError, QueueClosed,
     FRONT_OF_QUEUE,
 };
 
 use freelist::FreeList;
-use heap::Entry;
 use message::delay_nanos;
-use node::{Kind, Node, DELIVERED, PENDING, REMOVED};
+use node::{Kind, Node, DELIVERED};
 use pool::{NodePool, Taken};
 use quit::{QuitMode, QuitRequest, TaggedCount};
 use reclaim::Reclaimer;
 use stack::Stack;
 use timeline::Timeline;
 use wake::Waker;
+pub use wake::OVERDUE_NS;
 
 /// How many DeliQueue nodes (in every queue, retired ones included) are allocated now;
 /// `None` unless built with the `node-census` feature (the crate's tests turn it on).
@@ -307,384 +320,6 @@ impl<T: Send + 'static, C: Clock> DeliQueue<T, C> {
     fn push_node(&self, node: *mut Node<T>) -> bool {
         // SAFETY: `node` is freshly allocated by the caller and not yet published.
         unsafe { self.stack.push(node, self.sentinel) }.is_ok()
-    }
-
-    /// Walks the live list; `visit` gets each node and its pointer and returns false to
-    /// stop. Returns false when the queue is torn down (nothing to walk).
-    fn walk(&self, mut visit: impl FnMut(&Node<T>, *mut Node<T>) -> bool) -> bool {
-        let Some(_pass) = self.walkers.enter() else {
-            return false;
-        };
-        let _guard = reclaim::pin();
-        // SAFETY: pinned (retired nodes outlive the walk) and inside the tagged count
-        // (teardown waits for us), as `iter` requires.
-        for ptr in unsafe { self.stack.iter() } {
-            // SAFETY: as above, the node stays allocated while we walk.
-            if !visit(unsafe { node_ref(ptr) }, ptr) {
-                break;
-            }
-        }
-        true
-    }
-
-    /// Tombstones a node (if still pending) and hands it to the looper.
-    fn tombstone(&self, node: &Node<T>, ptr: *mut Node<T>) -> bool {
-        if !node.try_transition(REMOVED) {
-            return false;
-        }
-        // SAFETY: `ptr` is the walked node `node` borrows (alive while the walk is
-        // pinned), and we just won its tombstone, so we push it once.
-        unsafe { self.freelist.push(ptr) };
-        true
-    }
-
-    // ---- looper side ----
-
-    /// Sweeps new nodes from the stack into the heaps, building back-links.
-    #[inline(always)]
-    fn sweep(&self, st: &mut LooperState<T>) {
-        // Acquire: pairs with the posters' push CAS; through the release sequence on the
-        // head, every node pushed below `top` is visible too.
-        let top = self.stack.head(Ordering::Acquire);
-        if top == st.swept_top {
-            return;
-        }
-        // SAFETY: reachable from the head and not yet unlinked (only the looper unlinks,
-        // and it unlinks only swept nodes), so alive.
-        let first = unsafe { node_ref(top) };
-        // Relaxed: written by the poster before its push, which we acquired.
-        let below = first.next.load(Ordering::Relaxed);
-        if below == st.swept_top {
-            // One new node (the usual case while the looper keeps up).
-            if !below.is_null() {
-                // SAFETY: the last swept node: linked, so alive.
-                unsafe { node_ref(below) }
-                    .link
-                    .store(top, Ordering::Relaxed);
-            }
-            self.take_in(st, top, first);
-            st.swept_top = top;
-            return;
-        }
-        self.sweep_many(st, top);
-    }
-
-    /// The sweep of more than one new node, from `top` down (out of line: the one-node
-    /// sweep is the hot path).
-    #[inline(never)]
-    fn sweep_many(&self, st: &mut LooperState<T>, top: *mut Node<T>) {
-        // Down: from the head to the last swept node, linking each node to the newer one.
-        let mut cursor = top;
-        let mut oldest = top;
-        while cursor != st.swept_top {
-            // SAFETY: reachable from the head and not yet unlinked (only the looper
-            // unlinks, and it unlinks only swept nodes), so alive.
-            let node = unsafe { node_ref(cursor) };
-            // Relaxed: written by the poster before its push, which we acquired.
-            let next = node.next.load(Ordering::Relaxed);
-            if !next.is_null() {
-                // SAFETY: `next` is unswept or the last swept node: linked, so alive.
-                unsafe { node_ref(next) }
-                    .link
-                    .store(cursor, Ordering::Relaxed);
-            }
-            oldest = cursor;
-            cursor = next;
-        }
-        // Up: from the oldest new node to the head through the back-links just written,
-        // so sequence numbers follow pushes. A sweep is short while the looper keeps up
-        // (its nodes are still in the cache); a long one reads its nodes a second time,
-        // which costs less than keeping notes on the way down for every sweep.
-        let mut cursor = oldest;
-        loop {
-            // SAFETY: a node of this sweep: linked, so alive.
-            let node = unsafe { node_ref(cursor) };
-            // Read before `take_in`: only the looper writes `link`, and not there.
-            let newer = node.link.load(Ordering::Relaxed);
-            self.take_in(st, cursor, node);
-            if cursor == top {
-                break;
-            }
-            cursor = newer;
-        }
-        st.swept_top = top;
-    }
-
-    /// Takes a newly swept node into its heap (or notes the quit, for the sentinel), in
-    /// push order: sequence numbers follow pushes. A node tombstoned after its state is
-    /// read here is still taken in; the freelist then takes it out again, as for any
-    /// removal.
-    #[inline(always)]
-    fn take_in(&self, st: &mut LooperState<T>, ptr: *mut Node<T>, node: &Node<T>) {
-        if ptr == self.sentinel {
-            st.quit = self.quit.read();
-        } else if node.state.load(Ordering::Relaxed) == PENDING {
-            st.seq += 1;
-            let when = node.when;
-            let seq = if when == FRONT_OF_QUEUE {
-                -st.seq
-            } else {
-                st.seq
-            };
-            let entry = Entry {
-                when,
-                seq,
-                // The raw pointer (not a shared borrow): the node is freed through it
-                // later.
-                node: NonNull::new(ptr).expect("swept nodes are non-null"),
-            };
-            Self::heap(st, side_of(node)).push(entry);
-        }
-    }
-
-    /// Unlinks a swept node from the stack in O(1).
-    #[inline(always)]
-    fn unlink(&self, st: &mut LooperState<T>, target: *mut Node<T>) {
-        // SAFETY: the caller hands a linked (so alive) swept node.
-        let node = unsafe { node_ref(target) };
-        // Relaxed: `next` of a swept node is written only by the looper (or by its poster
-        // before publication, which the sweep acquired).
-        let next = node.next.load(Ordering::Relaxed);
-        if node.link.load(Ordering::Relaxed).is_null() {
-            // The topmost swept node: unlink it at the head unless someone pushed above.
-            debug_assert_eq!(target, st.swept_top);
-            if self.stack.replace_head(target, next) {
-                st.swept_top = next;
-                if !next.is_null() {
-                    // SAFETY: `next` is linked, so alive.
-                    unsafe { node_ref(next) }
-                        .link
-                        .store(ptr::null_mut(), Ordering::Relaxed);
-                }
-                return;
-            }
-            // New nodes sit above it: sweeping them gives it a back-link.
-            self.sweep(st);
-        }
-        let prev = node.link.load(Ordering::Relaxed);
-        debug_assert!(!prev.is_null());
-        // SAFETY: `prev` is the newer neighbour, linked, so alive.
-        let prev_node = unsafe { node_ref(prev) };
-        // Release: pairs with walkers' Acquire loads of `next`.
-        prev_node.next.store(next, Ordering::Release);
-        if !next.is_null() {
-            // SAFETY: `next` is linked, so alive.
-            unsafe { node_ref(next) }
-                .link
-                .store(prev, Ordering::Relaxed);
-        }
-    }
-
-    /// Takes the freelist, sweeps, and reclaims the tombstoned nodes taken. The freelist
-    /// is taken first: a node on it was pushed on the stack before, so the sweep that
-    /// follows has met it.
-    #[inline(always)]
-    fn sweep_and_reclaim(&self, st: &mut LooperState<T>) {
-        if self.freelist.is_empty() {
-            // Nothing removed (the usual case): as `take_all` finding the list empty.
-            self.sweep(st);
-            return;
-        }
-        self.sweep_and_reclaim_removed(st);
-    }
-
-    /// [`sweep_and_reclaim`](Self::sweep_and_reclaim) when removals wait on the freelist.
-    #[inline(never)]
-    fn sweep_and_reclaim_removed(&self, st: &mut LooperState<T>) {
-        let mut removed = self.freelist.take_all();
-        self.sweep(st);
-        while !removed.is_null() {
-            let ptr = removed;
-            // SAFETY: a tombstoned node is freed only here, after leaving the freelist.
-            let node = unsafe { node_ref(ptr) };
-            // Relaxed: published by the freelist push we acquired.
-            // SAFETY: as above, alive.
-            removed = unsafe { node::free_next(ptr) }.load(Ordering::Relaxed);
-            Self::heap(st, side_of(node)).remove(node);
-            // SAFETY: the node is tombstoned (its remover won) and we are the looper: the
-            // payload is ours to drop, once; it then leaves the list and is retired once.
-            unsafe { self.discard(st, ptr) };
-        }
-    }
-
-    /// Drops a dead node's payload, unlinks it and retires it.
-    ///
-    /// # Safety
-    /// The node is linked, out of every heap, in state `REMOVED` with its payload still
-    /// in place, and this is the only discard of it.
-    unsafe fn discard(&self, st: &mut LooperState<T>, ptr: *mut Node<T>) {
-        // SAFETY: by the contract the node is linked, so alive.
-        let node = unsafe { node_ref(ptr) };
-        debug_assert_eq!(node.state.load(Ordering::Relaxed), REMOVED);
-        if node.is_message() {
-            // SAFETY: by the contract the payload is in place and only we touch it.
-            unsafe { node.drop_payload() };
-        }
-        self.unlink(st, ptr);
-        // SAFETY: unlinked, out of the heaps, payload dropped, retired once.
-        unsafe { st.reclaimer.retire(ptr) };
-    }
-
-    /// Pops tombstoned nodes off the top of a heap (the freelist reclaims them).
-    #[inline(always)]
-    fn clean_top(heap: &mut Timeline<T>) {
-        while let Some(top) = heap.peek() {
-            // SAFETY: nodes in a heap are alive.
-            if unsafe { top.node.as_ref() }.is_pending() {
-                break;
-            }
-            heap.pop();
-        }
-    }
-
-    /// The first deliverable node: the earlier heap top, or only the asynchronous one
-    /// when a sync barrier is at the front.
-    #[inline(always)]
-    fn candidate(st: &mut LooperState<T>) -> Option<(Side, Entry<T>)> {
-        if st.async_heap.is_empty() {
-            // No asynchronous message (the usual case): the synchronous front, unless it
-            // is a barrier, which holds back every synchronous message.
-            Self::clean_top(&mut st.sync_heap);
-            let sync = *st.sync_heap.peek()?;
-            // SAFETY: nodes in a heap are alive.
-            if unsafe { sync.node.as_ref() }.kind == Kind::Barrier {
-                return None;
-            }
-            return Some((Side::Sync, sync));
-        }
-        Self::clean_top(&mut st.sync_heap);
-        Self::clean_top(&mut st.async_heap);
-        let sync = st.sync_heap.peek().copied();
-        let asynchronous = st.async_heap.peek().copied();
-        match (sync, asynchronous) {
-            // SAFETY: nodes in a heap are alive.
-            (Some(s), a) if unsafe { s.node.as_ref() }.kind == Kind::Barrier => {
-                a.map(|a| (Side::Async, a))
-            }
-            (Some(s), Some(a)) if heap::compare(&a, &s) < 0 => Some((Side::Async, a)),
-            (Some(s), _) => Some((Side::Sync, s)),
-            (None, a) => a.map(|a| (Side::Async, a)),
-        }
-    }
-
-    /// Claims and hands out the first message due now, if any.
-    #[inline(always)]
-    fn take_due(&self, st: &mut LooperState<T>) -> Option<Next<T>> {
-        loop {
-            let (side, entry) = Self::candidate(st)?;
-            if entry.when > st.now {
-                // Everything swept so far was posted before this reading.
-                st.now = self.clock.now();
-                if entry.when > st.now {
-                    return None;
-                }
-            }
-            if let Some(next) = self.claim(st, side, entry) {
-                return Some(next);
-            }
-        }
-    }
-
-    /// The fast path of `next`: hands out the first swept message without looking for
-    /// newer posts, when none can come before it. That holds when it is due by the
-    /// looper's latest clock reading and at or before the delivery bound, and no post
-    /// flagged news: a post due at or before the bound flags news (see
-    /// [`wake::Waker::flag_if_bounded`]), and one due after it comes after this message
-    /// in (due time, sequence) order. The quit sentinel flags news too.
-    #[inline(always)]
-    fn deliver_swept(&self, st: &mut LooperState<T>) -> Option<Next<T>> {
-        if st.quit.is_some() || self.waker.news() {
-            return None;
-        }
-        loop {
-            let (side, entry) = Self::candidate(st)?;
-            if entry.when > st.bound || entry.when > st.now {
-                return None;
-            }
-            if let Some(next) = self.claim(st, side, entry) {
-                return Some(next);
-            }
-        }
-    }
-
-    /// After a sweep: publishes the latest clock reading as the delivery bound when the
-    /// first swept message is due but beyond the current bound, so that the next calls
-    /// of `next` deliver what is swept and due without sweeping ([`Self::deliver_swept`]).
-    /// Then re-checks the head with a read-modify-write, sweeping what landed meanwhile,
-    /// until it holds: from there on every post reads this bound (see
-    /// [`wake::Waker::publish_bound`]).
-    ///
-    /// Only worth it with a second swept node: the first is delivered now anyway, and
-    /// a looper that keeps up with its posters would pay a clock read, a store to a line
-    /// posters read and a read-modify-write on the head for every message.
-    #[inline(always)]
-    fn extend_bound(&self, st: &mut LooperState<T>) {
-        if st.sync_heap.len() + st.async_heap.len() < 2 {
-            return;
-        }
-        let Some((_, entry)) = Self::candidate(st) else {
-            return;
-        };
-        if entry.when <= st.bound {
-            return;
-        }
-        if entry.when > st.now {
-            st.now = self.clock.now();
-            if entry.when > st.now {
-                return;
-            }
-        }
-        st.bound = st.now;
-        self.waker.publish_bound(st.bound);
-        while !self.stack.head_unchanged(st.swept_top) {
-            self.sweep(st);
-        }
-    }
-
-    /// Pops `entry` (the candidate of `side`) and claims it; the message, unless a
-    /// remover won the node first (the freelist then reclaims it).
-    #[inline(always)]
-    fn claim(&self, st: &mut LooperState<T>, side: Side, entry: Entry<T>) -> Option<Next<T>> {
-        Self::heap(st, side).pop();
-        // SAFETY: just taken from the heap; linked, so alive.
-        let node = unsafe { node_ref(entry.node.as_ptr()) };
-        if !node.try_transition(DELIVERED) {
-            return None;
-        }
-        // SAFETY: we won the claim; the payload is in place and ours alone.
-        let payload = unsafe { node.take_payload() };
-        let message = Message {
-            key: node.key(),
-            asynchronous: node.kind == Kind::Async,
-            payload,
-        };
-        let when = node.when;
-        self.unlink(st, entry.node.as_ptr());
-        // SAFETY: unlinked, out of the heaps, payload moved out, retired once.
-        unsafe { st.reclaimer.retire(entry.node.as_ptr()) };
-        Some(Next::Message { when, message })
-    }
-
-    /// Quit-safely: drops every node due after `at`.
-    fn drop_future(&self, st: &mut LooperState<T>, at: u64) {
-        let doomed: Vec<(Side, NonNull<Node<T>>)> = st
-            .sync_heap
-            .iter()
-            .map(|e| (Side::Sync, e))
-            .chain(st.async_heap.iter().map(|e| (Side::Async, e)))
-            .filter(|(_, e)| e.when > at)
-            .map(|(side, e)| (side, e.node))
-            .collect();
-        for (side, ptr) in doomed {
-            // SAFETY: in a heap, so alive.
-            let node = unsafe { node_ref(ptr.as_ptr()) };
-            if !node.try_transition(REMOVED) {
-                continue; // a remover won: the freelist reclaims it
-            }
-            Self::heap(st, side).remove(node);
-            // SAFETY: we won the tombstone, so the payload is ours; out of the heap now.
-            unsafe { self.discard(st, ptr.as_ptr()) };
-        }
     }
 
     /// Tears the queue down: waits for walkers to leave, then drops every payload still

@@ -3,7 +3,7 @@
 //! virtual clock, must deliver the same messages in the same order and answer every
 //! query the same way.
 
-use marvin_deliqueue::legacy_queue::LegacyQueue;
+use marvin_deliqueue::LegacyQueue;
 use marvin_deliqueue::{BarrierToken, DeliQueue, Message, MessageQueue, Next, VirtualClock};
 use proptest::prelude::*;
 use std::time::Duration;

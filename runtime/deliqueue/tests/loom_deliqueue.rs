@@ -193,7 +193,7 @@ fn overdue_post_vs_timed_sleep() {
         // Swept but not due: the looper's next sleep is until 200.
         q.post_at(200, Message::new(0, 0, 1)).unwrap();
         assert!(payload_of(q.next()).is_none());
-        let late = 200 + marvin_deliqueue::wake::OVERDUE_NS;
+        let late = 200 + marvin_deliqueue::OVERDUE_NS;
         let poster = {
             let (q, clock) = (q.clone(), clock.clone());
             // Finds the looper asleep past its deadline and the slack (overdue: it

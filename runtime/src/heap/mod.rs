@@ -8,8 +8,8 @@
 //! or atomic read-modify-writes; everything else goes through [`Heap::alloc`].
 
 pub mod alloc_buffer;
-pub mod chunk;
-pub mod chunk_access;
+pub(crate) mod chunk;
+pub(crate) mod chunk_access;
 pub mod handle_hash;
 pub mod handle_table;
 pub mod large_space;

@@ -14,6 +14,12 @@
 //!   under loom and on other systems), the one blocking primitive of the message loop.
 //!
 //! Code that is never model-checked (benchmarks, the CLI) uses `std` directly.
+//!
+//! # Surface
+//!
+//! Public modules: `atomic`, `cell`, `thread`, `futex` (each mirrors the `std` or loom
+//! module of its name, so model-checked code reads as it would on `std`). The locks and
+//! [`spin_hint`] are at the root.
 
 #[cfg(not(loom))]
 pub use std::sync::{Arc, Condvar, Mutex, MutexGuard};

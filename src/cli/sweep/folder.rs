@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use marvin_machine::owner::Owner;
+use marvin_machine::Owner;
 use marvin_system::provenance::{self, Host};
 use serde::{Deserialize, Serialize};
 

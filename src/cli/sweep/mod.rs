@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use marvin_console::exit::{EXIT_FAILURE, EXIT_USAGE};
 use marvin_console::{errln, out, outln};
+use marvin_console::{EXIT_FAILURE, EXIT_USAGE};
 use marvin_runtime::duration::parse as parse_duration;
 use marvin_system::experiment::{plan_sweep, PressureArgs, SweepPlan};
 

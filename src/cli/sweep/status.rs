@@ -160,7 +160,7 @@ fn state_of(
             Some(s) => State::Failed(format!("{} {on}; the task recorded no exit", said(s))),
             None if rec.backend == Backend::Local
                 && t.node == node_name()
-                && (marvin_machine::owner::Owner {
+                && (marvin_machine::Owner {
                     pid: t.pid,
                     start_time: t.pid_start,
                 })

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
-use marvin_console::exit::{EXIT_FAILURE, EXIT_USAGE};
 use marvin_console::{errln, outln};
+use marvin_console::{EXIT_FAILURE, EXIT_USAGE};
 use marvin_system::experiment::PressureArgs;
 
 use super::folder::{build_id, now, task_dir, SweepRecord, TaskRecord};

@@ -20,7 +20,7 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 impl PolicyConfig {
     /// Checks every range; the error names the key.
     pub(super) fn validate(&self) -> Result<(), (&'static str, String)> {
-        let large = marvin_runtime::heap::LARGE_OBJECT_BYTES as u64;
+        let large = marvin_runtime::LARGE_OBJECT_BYTES as u64;
         if self.candidates.min_size_bytes < large {
             return Err((
                 "candidates.min_size_bytes",

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use marvin_runtime::header::ObjKind;
+use marvin_runtime::ObjKind;
 use serde::{Deserialize, Serialize};
 
 use super::{duration_text, Compression, RestoreMode, SwapPolicy, VictimOrder};

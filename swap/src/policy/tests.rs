@@ -393,7 +393,7 @@ fn min_size_at_the_large_object_threshold_is_accepted() {
     let p = PolicyConfig::from_toml_str("[candidates]\nmin_size_bytes = 2048\n").unwrap();
     assert_eq!(
         p.candidates.min_size_bytes,
-        marvin_runtime::heap::LARGE_OBJECT_BYTES as u64
+        marvin_runtime::LARGE_OBJECT_BYTES as u64
     );
 }
 

@@ -185,5 +185,5 @@ pub enum SwapError {
     /// The swap folder is not safe to write in, or the file's name in it is taken by
     /// something this run did not make (a link, a FIFO, another user's file).
     #[error(transparent)]
-    Folder(#[from] marvin_runtime::swap_folder::FolderError),
+    Folder(#[from] marvin_runtime::FolderError),
 }

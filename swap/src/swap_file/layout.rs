@@ -30,7 +30,7 @@
 //! header is checked against the one the owner's index expects, so an older copy of a
 //! checkpoint (a file rolled back) is refused although its checksums hold.
 
-use marvin_runtime::run_identity::RunIdentity;
+use marvin_runtime::RunIdentity;
 
 use super::crc32::crc32;
 

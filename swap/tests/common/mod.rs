@@ -8,15 +8,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use marvin_runtime::barrier::{AccessKind, Barriers};
-use marvin_runtime::header::{HeaderBits, ObjKind};
-use marvin_runtime::heap::{Handle, Heap, HeapConfig};
-use marvin_runtime::reclaim_table::{Entry, EntryFlags};
-use marvin_runtime::stub::{Stub, StubSpace};
-use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use marvin_runtime::{AccessKind, Barriers};
+use marvin_runtime::{Entry, EntryFlags};
+use marvin_runtime::{Handle, Heap, HeapConfig};
+use marvin_runtime::{HeaderBits, ObjKind};
+use marvin_runtime::{Stub, StubSpace};
 use marvin_swap::reclaimer::{self, ReclaimReport};
 use marvin_swap::saver::{self, SaveReport};
 use marvin_swap::AppSwap;
+use marvin_swap::{PolicyConfig, SwapPolicy};
 
 /// Words of the int arrays the tests use: 1,024 words, 8 KiB and a header (3 pages).
 pub const WORDS: u32 = 1024;

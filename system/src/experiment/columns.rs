@@ -1,7 +1,7 @@
 //! The columns of an experiment: from its flags ([`new_columns`]), or as a record holds
 //! them with the experiment it came from ([`from_record`], [`recorded_columns`]).
 
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use super::flags::{to_args, PolicyChoice, PressureArgs};
 use crate::plan::{self, Column};

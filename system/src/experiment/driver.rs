@@ -139,7 +139,7 @@ impl Setup {
         planned: &Planned,
         cfg: SystemConfig,
         built: (marvin_interpreter::exec::Loaded, Vec<(String, i64)>),
-        policy: Arc<marvin_swap::policy::PolicyConfig>,
+        policy: Arc<marvin_swap::PolicyConfig>,
     ) -> anyhow::Result<Hosting> {
         let (loaded, defines) = built;
         Ok(match planned.mode {

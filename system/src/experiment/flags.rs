@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
-use marvin_console::size::parse_size;
+use marvin_console::parse_size;
 use marvin_interpreter::link;
 use marvin_runtime::duration::parse as parse_duration;
-use marvin_swap::policy::RestoreMode;
+use marvin_swap::RestoreMode;
 
 use crate::plan::{self, Shard, Sweep};
 use crate::scale::ScaleArg;

@@ -3,7 +3,7 @@
 //! runs and shared settings ([`Planned`]), each checked.
 
 use marvin_console::errln;
-use marvin_console::exit::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
+use marvin_console::{EXIT_FAILURE, EXIT_REJECTED, EXIT_USAGE};
 use marvin_interpreter::exec::Loaded;
 use marvin_interpreter::{load, verify};
 

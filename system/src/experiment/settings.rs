@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use marvin_console::errln;
-use marvin_console::exit::{EXIT_FAILURE, EXIT_USAGE};
-use marvin_swap::policy::{PolicyConfig, PolicyError, RestoreMode};
+use marvin_console::{EXIT_FAILURE, EXIT_USAGE};
+use marvin_swap::{PolicyConfig, PolicyError, RestoreMode};
 
 use super::flags::{duration_arg, size_arg, PressureArgs};
 use crate::published::Published;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use marvin_interpreter::load;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use super::checks::check_args;
 use super::columns::new_columns;

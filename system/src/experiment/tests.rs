@@ -262,7 +262,7 @@ fn resolved_values_replace_auto_ones() {
 #[test]
 fn sizes_are_written_exactly() {
     for b in [1usize, 4096, 1000, 256 << 10, 2272 << 20, 5 << 30] {
-        assert_eq!(marvin_console::size::parse_size(&size_arg(b)), Ok(b), "{b}");
+        assert_eq!(marvin_console::parse_size(&size_arg(b)), Ok(b), "{b}");
     }
     assert_eq!(size_arg(2272 << 20), "2272m");
 }

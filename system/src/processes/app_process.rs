@@ -21,14 +21,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use marvin_app::{App, Frames, RunConfig, Running, SwapIo, SwapMode, TraceTarget};
 use marvin_interpreter::exec::{Loaded, Trap};
-use marvin_runtime::heap::{HeapConfig, LargeBacking};
 use marvin_runtime::trace::Tracer;
-use marvin_swap::policy::{PolicyConfig, SwapPolicy};
+use marvin_runtime::{HeapConfig, LargeBacking};
+use marvin_swap::{PolicyConfig, SwapPolicy};
 use parking_lot::Mutex;
 
 use super::protocol::{self, Command, Report};
-use marvin_runtime::cpuaccount::process_cpu_time_ns;
 use marvin_runtime::cpuclock::boottime_ns;
+use marvin_runtime::process_cpu_time_ns;
 use marvin_runtime::procfs::{self, SchedTimes};
 
 /// How often an app process gives its allocator's free memory back to the kernel: the
@@ -169,7 +169,7 @@ pub fn run(
         &mut *out.lock(),
         &Report::Ready {
             pid: std::process::id(),
-            run: marvin_runtime::run_identity::RunIdentity::current().id_hex(),
+            run: marvin_runtime::RunIdentity::current().id_hex(),
         },
     )?;
     // Swap counters and times when the app was last told to come to the foreground: a

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use marvin_machine::swapdev;
-use marvin_swap::policy::PolicyConfig;
+use marvin_swap::PolicyConfig;
 
 use crate::SystemConfig;
 

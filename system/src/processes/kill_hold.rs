@@ -2,7 +2,7 @@
 //!
 //! An app sent to the background has cold objects that become reclaimable only once its
 //! saver has written them; it says so in its reclaim table's header while that first
-//! save runs ([`marvin_runtime::reclaim_table::ReclaimTableView::is_saving`]). When the
+//! save runs ([`marvin_runtime::ReclaimTableView::is_saving`]). When the
 //! reclaimer finds nothing more to take but such a save is under way, a kill would
 //! take an app for memory that is about to be reclaimable. [`KillHold`] lets the
 //! killer wait for it, within two bounds that keep the kernel's OOM killer out:

@@ -154,7 +154,7 @@ mod tests {
     /// Needs root (`CAP_SYS_NICE`) and a swap device already on (tests never turn one on).
     #[test]
     fn native_memory_paged_out_comes_back_intact() {
-        use marvin_runtime::native::NativeBuffers;
+        use marvin_runtime::NativeBuffers;
         if !marvin_machine::sys::is_root() {
             eprintln!("skipped: needs root for process_madvise");
             return;

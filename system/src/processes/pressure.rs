@@ -13,7 +13,7 @@ use super::trace::SystemTrace;
 use crate::run_loop::{Apps, LAUNCH_ROOM};
 use marvin_machine::lmk_policy::{self, AppState};
 use marvin_runtime::cpuclock::boottime_ns;
-use marvin_swap::policy::SwapPolicy;
+use marvin_swap::SwapPolicy;
 
 impl Run<'_> {
     /// The killer waits for the rest of the tick (or a pressure event) and acts when

@@ -26,7 +26,7 @@
 //! apps report, a kill when the System sees the killed process gone.
 //!
 //! "Usage" is the group's working set: what it is charged less the clean inactive
-//! page cache the kernel drops first ([`marvin_machine::memstat::MemStat::working_set`]).
+//! page cache the kernel drops first ([`marvin_machine::MemStat::working_set`]).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -46,8 +46,8 @@ use crate::series::PolicySeries;
 use crate::summary::Summary;
 use crate::PressurePolicy;
 use marvin_machine::lmk_policy::Trigger;
-use marvin_machine::machine::{Machine, MachineConfig, SwapChoice};
 use marvin_machine::{cgroup, lmk, signals, swapdev, uithread};
+use marvin_machine::{Machine, MachineConfig, SwapChoice};
 use marvin_runtime::procfs;
 
 /// How often apps report their marks; the System reads them into activity states on

@@ -6,8 +6,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use marvin_runtime::barrier::{Access, AccessKind, BarrierMode};
-use marvin_runtime::heap::{Handle, Heap};
+use marvin_runtime::{Access, AccessKind, BarrierMode};
+use marvin_runtime::{Handle, Heap};
 
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;

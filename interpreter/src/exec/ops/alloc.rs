@@ -2,9 +2,9 @@
 //! safepoint) when the heap asks for it; the running op's position is saved first so the
 //! collector sees this frame's stack map.
 
-use marvin_runtime::barrier::BarrierMode;
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::MAX_ARRAY_LEN;
+use marvin_runtime::BarrierMode;
+use marvin_runtime::ObjKind;
+use marvin_runtime::MAX_ARRAY_LEN;
 
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;

@@ -4,7 +4,7 @@
 //! as a multiply (`super::super::divconst`). A superinstruction that can fail reports
 //! the position of its dividing instruction.
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;

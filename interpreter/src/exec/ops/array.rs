@@ -5,9 +5,9 @@
 
 use std::sync::atomic::Ordering;
 
-use marvin_runtime::barrier::{Access, AccessKind, BarrierMode};
-use marvin_runtime::header::ObjKind;
-use marvin_runtime::heap::Handle;
+use marvin_runtime::Handle;
+use marvin_runtime::ObjKind;
+use marvin_runtime::{Access, AccessKind, BarrierMode};
 
 use super::access::dangling;
 use super::{Cx, Pos};

@@ -3,7 +3,7 @@
 //! transfer polls the safepoint: `jmp`/`jz`/`jnz` at their own position, a fused branch
 //! with the destination's stack map ([`Cx::goto`]).
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::Cx;
 use crate::exec::binding::AppBinding;

@@ -6,7 +6,7 @@
 
 use std::ops::ControlFlow;
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::Cx;
 use crate::exec::binding::AppBinding;

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use marvin_runtime::barrier::{AccessKind, BarrierMode};
+use marvin_runtime::{AccessKind, BarrierMode};
 
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;

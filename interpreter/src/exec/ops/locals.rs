@@ -1,7 +1,7 @@
 //! Constants, locals and operand-stack moves: `push`, `load`, `store`, `pop`, `dup`,
 //! `swap`, and the fused `load a; load b`.
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::Cx;
 use crate::exec::binding::AppBinding;

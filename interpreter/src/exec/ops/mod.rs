@@ -32,9 +32,9 @@ pub(super) mod system;
 
 use std::marker::PhantomData;
 
-use marvin_runtime::barrier::BarrierMode;
-use marvin_runtime::heap::Heap;
-use marvin_runtime::safepoint::Safepoints;
+use marvin_runtime::BarrierMode;
+use marvin_runtime::Heap;
+use marvin_runtime::Safepoints;
 
 use super::binding::AppBinding;
 use super::interp::Thread;

@@ -1,9 +1,9 @@
 //! Native memory (`nalloc`, `nfree`, `nload`, `nstore`, `ncheck`): buffers the app holds
 //! outside its managed heap, carried out by the app's
-//! [`NativeBuffers`](marvin_runtime::native::NativeBuffers). A misuse (a bad size, an
+//! [`NativeBuffers`](marvin_runtime::NativeBuffers). A misuse (a bad size, an
 //! unknown or freed handle, an index out of bounds) is a runtime error at the instruction.
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;

@@ -6,7 +6,7 @@
 //! (`RegDiv` and `RegRem` too, through `reg_bin` with a constant operation); the compares
 //! share `RegBin`/`RegBinI`.
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::{Cx, Pos};
 use crate::exec::binding::AppBinding;

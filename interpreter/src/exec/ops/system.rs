@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use marvin_runtime::barrier::BarrierMode;
+use marvin_runtime::BarrierMode;
 
 use super::{Cx, Pos};
 use crate::exec::binding::{AppBinding, Post, PostAt};

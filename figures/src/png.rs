@@ -208,11 +208,11 @@ mod tests {
 
     /// Draws `text` at 60 px from x = 10 into a white buffer; the inked columns.
     fn draw(text: &str) -> Vec<i32> {
-        crate::figure_font::register_font().expect("font");
+        crate::font::register_font().expect("font");
         let mut buf = vec![255u8; (W * H * 3) as usize];
         {
             let mut png = Png::wrap(BitMapBackend::with_buffer(&mut buf, (W, H))).expect("png");
-            let style = TextStyle::from((crate::figure_font::FONT, 60).into_font()).color(&BLACK);
+            let style = TextStyle::from((crate::font::FONT, 60).into_font()).color(&BLACK);
             png.draw_text(text, &style, (10, 20)).expect("text");
             png.present().expect("present");
         }

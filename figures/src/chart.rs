@@ -1,24 +1,20 @@
-//! The paper's figures drawn from `marvin bench` results (`--plot DIR`): a chart of
-//! lines over a numeric axis (figures 6, 9 and 10) or of bars (figure 3), with the
+//! The benchmarks' figures (`marvin bench ... --plot DIR`): a chart of lines over a
+//! numeric axis (the paper's figures 6, 9 and 10) or of bars (figure 3), with the
 //! published values drawn beside marvin's in black, dashed, where the paper gives them.
 //! Written as `NAME.svg` and `NAME.png`, with a one-line caption of the settings in the
-//! SVG's `<desc>` and in `NAME.txt`. They are drawn in the pressure figures' style
-//! ([`marvin_system::figure_style`]): the same colour and marker per column, logarithmic
-//! axes ticked at 1-2-5 steps, the legend in a strip below the plot.
+//! SVG's `<desc>` and in `NAME.txt`, in the figures' one style: the same colour and marker
+//! per column, logarithmic axes ticked at 1-2-5 steps, the legend in a strip below.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
-use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use marvin_system::figure_style::{
-    column_styles, draw_legend, draw_marker, log_ticks, split_for_legend, tick_label, LegendEntry,
-    Marker, Stroke,
-};
-use marvin_system::plot::{add_svg_description, register_font, FONT};
-use marvin_system::plot_text::Png;
+use crate::axes::{chart_builder, draw_markers, draw_stroked, styled_mesh, Axis, Frame};
+use crate::font::FONT;
+use crate::legend::{draw_legend, split_for_legend, LegendEntry};
+use crate::style::{column_styles, log_ticks, tick_label, Area, Drawn, Marker, Stroke};
+use crate::write::{write_figure, Drawing};
 
 /// One measured (or published) line.
 #[derive(Clone, Debug)]
@@ -58,6 +54,12 @@ pub struct Chart {
 const SIZE: (u32, u32) = (1000, 620);
 /// Dashes of the published values' lines.
 const PUBLISHED: Stroke = Stroke::Dashed(9, 6);
+/// The frame of every chart.
+const FRAME: Frame = Frame {
+    margin: 18,
+    x_labels: 50,
+    y_labels: 80,
+};
 
 /// The colour and marker of each measured entry (published ones are black), in the
 /// figures' shared style, by label.
@@ -76,48 +78,24 @@ fn styles<'a>(labels: impl Iterator<Item = (&'a str, bool)>) -> Vec<(RGBColor, M
         .collect()
 }
 
-/// Checks that `dir` can take the figure's files before a benchmark spends its time
-/// (creating nothing: the directory is made when the figure is written).
-pub fn prepare(dir: &Path) -> anyhow::Result<()> {
-    // The path error itself, so the command ends with status 2 naming the flag.
-    marvin_system::paths::check_output_dir("--plot", dir).map_err(anyhow::Error::new)
+impl Chart {
+    /// Writes the chart into `dir` (created if missing); returns the files written.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        write_figure(dir, self.name, SIZE, self, Some(&self.caption))
+    }
 }
 
-/// Writes the chart into `dir`; returns the files written.
-pub fn write(dir: &Path, chart: &Chart) -> anyhow::Result<Vec<PathBuf>> {
-    register_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let svg = dir.join(format!("{}.svg", chart.name));
-    let png = dir.join(format!("{}.png", chart.name));
-    let txt = dir.join(format!("{}.txt", chart.name));
-    {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        draw(&root, chart)
-            .and_then(|()| root.present())
-            .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
+impl Drawing for Chart {
+    fn title(&self) -> &str {
+        &self.title
     }
-    let text = format!("{}: {}", chart.title, chart.caption);
-    add_svg_description(&svg, &text)?;
-    {
-        let root = Png::file(&png, SIZE)?.into_drawing_area();
-        draw(&root, chart)
-            .and_then(|()| root.present())
-            .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
-    }
-    std::fs::write(&txt, format!("{text}\n"))
-        .with_context(|| format!("writing {}", txt.display()))?;
-    Ok(vec![svg, png, txt])
-}
 
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    chart: &Chart,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
-    if chart.bars.is_empty() {
-        draw_lines(root, chart)
-    } else {
-        draw_bars(root, chart)
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Drawn<DB> {
+        if self.bars.is_empty() {
+            draw_lines(root, self)
+        } else {
+            draw_bars(root, self)
+        }
     }
 }
 
@@ -130,10 +108,7 @@ fn log_label(label: &str) -> String {
     }
 }
 
-fn draw_lines<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    chart: &Chart,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+fn draw_lines<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart) -> Drawn<DB> {
     let finite =
         |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!chart.y_log || p.1 > 0.0);
     let points = || {
@@ -171,12 +146,7 @@ fn draw_lines<DB: DrawingBackend>(
         })
         .collect();
     let (plot_area, legend_area) = split_for_legend(root, &legend);
-    let mut builder = ChartBuilder::on(&plot_area);
-    builder
-        .caption(&chart.title, (FONT, 24))
-        .margin(18)
-        .x_label_area_size(50)
-        .y_label_area_size(80);
+    let mut builder = chart_builder(&plot_area, &chart.title, FRAME);
     if chart.y_log {
         let lo = points().map(|p| p.1).fold(f64::INFINITY, f64::min).min(1.0) / 1.5;
         let hi = y_max.max(lo * 10.0) * 1.5;
@@ -184,29 +154,13 @@ fn draw_lines<DB: DrawingBackend>(
             x_range,
             (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
         )?;
-        c.configure_mesh()
-            .x_desc(chart.x_label)
-            .y_desc(log_label(chart.y_label))
-            .label_style((FONT, 15))
-            .axis_desc_style((FONT, 17))
-            .light_line_style(RGBColor(235, 235, 235))
-            .x_label_formatter(&tick_label)
-            .y_label_formatter(&tick_label)
-            .draw()?;
+        styled_mesh(&mut c, chart.x_label, &log_label(chart.y_label)).draw()?;
         draw_curves(&mut c, chart, &styles, &finite)?;
     } else {
         let span = (y_max - y_min).max(1e-9);
         let y_range = (y_min - if y_min < 0.0 { 0.1 * span } else { 0.0 })..(y_max + 0.12 * span);
         let mut c = builder.build_cartesian_2d(x_range, y_range)?;
-        c.configure_mesh()
-            .x_desc(chart.x_label)
-            .y_desc(chart.y_label)
-            .label_style((FONT, 15))
-            .axis_desc_style((FONT, 17))
-            .light_line_style(RGBColor(235, 235, 235))
-            .x_label_formatter(&tick_label)
-            .y_label_formatter(&tick_label)
-            .draw()?;
+        styled_mesh(&mut c, chart.x_label, chart.y_label).draw()?;
         draw_curves(&mut c, chart, &styles, &finite)?;
     }
     draw_legend(&legend_area, &legend)
@@ -214,44 +168,30 @@ fn draw_lines<DB: DrawingBackend>(
 
 /// Draws every curve of `chart` on `c`: ours solid with their markers, published ones
 /// black, dashed, with hollow circles.
-fn draw_curves<DB: DrawingBackend, X, Y>(
+fn draw_curves<DB: DrawingBackend, X: Axis, Y: Axis>(
     c: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
     chart: &Chart,
     styles: &[(RGBColor, Marker)],
     keep: &impl Fn(&&(f64, f64)) -> bool,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
+) -> Drawn<DB> {
     for (curve, &(colour, marker)) in chart.curves.iter().zip(styles) {
         let pts: Vec<(f64, f64)> = curve.points.iter().filter(keep).copied().collect();
         if curve.published {
-            let style = colour.stroke_width(2);
-            c.draw_series(DashedLineSeries::new(pts.iter().copied(), 9, 6, style))?;
+            draw_stroked(c, &pts, PUBLISHED, colour.stroke_width(2))?;
             c.draw_series(pts.iter().map(|&p| Circle::new(p, 6, WHITE.filled())))?;
             c.draw_series(
                 pts.iter()
                     .map(|&p| Circle::new(p, 6, colour.stroke_width(2))),
             )?;
         } else {
-            c.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(3)))?;
-            let plotting = c.plotting_area();
-            let base = plotting.get_base_pixel();
-            let area = plotting.strip_coord_spec();
-            for p in &pts {
-                let at = plotting.map_coordinate(p);
-                draw_marker(&area, marker, (at.0 - base.0, at.1 - base.1), colour)?;
-            }
+            draw_stroked(c, &pts, Stroke::Solid, colour.stroke_width(3))?;
+            draw_markers(c, &pts, marker, colour)?;
         }
     }
     Ok(())
 }
 
-fn draw_bars<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    chart: &Chart,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+fn draw_bars<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart) -> Drawn<DB> {
     // The values on a logarithmic axis (they span decades), ticked at 1-2-5 steps.
     let values: Vec<f64> = chart.bars.iter().map(|b| b.value.max(1e-9)).collect();
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min) / 2.0;
@@ -267,25 +207,14 @@ fn draw_bars<DB: DrawingBackend>(
         }
     };
     let styles = styles(chart.bars.iter().map(|b| (b.label.as_str(), b.published)));
-    let mut c = ChartBuilder::on(root)
-        .caption(&chart.title, (FONT, 24))
-        .margin(18)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            -0.6..(n as f64 - 0.4),
-            (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
-        )?;
-    c.configure_mesh()
+    let mut c = chart_builder(root, &chart.title, FRAME).build_cartesian_2d(
+        -0.6..(n as f64 - 0.4),
+        (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+    )?;
+    styled_mesh(&mut c, chart.x_label, &log_label(chart.y_label))
         .disable_x_mesh()
         .x_labels(n.max(1) * 4 + 1)
-        .x_desc(chart.x_label)
-        .y_desc(log_label(chart.y_label))
-        .label_style((FONT, 15))
-        .axis_desc_style((FONT, 17))
-        .light_line_style(RGBColor(235, 235, 235))
         .x_label_formatter(&x_label)
-        .y_label_formatter(&tick_label)
         .draw()?;
     for (i, ((bar, value), &(colour, _))) in chart.bars.iter().zip(&values).zip(&styles).enumerate()
     {
@@ -346,7 +275,7 @@ mod tests {
             y_log: false,
             caption: "reps 3".into(),
         };
-        let files = write(dir.path(), &lines).unwrap();
+        let files = lines.write(dir.path()).unwrap();
         assert_eq!(files.len(), 3);
         assert_eq!(decode(&files[1]), SIZE);
         let svg = std::fs::read_to_string(&files[0]).unwrap();
@@ -368,26 +297,12 @@ mod tests {
             curves: Vec::new(),
             ..lines
         };
-        let files = write(dir.path(), &bars).unwrap();
+        let files = bars.write(dir.path()).unwrap();
         assert_eq!(decode(&files[1]), SIZE);
         let svg = std::fs::read_to_string(&files[0]).unwrap();
         assert!(
             svg.contains("paper: Linux swap") && svg.contains("8000 ms"),
             "{svg}"
-        );
-    }
-
-    #[test]
-    fn an_unwritable_plot_directory_is_refused_up_front() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f");
-        std::fs::write(&file, b"x").unwrap();
-        assert!(prepare(&file).is_err());
-        let new = dir.path().join("new");
-        assert!(prepare(&new).is_ok());
-        assert!(
-            !new.exists(),
-            "nothing is created before the figure is written"
         );
     }
 }
