@@ -289,8 +289,7 @@ fn two_entries_over_the_same_pages_refuse_the_table() {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use marvin_runtime::header::ObjKind;
-    use marvin_runtime::heap::{Heap, HeapConfig, LargeBacking};
+    use marvin_runtime::{Heap, HeapConfig, LargeBacking, ObjKind};
     use marvin_swap::{saver, AppSwap, PolicyConfig};
 
     let heap = Heap::new(HeapConfig {
