@@ -110,41 +110,16 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
-/// `MADV_PAGEOUT` (Linux 5.4; not in every libc crate's list).
-const MADV_PAGEOUT: libc::c_int = 21;
-/// The most ranges one `process_madvise` call takes (`UIO_MAXIOV`).
-const IOV_MAX: usize = 1024;
-
 /// Asks the kernel to page out the memory of the process behind `pidfd` in `ranges`
-/// (address, length): `process_madvise(MADV_PAGEOUT)` (Linux 5.10; the caller needs
-/// `CAP_SYS_NICE` and ptrace read access), as Android's cached-app compaction does.
-/// Anonymous pages go to swap when there is a swap device, and stay otherwise. The
-/// other process may have unmapped a range meanwhile: the kernel then stops at it, and
-/// what it advised is returned (bytes).
+/// (address, length): [`process_madvise`] with `MADV_PAGEOUT`, in batches of at most
+/// [`MADVISE_MAX_RANGES`], as Android's cached-app compaction does. Anonymous pages go
+/// to swap when there is a swap device, and stay otherwise. The other process may have
+/// unmapped a range meanwhile: the kernel then stops at it, and what it advised is
+/// returned (bytes).
 pub fn page_out(pidfd: BorrowedFd<'_>, ranges: &[(u64, u64)]) -> io::Result<u64> {
     let mut advised = 0u64;
-    for chunk in ranges.chunks(IOV_MAX) {
-        let iov: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|&(addr, len)| libc::iovec {
-                iov_base: addr as usize as *mut libc::c_void,
-                iov_len: len as usize,
-            })
-            .collect();
-        // SAFETY: the iovecs name memory of the other process, which the kernel checks
-        // and never dereferences in ours; `iov` is live for the call and `iov.len()` is
-        // its length (at most UIO_MAXIOV); the fd is borrowed for the call; flags are 0.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_process_madvise,
-                pidfd.as_raw_fd(),
-                iov.as_ptr(),
-                iov.len(),
-                MADV_PAGEOUT,
-                0 as libc::c_uint,
-            )
-        };
-        advised += cvt(rc)? as u64;
+    for batch in ranges.chunks(MADVISE_MAX_RANGES) {
+        advised += process_madvise(pidfd, batch, libc::MADV_PAGEOUT)?;
     }
     Ok(advised)
 }
