@@ -14,7 +14,6 @@ use super::columns::new_columns;
 use super::flags::{to_args, ModeArg, PolicyChoice, PressureArgs};
 use super::settings::{apply_scale, model_policy, process_model_policy};
 use crate::workloads::Source;
-use crate::PressurePolicy;
 
 /// A sweep's experiment, resolved on the machine that plans it.
 #[derive(Clone, Debug)]
@@ -85,13 +84,13 @@ pub fn plan(given: &PressureArgs) -> Result<SweepPlan, String> {
         None if processes => process_model_policy(),
         None => model_policy(),
     };
+    let host = if processes {
+        crate::policies::Host::Processes
+    } else {
+        crate::policies::Host::InProcess
+    };
     let choices: Vec<PolicyChoice> = if a.policy.is_empty() {
-        let swap = if processes {
-            PressurePolicy::KernelSwap
-        } else {
-            PressurePolicy::PageSwap
-        };
-        [PressurePolicy::Kill, swap, PressurePolicy::Marvin]
+        crate::policies::defaults(host)
             .into_iter()
             .map(|pressure| PolicyChoice {
                 pressure,
@@ -100,11 +99,6 @@ pub fn plan(given: &PressureArgs) -> Result<SweepPlan, String> {
             .collect()
     } else {
         a.policy.clone()
-    };
-    let host = if processes {
-        crate::policies::Host::Processes
-    } else {
-        crate::policies::Host::InProcess
     };
     if let Some(c) = choices.iter().find(|c| !c.pressure.runs_in(host)) {
         return Err(format!(
